@@ -1,0 +1,26 @@
+"""The Python API; the CLI is a thin skin over these functions with the same nouns."""
+
+from __future__ import annotations
+
+import os
+
+from .ingest.run_writer import ingest_run
+from .store import Run, open_run
+
+
+def ingest(paths, out, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
+           ranks: dict | None = None, progress: bool | None = None) -> Run:
+    """Ingest trace files/directories/globs into the run directory ``out`` and open it.
+
+    A no-op when ``out`` already holds exactly these inputs (same bytes), unless ``force``.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    ingest_run([os.fspath(p) for p in paths], os.fspath(out), jobs=jobs, on_error=on_error, force=force,
+               ranks=ranks, show_progress=progress)
+    return Run(os.fspath(out))
+
+
+def open(path, **ingest_options) -> Run:  # noqa: A001 - mirrors tracekit.open in the brief
+    """Open a run directory (or ingest a trace file/directory into the cache and open that)."""
+    return open_run(path, **ingest_options)

@@ -1,0 +1,1 @@
+"""Stream Kineto/Chrome trace JSON into an atomic Parquet run directory."""

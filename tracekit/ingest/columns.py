@@ -1,0 +1,141 @@
+"""Turn one batch of decoded events into an Arrow RecordBatch of the ``events`` schema.
+
+Column-at-a-time list comprehensions feed pyarrow; no per-event branching beyond type splits.
+Times are exact: ``ts``/``dur`` arrive as Decimal (msgspec keeps the digits as written), go to
+Arrow decimal128, are rounded to 3 decimals (nanoseconds) and their unscaled integers read as int64.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import TraceFormatError
+from .args import KINETO_ARGS
+from .reader import EventBatch
+from .schema import EVENTS_SCHEMA, KinetoArgs
+
+_args_decoder = msgspec.json.Decoder(list[KinetoArgs])
+_EMPTY = b"{}"
+_NS = Decimal("0.001")
+_INT64_MAX = (1 << 63) - 1
+
+
+def raw_to_strings(raws: list) -> pa.Array:
+    """msgspec.Raw (or None) values -> a string array of their JSON text, built from one buffer."""
+    n = len(raws)
+    lens = np.fromiter((0 if r is None else len(r) for r in raws), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = b"".join([r for r in raws if r is not None])
+    valid = np.fromiter((r is not None for r in raws), dtype=bool, count=n)
+    mask = pa.array(valid).buffers()[1] if not valid.all() else None
+    return pa.Array.from_buffers(pa.large_string(), n, [mask, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+
+
+def _to_ns(values: list, what: str, path: str, start: int) -> pa.Array:
+    """Exact Decimal microseconds -> int64 nanoseconds (round half to even at the nanosecond)."""
+    try:
+        dec = pa.array(values, pa.decimal128(38, 9))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # more than 9 decimals (e.g. re-saved floats like 12.5000000000001) or an exponent: quantize first
+        dec = pa.array([None if v is None else v.quantize(_NS, rounding=ROUND_HALF_EVEN) for v in values],
+                       pa.decimal128(38, 3))
+    ns = pc.round(dec, 3, round_mode="half_to_even").cast(pa.decimal128(38, 3))
+    words = np.frombuffer(ns.buffers()[1], dtype=np.int64)[2 * ns.offset: 2 * (ns.offset + len(ns))]
+    lo, hi = words[0::2], words[1::2]
+    if not np.array_equal(hi, lo >> 63):
+        bad = int(np.nonzero(hi != (lo >> 63))[0][0])
+        raise TraceFormatError(f"{path} (event #{start + bad} of traceEvents): '{what}' = {values[bad]} us "
+                               "does not fit in int64 nanoseconds; is the time unit right?")
+    return pa.Array.from_buffers(pa.int64(), len(ns), [ns.buffers()[0], pa.py_buffer(np.ascontiguousarray(lo))])
+
+
+def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
+    """A column that holds ints (the usual) and sometimes strings -> (int64, text-or-null)."""
+    try:
+        return pa.array(values, pa.int64()), pa.nulls(len(values), pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        ints = [v if type(v) is int and -_INT64_MAX <= v <= _INT64_MAX else None for v in values]
+        texts = [None if v is None or type(v) is int else str(v) for v in values]
+        return pa.array(ints, pa.int64()), pa.array(texts, pa.string())
+
+
+def _as_int(v):
+    if type(v) is int:
+        return v if -_INT64_MAX <= v <= _INT64_MAX else None
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _text(r):
+    if r is None:
+        return None
+    b = bytes(r)
+    return msgspec.json.decode(b) if b[:1] == b'"' else b.decode()
+
+
+def _arg_column(args: list, col: str, kind: str) -> pa.Array:
+    vals = [getattr(a, col) for a in args]
+    if kind in ("int", "float", "str"):
+        return pa.array(vals, EVENTS_SCHEMA.field(col).type)
+    if kind == "int_or_text":
+        try:
+            return pa.array(vals, pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return pa.array([_as_int(v) for v in vals], pa.int64())
+    if kind == "exact_int":
+        return pa.array([None if v is None else str(v) for v in vals], pa.string())
+    if kind == "json":
+        return raw_to_strings(vals)
+    return pa.array([_text(v) for v in vals], pa.string())  # text
+
+
+def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
+    evs = batch.events
+    n = len(evs)
+    start = batch.start
+    phs = [e.ph for e in evs]
+    if None in phs:
+        i = phs.index(None)
+        raise TraceFormatError(f"{path} (event #{start + i} of traceEvents): the event has no 'ph' (phase) key; "
+                               "every Chrome trace event needs one. Fix or drop that event")
+    pid, pid_text = _int_or_text([e.pid for e in evs])
+    tid, tid_text = _int_or_text([e.tid for e in evs])
+    flow_id, flow_text = _int_or_text([e.id for e in evs])
+    raw_args = [None if a is None or (len(a) == 4 and bytes(a) == b"null") else a for a in (e.args for e in evs)]
+    try:
+        args = _args_decoder.decode(b"[" + b",".join([_EMPTY if a is None else a for a in raw_args]) + b"]")
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        where = msg.split("at `$[", 1)
+        idx, _, field = where[1].partition("]") if len(where) > 1 else ("0", "", "")
+        key = field.strip("`.")
+        raise TraceFormatError(
+            f"{path} (event #{start + int(idx)} of traceEvents): wrong type in args['{key}']: "
+            f"{msg.split(' - at ')[0]}. Fix or drop that event") from None
+    cols = {
+        "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "ph": pa.array(phs, pa.string()),
+        "cat": pa.array([e.cat for e in evs], pa.string()),
+        "name": pa.array([e.name for e in evs], pa.string()),
+        "pid": pid, "tid": tid, "pid_text": pid_text, "tid_text": tid_text,
+        "ts_ns": _to_ns([e.ts for e in evs], "ts", path, start),
+        "dur_ns": _to_ns([e.dur for e in evs], "dur", path, start),
+        "flow_id": flow_id, "flow_id_text": flow_text,
+        "bp": pa.array([e.bp for e in evs], pa.string()),
+        "scope": pa.array([e.s for e in evs], pa.string()),
+    }
+    for col, _key, kind, _ in KINETO_ARGS:
+        cols[col] = _arg_column(args, col, kind)
+    cols["args"] = raw_to_strings(raw_args)
+    cols["extra"] = pa.array(batch.extra if batch.extra is not None else [None] * n, pa.string())
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in EVENTS_SCHEMA], schema=EVENTS_SCHEMA)

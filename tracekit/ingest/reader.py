@@ -1,0 +1,256 @@
+"""Split the ``traceEvents`` array of a trace into batches of decoded events, in bounded memory.
+
+A Kineto trace is one JSON object whose ``traceEvents`` array holds every event. We never hold the
+whole text: we read a chunk, cut it after the last ``}`` that closes a top-level event (``},{`` or
+``}]``), and decode ``[`` + that slice + ``]`` with msgspec in one C call. A ``}`` that only closes a
+nested object, or one inside a string, cannot end a balanced array, so the decode says "truncated"
+(or fails at the closing ``]`` we added) and we try the previous candidate. Any other decode error is
+a real defect of the file, reported with its absolute byte offset.
+
+The top-level keys around the array (``distributedInfo`` before it, ``baseTimeNanoseconds`` often
+after it) are decoded at the end as ``prefix + "traceEvents":[] + suffix``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+import msgspec
+
+from ..errors import TraceFormatError
+from .schema import TraceEvent
+from .source import TraceSource
+
+CHUNK_BYTES = 8 << 20
+_MAX_HEADER = 256 << 20
+_WS = b" \t\r\n"
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_POS = re.compile(r"\(byte (\d+)\)")
+_AT = re.compile(r"at `\$\[(\d+)\](.*)`")
+
+_events_decoder = msgspec.json.Decoder(list[TraceEvent])
+_loose_decoder = msgspec.json.Decoder(list[dict])
+
+
+@dataclass
+class EventBatch:
+    start: int  # index of the first event in the file's traceEvents
+    events: list  # list[TraceEvent]
+    extra: list | None  # per event: JSON text of unknown top-level keys, or None
+
+
+class TraceReader:
+    """Iterate over ``EventBatch``es; afterwards ``header`` holds the top-level metadata."""
+
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES):
+        self.path = path
+        self.chunk_bytes = chunk_bytes
+        self.source = TraceSource(path)
+        self.header: dict = {}
+        self.event_count = 0
+        self.sha256 = ""
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _fail(self, what: str, offset: int | None = None, index: int | None = None) -> TraceFormatError:
+        where = []
+        if index is not None:
+            where.append(f"event #{index} of traceEvents")
+        if offset is not None:
+            where.append(f"byte {offset:,} of the JSON text")
+        place = f" ({', '.join(where)})" if where else ""
+        return TraceFormatError(f"{self.path}{place}: {what}")
+
+    def _more(self) -> bytes:
+        return self.source.read(self.chunk_bytes)
+
+    # -- the main loop ---------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[EventBatch]:
+        try:
+            yield from self._run()
+        finally:
+            self.source.close()
+
+    def _run(self) -> Iterator[EventBatch]:
+        buf, prefix_end, pos = self._find_array()
+        base = 0  # absolute offset of buf[0]
+        prefix = bytes(buf[:prefix_end])
+        eof = False
+        index = 0
+        # empty array
+        p = _skip_ws(buf, pos)
+        while p >= len(buf) and not eof:
+            data = self._more()
+            eof = not data
+            buf += data
+            p = _skip_ws(buf, pos)
+        if p < len(buf) and buf[p] == ord("]"):
+            suffix_start = p + 1
+            self._finish(prefix, buf, suffix_start, base)
+            return
+        while True:
+            advanced = False
+            for cut, nxt, is_end in _candidates(buf, pos):
+                batch = self._decode(buf, pos, cut, base, index)
+                if batch is None:
+                    continue  # that '}' closed a nested object or sat in a string: try an earlier one
+                yield batch
+                index += len(batch.events)
+                self.event_count = index
+                if is_end:
+                    self._finish(prefix, buf, nxt + 1, base)
+                    return
+                pos, advanced = nxt, True
+                break
+            if eof:
+                if not advanced:
+                    self._raise_unterminated(buf, pos, base, index)
+                continue
+            del buf[:pos]  # keep memory bounded: drop what was decoded
+            base += pos
+            pos = 0
+            data = self._more()
+            eof = not data
+            buf += data
+
+    def _find_array(self):
+        buf = bytearray()
+        while True:
+            data = self._more()
+            buf += data
+            start = _skip_ws(buf, 0)
+            if start < len(buf) and buf[start] != ord("{"):
+                raise self._fail(
+                    "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
+                    f"found {bytes(buf[start:start + 20])!r}", offset=start)
+            m = _KEY.search(buf)
+            if m:
+                return buf, m.start(), m.end()
+            if not data or len(buf) > _MAX_HEADER:
+                if not buf.strip():
+                    raise self._fail("the file is empty; it holds no JSON at all")
+                raise self._fail(
+                    "this JSON has no \"traceEvents\" array, so it is not a Chrome/Kineto trace. "
+                    "Pass the .json/.json.gz files that torch.profiler wrote")
+
+    def _decode(self, buf, pos, cut, base, index) -> EventBatch | None:
+        body = b"[" + memoryview(buf)[pos:cut + 1] + b"]"
+        try:
+            return EventBatch(index, _events_decoder.decode(body), None)
+        except msgspec.ValidationError as exc:
+            msg = str(exc)
+            if "unknown field" in msg:
+                return self._decode_loose(body, index)
+            raise self._validation_error(msg, index, body) from None
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            if "truncated" in msg:
+                return None
+            m = _POS.search(msg)
+            if m and int(m.group(1)) >= len(body) - 1:
+                return None  # failed at the ']' we added: the cut was inside a nested object
+            offset = base + pos + (int(m.group(1)) - 1 if m else 0)
+            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=offset) from None
+
+    def _decode_loose(self, body, index) -> EventBatch:
+        """Slow path for events with non-standard top-level keys: keep those keys in `extra`."""
+        try:
+            raw = _loose_decoder.decode(body)
+        except msgspec.ValidationError as exc:
+            raise self._validation_error(str(exc), index, body) from None
+        extra = []
+        known = set(TraceEvent.__struct_fields__)
+        for ev in raw:
+            other = {k: ev.pop(k) for k in list(ev) if k not in known}
+            extra.append(msgspec.json.encode(other).decode() if other else None)
+        try:
+            events = msgspec.json.decode(msgspec.json.encode(raw), type=list[TraceEvent])
+        except msgspec.ValidationError as exc:
+            raise self._validation_error(str(exc), index, body) from None
+        return EventBatch(index, events, extra)
+
+    def _validation_error(self, msg: str, index: int, body) -> TraceFormatError:
+        m = _AT.search(msg)
+        what = msg.split(" - at ")[0]
+        if m:
+            i = int(m.group(1))
+            field = m.group(2).lstrip(".") or "the event"
+            expect = {"ph": "a string", "name": "a string", "cat": "a string", "ts": "a number (microseconds)",
+                      "dur": "a number (microseconds)", "args": "an object"}.get(field.split(".")[0], "")
+            hint = f" '{field}' should be {expect}" if expect else f" at '{field}'"
+            return self._fail(f"wrong type:{hint}: {what}. Fix or drop that event", index=index + i)
+        return self._fail(f"wrong type: {msg}", index=index)
+
+    def _raise_unterminated(self, buf, pos, base, index):
+        tail = bytes(buf[pos:pos + 60]).strip()
+        if not tail:
+            raise self._fail("the JSON text ends inside the traceEvents array (file truncated?); "
+                             "expected ']' to close it", offset=base + len(buf), index=index)
+        # Let msgspec say exactly where the damage is.
+        try:
+            _events_decoder.decode(b"[" + bytes(buf[pos:]) + b"]")
+        except msgspec.ValidationError as exc:
+            raise self._validation_error(str(exc), index, None) from None
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            m = _POS.search(msg)
+            if "truncated" in msg or (m and int(m.group(1)) >= len(buf) - pos + 1):
+                raise self._fail(
+                    "the JSON text ends in the middle of an event (file truncated?)",
+                    offset=base + len(buf), index=index) from None
+            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}",
+                             offset=base + pos + (int(m.group(1)) - 1 if m else 0), index=None) from None
+        raise self._fail("the traceEvents array is not closed with ']' (file truncated?)",
+                         offset=base + len(buf), index=index)
+
+    def _finish(self, prefix: bytes, buf, suffix_start: int, base: int):
+        rest = bytearray(buf[suffix_start:])
+        while True:
+            data = self._more()
+            if not data:
+                break
+            rest += data
+            if len(rest) > _MAX_HEADER:
+                raise self._fail("more than 256 MB of JSON after the traceEvents array", offset=base + suffix_start)
+        text = prefix + b'"traceEvents":[]' + bytes(rest)
+        try:
+            header = msgspec.json.decode(text)
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            if "truncated" in msg:
+                raise self._fail("the JSON text ends before the closing '}' of the trace object "
+                                 "(file truncated?)", offset=base + len(buf)) from None
+            raise self._fail(f"malformed JSON around the traceEvents array: {msg}") from None
+        if not isinstance(header, dict):
+            raise self._fail("the top level of the JSON is not an object")
+        header.pop("traceEvents", None)
+        self.header = header
+        self.sha256 = self.source.finish()
+
+
+def _skip_ws(buf, i: int) -> int:
+    n = len(buf)
+    while i < n and buf[i] in _WS:
+        i += 1
+    return i
+
+
+def _candidates(buf, lo: int):
+    """Yield (cut, next, is_end), latest first: `cut` is a '}' followed by ',' + '{' or by ']'."""
+    hi = len(buf)
+    i = buf.rfind(b"}", lo, hi)
+    tries = 0
+    while i >= lo and tries < 256:
+        j = _skip_ws(buf, i + 1)
+        if j < hi:
+            c = buf[j]
+            if c == 44:  # ','
+                k = _skip_ws(buf, j + 1)
+                if k < hi and buf[k] == 123:  # '{'
+                    tries += 1
+                    yield i, k, False
+            elif c == 93:  # ']'
+                tries += 1
+                yield i, j, True
+        i = buf.rfind(b"}", lo, i)

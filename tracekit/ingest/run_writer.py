@@ -1,0 +1,175 @@
+"""Ingest many trace files into one run directory, atomically.
+
+The run is built in a sibling temporary directory and renamed into place at the end, so a crash or
+Ctrl-C never leaves a half-written run and an earlier run stays intact until the new one is whole.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..discover import check_unique_ranks, find_traces
+from ..errors import RankError, TracekitError
+from .one_file import ingest_file
+from .progress import IngestProgress, make_sink, worker_init
+from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
+
+MANIFEST = "manifest.json"
+
+
+def sha256_of(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(run_dir: str) -> dict | None:
+    try:
+        with open(os.path.join(run_dir, MANIFEST)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def is_up_to_date(run_dir: str, files: list[str]) -> bool:
+    """True when run_dir was built by this schema from exactly these files, byte for byte."""
+    m = read_manifest(run_dir)
+    if not m or m.get("schema_version") != SCHEMA_VERSION:
+        return False
+    known = {i["path"]: i for i in m.get("inputs", [])} | {i["path"]: i for i in m.get("failures", [])}
+    if sorted(known) != sorted(files):
+        return False
+    for f in files:
+        entry = known[f]
+        if entry.get("bytes") != os.path.getsize(f) or entry.get("sha256") != sha256_of(f):
+            return False
+    return True
+
+
+def _task(args):
+    path, part, rank = args
+    return ingest_file(path, part, rank=rank, progress=make_sink())
+
+
+def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
+               ranks: dict | None = None, show_progress: bool | None = None) -> bool:
+    """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date."""
+    if on_error not in ("fail", "skip"):
+        raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+    files = find_traces(list(paths))
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
+    if not force and os.path.isdir(out) and is_up_to_date(out, files):
+        return False
+    given = {os.path.abspath(k): v for k, v in (ranks or {}).items()}
+    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, "events", "_parts"))
+    try:
+        results, failures = _ingest_all(files, tmp, jobs, on_error, given, show_progress)
+        _finish(tmp, results, failures)
+        _swap(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+def _ingest_all(files, tmp, jobs, on_error, given, show_progress):
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(files)))
+    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f))
+             for i, f in enumerate(files)]
+    results: list[tuple[str, str, dict]] = []
+    failures: list[dict] = []
+    total = sum(os.path.getsize(f) for f in files)
+    with IngestProgress(len(files), total, show_progress) as prog:
+        def done(task, fut_result=None, exc=None):
+            path, part, _ = task
+            if exc is None:
+                results.append((path, part, fut_result))
+            elif isinstance(exc, TracekitError) and on_error == "skip":
+                failures.append({"path": path, "bytes": os.path.getsize(path), "sha256": sha256_of(path),
+                                 "reason": str(exc)})
+                if os.path.exists(part):
+                    os.remove(part)
+            else:
+                raise exc
+            prog.file_done(os.path.getsize(path))
+
+        if jobs == 1:
+            worker_init(prog.queue)
+            for task in tasks:
+                try:
+                    res = _task(task)
+                except TracekitError as exc:
+                    done(task, exc=exc)
+                else:
+                    done(task, res)
+                prog.poll()
+            return results, failures
+        with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(prog.queue,)) as pool:
+            pending = {pool.submit(_task, t): t for t in tasks}
+            try:
+                while pending:
+                    finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    prog.poll()
+                    for fut in finished:
+                        task = pending.pop(fut)
+                        exc = fut.exception()
+                        done(task, fut.result() if exc is None else None, exc)
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+    return results, failures
+
+
+def _finish(tmp: str, results, failures) -> None:
+    results.sort(key=lambda r: r[2]["trace"]["rank"])
+    check_unique_ranks([(r[0], r[2]["trace"]["rank"]) for r in results])
+    if not results:
+        raise TracekitError("no trace could be ingested; see the reasons above (or in --on-error skip's list)")
+    for path, part, res in results:
+        rank = res["trace"]["rank"]
+        if rank < 0:
+            raise RankError(f"{path}: rank {rank} is negative")
+        dest = os.path.join(tmp, "events", f"rank={rank}")
+        os.makedirs(dest)
+        os.replace(part, os.path.join(dest, "part-0.parquet"))
+    os.rmdir(os.path.join(tmp, "events", "_parts"))
+    traces = [r[2]["trace"] for r in results]
+    pgs = [pg for r in results for pg in r[2]["process_groups"]]
+    pq.write_table(pa.Table.from_pylist(traces, schema=TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
+    pq.write_table(pa.Table.from_pylist(pgs, schema=PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "tracekit_version": __version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "inputs": [{"path": t["path"], "bytes": t["file_bytes"], "sha256": t["sha256"], "rank": t["rank"],
+                    "rank_source": t["rank_source"], "events": t["event_count"]} for t in traces],
+        "failures": failures,
+    }
+    with open(os.path.join(tmp, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+def _swap(tmp: str, out: str) -> None:
+    """Put the finished run in place; an old run is moved aside first and removed only after."""
+    old = None
+    if os.path.exists(out):
+        old = out + f".old-{os.getpid()}"
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,78 @@
+"""Open a trace file as a stream of JSON bytes: gzip told by its magic number, SHA-256 on the fly."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import zlib
+
+from ..errors import TraceFormatError
+
+
+class _Hashing:
+    """A file wrapper that feeds every byte read into a SHA-256 and counts them."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.count = 0
+
+    def read(self, n=-1):
+        data = self.raw.read(n)
+        self.sha.update(data)
+        self.count += len(data)
+        return data
+
+    def readinto(self, buf):  # pragma: no cover - gzip uses read()
+        n = self.raw.readinto(buf)
+        self.sha.update(memoryview(buf)[:n])
+        self.count += n
+        return n
+
+    def close(self):
+        self.raw.close()
+
+
+class TraceSource:
+    """Reads a trace's JSON text in chunks; ``read()`` returns b'' at the end.
+
+    Errors of the container (a truncated or corrupt gzip) become TraceFormatError naming the file and
+    how many JSON bytes came out before the damage.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.file_bytes = os.path.getsize(path)
+        self._hashing = _Hashing(open(path, "rb"))
+        head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
+        self.compressed = head == b"\x1f\x8b"
+        self._stream = gzip.GzipFile(fileobj=self._hashing, mode="rb") if self.compressed else self._hashing
+        self.json_bytes = 0
+
+    def read(self, n: int) -> bytes:
+        try:
+            data = self._stream.read(n)
+        except EOFError:
+            raise TraceFormatError(
+                f"{self.path}: the gzip stream ends early, after {self.json_bytes + 0:,} bytes of JSON "
+                "(the file was cut off while being written or copied). Re-copy the file, or pass "
+                "--on-error skip to ingest the other files."
+            ) from None
+        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+            raise TraceFormatError(
+                f"{self.path}: the gzip data is corrupt after {self.json_bytes:,} bytes of JSON ({exc}). "
+                "Re-copy the file, or pass --on-error skip to ingest the other files."
+            ) from None
+        self.json_bytes += len(data)
+        return data
+
+    def finish(self) -> str:
+        """Read what is left of the raw file (gzip trailer) and return its SHA-256."""
+        while self._hashing.read(1 << 20):
+            pass
+        self._hashing.close()
+        return self._hashing.sha.hexdigest()
+
+    def close(self):
+        self._hashing.close()

@@ -1,0 +1,12 @@
+-- counters: counter samples (ph 'C'), one row per series value; args hold {series: value}.
+-- @column rank: global rank of the trace
+-- @column name: counter track name
+-- @column pid: process id of the track
+-- @column ts_ns: sample time, ns (trace clock)
+-- @column series: key inside args
+-- @column value: sample value (unit of the counter)
+CREATE OR REPLACE VIEW counters AS
+SELECT e.rank, e.name, e.pid, e.ts_ns, k.key AS series, TRY_CAST(k.value AS DOUBLE) AS value
+FROM events e, LATERAL (SELECT unnest(json_keys(e.args)) AS key) AS kk,
+     LATERAL (SELECT kk.key AS key, json_extract_string(e.args, '$."' || kk.key || '"') AS value) AS k
+WHERE e.ph = 'C';

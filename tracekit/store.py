@@ -1,0 +1,100 @@
+"""Open a run directory: a DuckDB connection with the Parquet tables and the public views."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import duckdb
+import pyarrow as pa
+
+from .errors import QueryError, RunError
+from .ingest.run_writer import MANIFEST
+from .ingest.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
+from . import sql as _sql
+
+# name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
+TABLES = {
+    "events": ("events/*/*.parquet", EVENT_COLUMNS,
+               "every event of every trace, one row each, nothing dropped (plus rank from the partition)"),
+    "traces": ("traces.parquet", TRACE_COLUMNS, "one row per ingested trace file"),
+    "process_groups": ("process_groups.parquet", PG_COLUMNS,
+                       "process groups from distributedInfo.pg_config, one row per (rank, group)"),
+}
+# Loaded in this order (later views may use earlier ones).
+VIEWS: list[str] = ["flows", "thread_names", "counters"]
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
+
+
+class Run:
+    """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        manifest = os.path.join(self.path, MANIFEST)
+        if not os.path.isfile(manifest):
+            raise RunError(f"{self.path}: not a tracekit run (no {MANIFEST}); create one with "
+                           f"`tracekit ingest TRACES -o {path}`")
+        with open(manifest) as f:
+            self.manifest = json.load(f)
+        if self.manifest.get("schema_version") != SCHEMA_VERSION:
+            raise RunError(f"{self.path}: run schema version {self.manifest.get('schema_version')} is not "
+                           f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")
+        self.con = duckdb.connect()
+        self._create_views()
+
+    def _create_views(self) -> None:
+        glob = os.path.join(self.path, TABLES["events"][0])
+        self.con.execute(
+            f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({_quote(glob)}, "
+            "hive_partitioning = true, hive_types = {'rank': BIGINT})")
+        for name in ("traces", "process_groups"):
+            self.con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
+                             f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
+        for name in VIEWS:
+            self.con.execute(_sql.load("views", name).text)
+
+    def sql(self, query: str, params=None) -> pa.Table:
+        try:
+            rel = self.con.sql(query, params=params)
+            if rel is None:  # a statement without a result (CREATE VIEW ...)
+                return pa.table({})
+            return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+        except duckdb.Error as exc:
+            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+
+    @property
+    def ranks(self) -> list[int]:
+        return [r for (r,) in self.con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def cache_dir_for(paths: list[str]) -> str:
+    root = os.environ.get("TRACEKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracekit")
+    key = hashlib.sha256("\0".join(sorted(os.path.abspath(p) for p in paths)).encode()).hexdigest()[:16]
+    return os.path.join(root, f"run-{key}")
+
+
+def open_run(path, **ingest_options) -> Run:
+    """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
+    cache directory first (reused while the inputs are unchanged)."""
+    from .ingest.run_writer import ingest_run
+
+    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+    if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):
+        return Run(paths[0])
+    out = cache_dir_for(paths)
+    ingest_run(paths, out, **ingest_options)
+    return Run(out)
