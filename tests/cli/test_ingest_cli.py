@@ -1,0 +1,126 @@
+"""The CLI as a user meets it: exit codes, messages without tracebacks, manifest, no-op, atomicity."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tracekit
+from tracekit.cli.main import main
+from tests.conftest import dist, write_trace
+
+
+def ev(name, ts, dur=1.0, **args):
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+
+@pytest.fixture
+def two_ranks(tmp_path):
+    d = tmp_path / "traces"
+    d.mkdir()
+    for r in range(2):
+        write_trace(d / f"rank{r}.json.gz", [ev("k", 10 + r), ev("ncclKernel_AllReduce", 20 + r)], header=dist(r))
+    return d
+
+
+def tk(*args):
+    return subprocess.run([sys.executable, "-m", "tracekit.cli.main", *map(str, args)], capture_output=True,
+                          text=True)
+
+
+def test_ingest_then_sql_json(two_ranks, tmp_path):
+    p = tk("ingest", two_ranks, "-o", tmp_path / "run")
+    assert p.returncode == 0, p.stderr
+    assert "2 traces, 4 events" in p.stdout
+    q = tk("sql", tmp_path / "run", "SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank",
+           "--format", "json")
+    assert json.loads(q.stdout) == [{"rank": 0, "n": 2}, {"rank": 1, "n": 2}]
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["schema_version"] == 1 and len(m["inputs"]) == 2 and m["failures"] == []
+    assert all(len(i["sha256"]) == 64 and i["bytes"] > 0 for i in m["inputs"])
+
+
+def test_bad_input_message_and_exit_code_no_traceback(two_ranks, tmp_path):
+    (two_ranks / "rank2.json").write_text('{"traceEvents": [{"ph": "X", "ts": 1,, }]}')
+    p = tk("ingest", two_ranks, "-o", tmp_path / "run")
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert "rank2.json" in p.stderr and "malformed JSON" in p.stderr and "byte" in p.stderr
+    assert not (tmp_path / "run").exists()
+    assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+
+
+def test_on_error_skip_records_the_reason(two_ranks, tmp_path):
+    (two_ranks / "rank2.json").write_text('{"traceEvents": [')
+    p = tk("ingest", two_ranks, "-o", tmp_path / "run", "--on-error", "skip")
+    assert p.returncode == 0, p.stderr
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert [i["rank"] for i in m["inputs"]] == [0, 1]
+    assert m["failures"][0]["path"].endswith("rank2.json") and "truncated" in m["failures"][0]["reason"]
+
+
+def test_unchanged_inputs_are_a_noop_unless_force(two_ranks, tmp_path):
+    run = tmp_path / "run"
+    assert tk("ingest", two_ranks, "-o", run).returncode == 0
+    stamp = (run / "manifest.json").stat().st_mtime_ns
+    p = tk("ingest", two_ranks, "-o", run)
+    assert "up to date" in p.stdout and (run / "manifest.json").stat().st_mtime_ns == stamp
+    assert tk("ingest", two_ranks, "-o", run, "--force").returncode == 0
+    assert (run / "manifest.json").stat().st_mtime_ns != stamp
+
+
+def test_failure_mid_ingest_keeps_the_earlier_run(two_ranks, tmp_path):
+    run = tmp_path / "run"
+    tracekit.ingest([two_ranks], run, jobs=1)
+    before = (run / "manifest.json").read_text()
+    (two_ranks / "rank1.json.gz").write_bytes((two_ranks / "rank1.json.gz").read_bytes()[:-20])
+    assert main(["ingest", str(two_ranks), "-o", str(run), "--jobs", "1"]) == 2
+    assert (run / "manifest.json").read_text() == before
+    assert tracekit.open(run).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 4}]
+
+
+def test_duplicate_rank_and_missing_rank(tmp_path, capsys):
+    d = tmp_path / "t"
+    d.mkdir()
+    write_trace(d / "a.json", [ev("k", 1)], header=dist(0))
+    write_trace(d / "b.json", [ev("k", 1)], header=dist(0))
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 3
+    assert "two traces claim rank 0" in capsys.readouterr().err
+    write_trace(d / "b.json", [ev("k", 1)])
+    assert main(["ingest", str(d / "b.json"), "-o", str(tmp_path / "run")]) == 3
+    assert "--rank b.json=N" in capsys.readouterr().err
+    assert main(["ingest", str(d / "b.json"), "-o", str(tmp_path / "run"), "--rank", f"{d / 'b.json'}=4"]) == 0
+
+
+def test_open_a_trace_directory_uses_a_cache(two_ranks, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    r1 = tracekit.open(two_ranks)
+    r2 = tracekit.open(two_ranks)
+    assert r1.path == r2.path and r1.path.startswith(str(tmp_path / "cache"))
+    assert r1.ranks == [0, 1]
+
+
+def test_output_formats(two_ranks, tmp_path):
+    tracekit.ingest([two_ranks], tmp_path / "run", jobs=1)
+    q = "SELECT rank, name FROM events ORDER BY rank, ts_ns LIMIT 2"
+    assert tk("sql", tmp_path / "run", q, "--format", "csv").stdout == "rank,name\n0,k\n0,ncclKernel_AllReduce\n"
+    md = tk("sql", tmp_path / "run", q, "--format", "markdown").stdout
+    assert md.splitlines()[0] == "| rank | name |"
+    out = tmp_path / "x.parquet"
+    assert tk("sql", tmp_path / "run", q, "--format", "parquet", "-o", out).returncode == 0
+    import pyarrow.parquet as pq
+    assert pq.read_table(out).num_rows == 2
+
+
+def test_schema_lists_every_column_with_meaning(two_ranks, tmp_path):
+    tracekit.ingest([two_ranks], tmp_path / "run", jobs=1)
+    rows = json.loads(tk("schema", tmp_path / "run", "--format", "json").stdout)
+    objects = {r["object"] for r in rows}
+    assert {"events", "traces", "process_groups", "flows", "thread_names", "counters"} <= objects
+    assert all(r["meaning"] and r["type"] != "?" for r in rows)
+    run = tracekit.open(tmp_path / "run")
+    for obj in objects:
+        actual = {c for (c,) in run.con.execute(f"SELECT column_name FROM (DESCRIBE {obj})").fetchall()}
+        assert actual == {r["column"] for r in rows if r["object"] == obj}, obj

@@ -1,0 +1,39 @@
+import pytest
+
+from tracekit.discover import check_unique_ranks, find_traces, rank_from_name, resolve_rank
+from tracekit.errors import RankError, TracekitError
+
+
+@pytest.mark.parametrize("name, rank", [
+    ("rank-3.Apr_03.pt.trace.json.gz", 3), ("rank3_trace.json", 3), ("sampled_rank_12.json", 12),
+    ("worker7_step_12.1694128201553.pt.trace.json", 7), ("profile_trace_rank_0.json.gz", 0),
+    ("RANK-5.json", 5), ("trace.json", None), ("step_12.json", None),
+])
+def test_rank_from_name(name, rank):
+    assert rank_from_name("/x/" + name) == rank
+
+
+def test_distributed_info_wins_over_name():
+    assert resolve_rank("/x/rank-3.json", {"distributedInfo": {"rank": 5}}) == (5, "distributedInfo")
+    assert resolve_rank("/x/rank-3.json", {}) == (3, "file name")
+    assert resolve_rank("/x/rank-3.json", {"distributedInfo": {"rank": 5}}, given=9) == (9, "option")
+
+
+def test_no_rank_is_an_error_that_says_how_to_give_it():
+    with pytest.raises(RankError, match=r"--rank trace.json=N"):
+        resolve_rank("/x/trace.json", {"distributedInfo": {"backend": "nccl"}})
+
+
+def test_duplicate_ranks():
+    with pytest.raises(RankError, match="two traces claim rank 1: a.json and b.json"):
+        check_unique_ranks([("a.json", 1), ("c.json", 2), ("b.json", 1)])
+
+
+def test_find_traces_dirs_globs(tmp_path):
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    for n in ["d/a.json", "d/e/b.json.gz", "d/notes.txt", "c.pt.trace.json"]:
+        (tmp_path / n).write_text("{}")
+    got = find_traces([str(tmp_path / "d"), str(tmp_path / "*.pt.trace.json")])
+    assert [p.split(str(tmp_path))[1] for p in got] == ["/c.pt.trace.json", "/d/a.json", "/d/e/b.json.gz"]
+    with pytest.raises(TracekitError, match="no such file"):
+        find_traces([str(tmp_path / "missing*.json")])

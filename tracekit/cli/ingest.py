@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import click
+
+from ..api import ingest as api_ingest
+
+
+def _parse_ranks(values):
+    out = {}
+    for v in values:
+        path, sep, n = v.rpartition("=")
+        if not sep or not n.lstrip("-").isdigit():
+            raise click.BadParameter(f"{v!r}: expected FILE=N, e.g. --rank trace.json=3", param_hint="--rank")
+        out[path] = int(n)
+    return out
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Run directory to write.")
+@click.option("-j", "--jobs", type=int, default=None, help="Files parsed in parallel [default: all cores].")
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="skip: record a bad file and its reason in manifest.json and go on.")
+@click.option("--force", is_flag=True, help="Rebuild even when the run already holds these exact inputs.")
+@click.option("--rank", "rank", multiple=True, metavar="FILE=N",
+              help="Give the rank of a file that has no distributedInfo and no rank in its name.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stdout is a terminal].")
+def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
+    """Turn trace files (one per rank) into a Parquet run directory.
+
+    PATHS are .json / .json.gz files, directories (searched recursively) or globs.
+
+    \b
+    Example:
+      tracekit ingest traces/ -o run/
+      tracekit ingest 'logs/**/*.pt.trace.json.gz' -o run/ --on-error skip
+    """
+    import os
+    import time
+
+    from ..ingest.run_writer import find_traces, is_up_to_date
+
+    start = time.monotonic()
+    files = find_traces(list(paths))
+    if not force and os.path.isdir(out) and is_up_to_date(os.path.abspath(out), files):
+        click.echo(f"{out}: up to date ({len(files)} inputs unchanged); use --force to rebuild")
+        return
+    run = api_ingest(list(paths), out, jobs=jobs, on_error=on_error, force=True, ranks=_parse_ranks(rank),
+                     progress=progress)
+    m = run.manifest
+    events = sum(i["events"] for i in m["inputs"])
+    click.echo(f"{out}: {len(m['inputs'])} traces, {events:,} events in {time.monotonic() - start:.1f} s")
+    for fail in m["failures"]:
+        click.echo(f"skipped {fail['path']}: {fail['reason']}", err=True)

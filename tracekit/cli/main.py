@@ -1,0 +1,55 @@
+"""``tracekit`` entry point: subcommands registered here; errors become messages and exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import TracekitError
+from .ingest import ingest_cmd
+from .schema import schema_cmd
+from .sql import sql_cmd
+
+COMMANDS = [ingest_cmd, sql_cmd, schema_cmd]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tracekit")
+def cli():
+    """tracekit: answers about communication from PyTorch Profiler traces of distributed training.
+
+    \b
+    Start here:
+      tracekit ingest traces/ -o run/
+      tracekit sql run/ "SELECT name, count(*) FROM events GROUP BY name ORDER BY 2 DESC LIMIT 10"
+    """
+
+
+for _cmd in COMMANDS:
+    cli.add_command(_cmd)
+
+
+def main(argv=None) -> int:  # noqa: C901
+    try:
+        cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
+    except TracekitError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Formatting only: a pyarrow.Table -> rich table | csv | json | markdown | parquet. No computation."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pyarrow as pa
+
+FORMATS = ("table", "csv", "json", "markdown", "parquet")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        return f"{v:,.3f}" if abs(v) < 1e15 else f"{v:.6g}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _jsonable(v):
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "replace")
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if type(v).__name__ == "Decimal":
+        return str(v)
+    return v
+
+
+def to_csv(table: pa.Table) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.column_names)
+    for row in table.to_pylist():
+        w.writerow(["" if row[c] is None else row[c] for c in table.column_names])
+    return buf.getvalue()
+
+
+def to_json(table: pa.Table) -> str:
+    """A JSON list of row objects with the table's column names as keys."""
+    return json.dumps([_jsonable(r) for r in table.to_pylist()], indent=1) + "\n"
+
+
+def to_markdown(table: pa.Table) -> str:
+    cols = table.column_names
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in table.to_pylist():
+        lines.append("| " + " | ".join(_cell(row[c]).replace("|", "\\|") for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    t = Table(title=title, show_lines=False)
+    numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+               or pa.types.is_decimal(f.type)}
+    for c in table.column_names:
+        t.add_column(c, justify="right" if c in numeric else "left", overflow="fold")
+    for row in table.to_pylist():
+        t.add_row(*[_cell(row[c]) for c in table.column_names])
+    console.print(t)
+
+
+def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
+    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        import sys
+
+        if out is None:
+            from ..errors import TracekitError
+            if sys.stdout.isatty():
+                raise TracekitError("--format parquet needs -o FILE (it is binary)")
+            pq.write_table(table, sys.stdout.buffer)
+            return
+        pq.write_table(table, out)
+        return
+    if fmt == "table":
+        if out is not None:
+            from rich.console import Console
+            with open(out, "w") as f:
+                print_rich(table, title, Console(file=f, width=200))
+            return
+        print_rich(table, title)
+        return
+    text = {"csv": to_csv, "json": to_json, "markdown": to_markdown}[fmt](table)
+    if out is None:
+        import sys
+        sys.stdout.write(text)
+    else:
+        with open(out, "w") as f:
+            f.write(text)
