@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import msgspec
+from msgspec.structs import astuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 from ..errors import TraceFormatError
 from .args import KINETO_ARGS
 from .reader import EventBatch
-from .schema import EVENTS_SCHEMA, KinetoArgs
+from .schema import EVENTS_SCHEMA, KinetoArgs, TraceEvent
 
 _args_decoder = msgspec.json.Decoder(list[KinetoArgs])
 _EMPTY = b"{}"
@@ -28,13 +29,18 @@ _INT64_MAX = (1 << 63) - 1
 def raw_to_strings(raws: list) -> pa.Array:
     """msgspec.Raw (or None) values -> a string array of their JSON text, built from one buffer."""
     n = len(raws)
-    lens = np.fromiter((0 if r is None else len(r) for r in raws), dtype=np.int64, count=n)
+    nulls = raws.count(None)
+    if nulls == n:
+        return pa.nulls(n, pa.string())
+    mask = None
+    if nulls:
+        mask = pa.array([r is not None for r in raws]).buffers()[1]
+        raws = [b"" if r is None else r for r in raws]
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    data = b"".join([r for r in raws if r is not None])
-    valid = np.fromiter((r is not None for r in raws), dtype=bool, count=n)
-    mask = pa.array(valid).buffers()[1] if not valid.all() else None
-    return pa.Array.from_buffers(pa.large_string(), n, [mask, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+    np.cumsum(np.fromiter(map(len, raws), dtype=np.int64, count=n), out=offsets[1:])
+    data = b"".join(raws)
+    return pa.Array.from_buffers(pa.large_string(), n, [mask, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls).cast(pa.string())
 
 
 def _to_ns(values: list, what: str, path: str, start: int) -> pa.Array:
@@ -83,8 +89,9 @@ def _text(r):
     return msgspec.json.decode(b) if b[:1] == b'"' else b.decode()
 
 
-def _arg_column(args: list, col: str, kind: str) -> pa.Array:
-    vals = [getattr(a, col) for a in args]
+def _arg_column(vals: list, col: str, kind: str) -> pa.Array:
+    if vals.count(None) == len(vals):
+        return pa.nulls(len(vals), EVENTS_SCHEMA.field(col).type)
     if kind in ("int", "float", "str"):
         return pa.array(vals, EVENTS_SCHEMA.field(col).type)
     if kind == "int_or_text":
@@ -96,22 +103,24 @@ def _arg_column(args: list, col: str, kind: str) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in vals], pa.string())
     if kind == "json":
         return raw_to_strings(vals)
-    return pa.array([_text(v) for v in vals], pa.string())  # text
+    return pa.array([None if v is None else _text(v) for v in vals], pa.string())  # text
 
 
 def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     evs = batch.events
     n = len(evs)
     start = batch.start
-    phs = [e.ph for e in evs]
+    ph_, cat_, name_, pid_, tid_, ts_, dur_, id_, bp_, s_, args_ = (
+        zip(*map(astuple, evs)) if n else [()] * len(TraceEvent.__struct_fields__))
+    phs = list(ph_)
     if None in phs:
         i = phs.index(None)
         raise TraceFormatError(f"{path} (event #{start + i} of traceEvents): the event has no 'ph' (phase) key; "
                                "every Chrome trace event needs one. Fix or drop that event")
-    pid, pid_text = _int_or_text([e.pid for e in evs])
-    tid, tid_text = _int_or_text([e.tid for e in evs])
-    flow_id, flow_text = _int_or_text([e.id for e in evs])
-    raw_args = [None if a is None or (len(a) == 4 and bytes(a) == b"null") else a for a in (e.args for e in evs)]
+    pid, pid_text = _int_or_text(list(pid_))
+    tid, tid_text = _int_or_text(list(tid_))
+    flow_id, flow_text = _int_or_text(list(id_))
+    raw_args = [None if a is None or (len(a) == 4 and bytes(a) == b"null") else a for a in args_]
     try:
         args = _args_decoder.decode(b"[" + b",".join([_EMPTY if a is None else a for a in raw_args]) + b"]")
     except msgspec.ValidationError as exc:
@@ -125,17 +134,19 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     cols = {
         "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
         "ph": pa.array(phs, pa.string()),
-        "cat": pa.array([e.cat for e in evs], pa.string()),
-        "name": pa.array([e.name for e in evs], pa.string()),
+        "cat": pa.array(cat_, pa.string()),
+        "name": pa.array(name_, pa.string()),
         "pid": pid, "tid": tid, "pid_text": pid_text, "tid_text": tid_text,
-        "ts_ns": _to_ns([e.ts for e in evs], "ts", path, start),
-        "dur_ns": _to_ns([e.dur for e in evs], "dur", path, start),
+        "ts_ns": _to_ns(list(ts_), "ts", path, start),
+        "dur_ns": _to_ns(list(dur_), "dur", path, start),
         "flow_id": flow_id, "flow_id_text": flow_text,
-        "bp": pa.array([e.bp for e in evs], pa.string()),
-        "scope": pa.array([e.s for e in evs], pa.string()),
+        "bp": pa.array(bp_, pa.string()),
+        "scope": pa.array(s_, pa.string()),
     }
-    for col, _key, kind, _ in KINETO_ARGS:
-        cols[col] = _arg_column(args, col, kind)
+    # transpose structs -> columns in C: one astuple per event, then zip(*)
+    by_col = list(zip(*map(astuple, args))) if n else [()] * len(KINETO_ARGS)
+    for (col, _key, kind, _), vals in zip(KINETO_ARGS, by_col):
+        cols[col] = _arg_column(list(vals), col, kind)
     cols["args"] = raw_to_strings(raw_args)
     cols["extra"] = pa.array(batch.extra if batch.extra is not None else [None] * n, pa.string())
     return pa.RecordBatch.from_arrays([cols[f.name] for f in EVENTS_SCHEMA], schema=EVENTS_SCHEMA)

@@ -38,6 +38,7 @@ _ARG_ARROW = {
 KinetoArgs = msgspec.defstruct(
     "KinetoArgs",
     [(col, _ARG_TYPES[kind], msgspec.field(default=None, name=key)) for col, key, kind, _ in KINETO_ARGS],
+    gc=False,  # scalars only: no cycles, and millions of them should not wake the collector
 )
 
 # The top-level keys of a Chrome trace event that get columns. An event with any other key is
@@ -45,7 +46,7 @@ KinetoArgs = msgspec.defstruct(
 TOP_LEVEL_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s", "args")
 
 
-class TraceEvent(msgspec.Struct, forbid_unknown_fields=True):
+class TraceEvent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """One element of ``traceEvents`` as written; numbers kept exact (Decimal), args kept raw."""
 
     ph: Optional[str] = None
