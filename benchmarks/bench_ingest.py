@@ -1,0 +1,128 @@
+"""Ingest benchmark: tracekit against HTA 0.5.0's TraceAnalysis load, side by side, whole processes.
+
+    python benchmarks/bench_ingest.py [--work DIR] [--sizes 270,1000] [--hta-max-mb 300]
+
+Cases: hta_df_index_resolver (54 MB JSON), tracelens_xdit_sd35_perf (62 MB, compact JSON), and traces
+built by repeating df_index_resolver's events to ~270 MB and ~1 GB (benchmarks/build_traces.py).
+Each tool runs in its own process on the same file (tracekit with --jobs 1: one file is one core);
+wall time and peak RSS (ru_maxrss from wait4) are of that whole process, imports included.
+Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit. The machines are
+shared and noisy: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+SHARED = HERE.parent.parent / "shared" / "traces"
+HTA_LOAD = "from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={d!r})"
+
+
+def measure(cmd: list[str]) -> tuple[float, float, int]:
+    """(seconds, peak RSS MB, exit status) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if status != 0:
+        print(f"  ! {' '.join(cmd[:3])} failed: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+    return elapsed, usage.ru_maxrss / 1024, status
+
+
+_COUNT = """
+import gzip, json, sys
+p = sys.argv[1]
+op = gzip.open if p.endswith(".gz") else open
+with op(p, "rb") as f:
+    text = f.read()
+print(len(text), len(json.loads(text)["traceEvents"]) if len(text) < 400e6 else -1)
+"""
+
+
+def json_size_and_events(path: pathlib.Path) -> tuple[int, int]:
+    """Counted in a child process: on Linux ru_maxrss survives fork+exec, so the parent must stay small
+    or every child's peak RSS would include the parent's."""
+    out = subprocess.run([sys.executable, "-c", _COUNT, str(path)], capture_output=True, text=True, check=True)
+    size, n = out.stdout.split()
+    return int(size), int(n)
+
+
+def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool, events: int | None = None):
+    d = work / name
+    d.mkdir(parents=True, exist_ok=True)
+    target = d / trace.name
+    if not target.exists():
+        os.symlink(trace, target)
+    size, n = json_size_and_events(trace)
+    n = events if events is not None else n
+    out = work / f"run-{name}"
+    tk = measure([sys.executable, "-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force",
+                  "--jobs", "1", "--rank", f"{target}=0", "--no-progress"])
+    shutil.rmtree(out, ignore_errors=True)
+    row = {"case": name, "json_mb": size / 1e6, "events": n, "tk_s": tk[0], "tk_rss_mb": tk[1]}
+    if with_hta:
+        hta = measure([sys.executable, "-c", HTA_LOAD.format(d=str(d))])
+        row.update(hta_s=hta[0], hta_rss_mb=hta[1], ok=hta[2] == 0)
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default=None, help="scratch directory (default: a temp dir, removed after)")
+    ap.add_argument("--sizes", default="270,1000", help="MB of the built traces")
+    ap.add_argument("--hta-max-mb", type=float, default=300, help="skip HTA above this JSON size")
+    args = ap.parse_args(argv)
+    if not SHARED.is_dir():
+        print(f"needs the real traces at {SHARED}", file=sys.stderr)
+        return 2
+    work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="tk-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    src = SHARED / "hta_df_index_resolver" / "df_index_resolver.json.gz"
+    cases = [("df_index_resolver_54MB", src),
+             ("xdit_sd35_compact_62MB", SHARED / "tracelens_xdit_sd35_perf" / "profile_trace_rank_0.json.gz")]
+    for mb in (float(x) for x in args.sizes.split(",") if x):
+        built = work / "built" / f"rank0_{int(mb)}MB.json"
+        built.parent.mkdir(exist_ok=True)
+        if not built.exists():  # in a child, for the same ru_maxrss reason
+            subprocess.run([sys.executable, str(HERE / "build_traces.py"), str(src), str(built), str(mb)], check=True)
+        cases.append((f"repeated_{int(mb)}MB", built))
+    rows = []
+    print(f"{'case':26} {'MB':>7} {'events':>10} | {'tracekit s':>10} {'MB/s':>6} {'ev/s':>10} {'RSS MB':>7} |"
+          f" {'HTA s':>7} {'RSS MB':>7} | {'speed x':>7} {'RSS x':>6}")
+    for name, path in cases:
+        src_events = None
+        if name.startswith("repeated_"):
+            copies = round(path.stat().st_size / 53.7e6)
+            src_events = 216092 * max(1, copies)
+        size_mb = path.stat().st_size / 1e6 if not path.name.endswith(".gz") else 0
+        row = run_case(name, path, work, with_hta=size_mb <= args.hta_max_mb, events=src_events)
+        rows.append(row)
+        mbps = row["json_mb"] / row["tk_s"]
+        evps = row["events"] / row["tk_s"] if row["events"] > 0 else float("nan")
+        line = (f"{name:26} {row['json_mb']:7.0f} {row['events']:10,} | {row['tk_s']:10.2f} {mbps:6.0f} "
+                f"{evps:10,.0f} {row['tk_rss_mb']:7.0f} |")
+        if "hta_s" in row:
+            line += (f" {row['hta_s']:7.2f} {row['hta_rss_mb']:7.0f} | {row['hta_s'] / row['tk_s']:7.1f}"
+                     f" {row['hta_rss_mb'] / row['tk_rss_mb']:6.1f}")
+        else:
+            line += f" {'-':>7} {'-':>7} | {'-':>7} {'-':>6}"
+        print(line, flush=True)
+    (work / "results.json").write_text(json.dumps(rows, indent=1))
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

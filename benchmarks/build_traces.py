@@ -1,0 +1,44 @@
+"""Build large traces for the ingest benchmark by repeating a real trace's event array.
+
+Each copy of the events is shifted in time past the previous one (so the result is still a plausible
+timeline) and the file keeps the source's metadata. Written as plain JSON: both tools read the same
+bytes, and gzip's own cost (the same for both) does not blur the parser comparison.
+
+    python benchmarks/build_traces.py SRC.json.gz OUT.json TARGET_MB
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import sys
+
+
+def build(src: str, out: str, target_mb: float) -> int:
+    op = gzip.open if src.endswith(".gz") else open
+    with op(src, "rb") as f:
+        text = f.read()
+    m = re.search(rb'"traceEvents"\s*:\s*\[', text)
+    end = text.rindex(b"]")
+    head, body, tail = text[: m.end()], text[m.end(): end].strip(), text[end:]
+    body = body.rstrip(b",")
+    copies = max(1, round(target_mb * 1e6 / len(body)))
+    ts = re.compile(rb'"ts": ?(\d+)')
+    stamps = [int(x) for x in ts.findall(body[:2_000_000])]
+    span = (max(stamps) - min(stamps) + 1_000_000) if stamps else 0
+    with open(out, "wb") as f:
+        f.write(head)
+        for i in range(copies):
+            if i:
+                f.write(b",\n")
+                shift = i * span
+                f.write(ts.sub(lambda mm: b'"ts": ' + str(int(mm.group(1)) + shift).encode(), body))
+            else:
+                f.write(body)
+        f.write(b"\n" + tail)
+    return copies
+
+
+if __name__ == "__main__":
+    n = build(sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    print(f"{sys.argv[2]}: {n} copies of {sys.argv[1]}")
