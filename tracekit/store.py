@@ -13,6 +13,8 @@ from .errors import QueryError, RunError
 from .ingest.run_writer import MANIFEST
 from .ingest.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
+from .comms.buckets import bucket_rows
+from .comms.dtypes import dtype_rows
 
 # name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
 TABLES = {
@@ -23,7 +25,16 @@ TABLES = {
                        "process groups from distributedInfo.pg_config, one row per (rank, group)"),
 }
 # Loaded in this order (later views may use earlier ones).
-VIEWS: list[str] = ["flows", "thread_names", "counters"]
+VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
+                    "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
+                    "collective_instances", "stragglers"]
+# Small tables of facts registered at open (name -> meaning of each column).
+FACT_TABLES = {
+    "tk_dtypes": [("spelling", "dtype as a trace spells it"), ("canonical", "canonical dtype name"),
+                  ("bytes", "bytes per element")],
+    "tk_size_buckets": [("lo_bytes", "lower edge, bytes (inclusive)"), ("hi_bytes", "upper edge, bytes (exclusive)"),
+                        ("label", "human label"), ("bucket_order", "sort order")],
+}
 
 
 def _quote(path: str) -> str:
@@ -33,8 +44,9 @@ def _quote(path: str) -> str:
 class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, size_buckets: list[int] | None = None):
         self.path = os.path.abspath(path)
+        self.size_buckets = size_buckets
         manifest = os.path.join(self.path, MANIFEST)
         if not os.path.isfile(manifest):
             raise RunError(f"{self.path}: not a tracekit run (no {MANIFEST}); create one with "
@@ -55,6 +67,12 @@ class Run:
         for name in ("traces", "process_groups"):
             self.con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
                              f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
+        self.con.execute("CREATE TABLE tk_dtypes (spelling VARCHAR, canonical VARCHAR, bytes BIGINT)")
+        self.con.executemany("INSERT INTO tk_dtypes VALUES (?, ?, ?)", dtype_rows())
+        self.con.execute("CREATE TABLE tk_size_buckets (lo_bytes BIGINT, hi_bytes BIGINT, label VARCHAR, "
+                         "bucket_order INTEGER)")
+        self.con.executemany("INSERT INTO tk_size_buckets VALUES (?, ?, ?, ?)", bucket_rows(self.size_buckets))
+        self.con.execute(_sql.load("views", "macros").text)
         for name in VIEWS:
             self.con.execute(_sql.load("views", name).text)
 
@@ -87,14 +105,14 @@ def cache_dir_for(paths: list[str]) -> str:
     return os.path.join(root, f"run-{key}")
 
 
-def open_run(path, **ingest_options) -> Run:
+def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
     from .ingest.run_writer import ingest_run
 
     paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
     if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):
-        return Run(paths[0])
+        return Run(paths[0], size_buckets=size_buckets)
     out = cache_dir_for(paths)
     ingest_run(paths, out, **ingest_options)
-    return Run(out)
+    return Run(out, size_buckets=size_buckets)

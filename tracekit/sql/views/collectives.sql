@@ -1,0 +1,118 @@
+-- collectives: one row per communication kernel on GPU ranks, and one row per Gloo collective
+-- (gloo:* op) on ranks without GPU kernels, with what the trace tells of it.
+-- Metadata comes, in this order, from the kernel's own args (newer PyTorch copies record_param_comms
+-- onto the NCCL kernel), from the CPU ops that launched it (record_param_comms / c10d::* / nccl:* ops
+-- enclosing the runtime launch on its thread), or from the kernel name alone (see meta_source).
+-- @column rank: global rank
+-- @column step: ProfilerStep number the launching CPU op belongs to (NULL outside steps)
+-- @column stream: GPU stream (Gloo: the worker thread id)
+-- @column ts_ns: start, ns (trace clock)
+-- @column dur_ns: duration, ns
+-- @column end_ns: end, ns
+-- @column kernel_name: kernel (or Gloo op) name
+-- @column collective: allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter or unknown
+-- @column algorithm: NCCL algorithm from the kernel name (RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, COLLNET_CHAIN, PAT) or NULL
+-- @column protocol: NCCL protocol from the kernel name (LL, LL128, SIMPLE) or NULL
+-- @column pg_name: process group name
+-- @column pg_desc: process group description (default_pg, TP, DP, ...)
+-- @column group_size: ranks in the process group
+-- @column pg_ranks: global ranks of the group, JSON text
+-- @column dtype: element type, canonical name (float32, bfloat16, ...)
+-- @column elem_bytes: bytes per element
+-- @column in_nelems: input elements
+-- @column out_nelems: output elements
+-- @column bytes: message size in bytes as nccl-tests counts it (allgather: output; others: input), bytes
+-- @column size_bucket: label of the size bucket of bytes (powers of two by default)
+-- @column size_bucket_lo: lower edge of the bucket, bytes
+-- @column algbw_gbps: bytes / dur_ns = algorithm bandwidth, GB/s (decimal, 1e9 bytes/s)
+-- @column busbw_gbps: algbw_gbps x nccl-tests' factor for the collective and group_size, GB/s
+-- @column meta_source: kernel args, launching CPU op, kernel name only, or gloo op
+-- @column seq: collective sequence number in its process group, when the trace has it
+-- @column comms_id: collective instance id, when the trace has it
+-- @column src_rank: point-to-point source, when the trace has it
+-- @column dst_rank: point-to-point destination, when the trace has it
+-- @column event_index: index of the kernel (or op) in its trace's traceEvents
+CREATE OR REPLACE VIEW collectives AS
+WITH ck AS (
+    SELECT e.rank, e.event_index, e.name, coalesce(e.stream, e.tid) AS stream, e.ts_ns,
+           coalesce(e.dur_ns, 0) AS dur_ns, e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns,
+           e.collective_name, e.in_msg_nelems, e.out_msg_nelems, e.dtype, e.group_size, e.pg_name,
+           e.pg_desc, e.pg_ranks, e.seq, e.comms_id, e.src_rank, e.dst_rank,
+           g.launch_ts_ns, g.launch_pid, g.launch_tid
+    FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
+    WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
+link AS (
+    SELECT ck.rank, ck.event_index,
+           arg_max({'coll': o.collective_name, 'in_n': o.in_msg_nelems, 'out_n': o.out_msg_nelems,
+                    'dtype': o.dtype, 'gs': o.group_size, 'pg': o.pg_name, 'desc': o.pg_desc,
+                    'ranks': o.pg_ranks, 'seq': o.seq, 'cid': o.comms_id, 'src': o.src_rank,
+                    'dst': o.dst_rank}, o.ts_ns) FILTER (WHERE o.collective_name IS NOT NULL) AS a,
+           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms') AS op_name,
+           arg_max({'n': o.shape_nelems, 'dt': d.canonical}, o.ts_ns)
+               FILTER (WHERE o.shape_nelems IS NOT NULL AND d.canonical IS NOT NULL) AS shp
+    FROM ck
+    JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
+                   AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
+    LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
+    GROUP BY ALL),
+gpu AS (
+    SELECT ck.rank, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
+           coalesce(launch_ts_ns, ck.ts_ns) AS anchor_ns,
+           coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
+                    tk_collective(ck.name)) AS collective,
+           coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
+           coalesce(ck.group_size, l.a.gs) AS group_size, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
+           coalesce(ck.dtype, l.a.dtype, l.shp.dt,
+                    regexp_extract(ck.name, '_(f16|f32|f64|bf16|i8|u8|i32|u32|i64|u64|f8e4m3|f8e5m2|half|float|double|int8_t|uint8_t|int32_t|uint32_t|int64_t|uint64_t)(_|\(|$)', 1)) AS dtype_raw,
+           coalesce(ck.in_msg_nelems, l.a.in_n, l.shp.n) AS in_nelems,
+           coalesce(ck.out_msg_nelems, l.a.out_n) AS out_nelems_raw,
+           CASE WHEN ck.collective_name IS NOT NULL THEN 'kernel args'
+                WHEN l.a IS NOT NULL OR l.shp IS NOT NULL OR l.op_name IS NOT NULL THEN 'launching CPU op'
+                ELSE 'kernel name only' END AS meta_source,
+           coalesce(ck.seq, l.a.seq) AS seq, coalesce(ck.comms_id, l.a.cid) AS comms_id,
+           coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
+           ck.event_index
+    FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
+gloo AS (
+    SELECT o.rank, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns, o.name AS kernel_name,
+           o.ts_ns AS anchor_ns, coalesce(tk_collective(o.collective_name), tk_collective(o.name)) AS collective,
+           o.pg_name, o.pg_desc, o.group_size, o.pg_ranks, coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
+           coalesce(o.in_msg_nelems, o.shape_nelems) AS in_nelems, o.out_msg_nelems AS out_nelems_raw,
+           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
+    FROM comm_ops o
+    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
+allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
+sized AS (
+    SELECT allc.*, st.step,
+           -- group size: the op's own, else the process group table, else the world when the trace
+           -- knows of one group only
+           coalesce(allc.group_size, pg.pg_size,
+                    CASE WHEN t.pg_count <= 1 THEN t.world_size END) AS gsize,
+           d.canonical AS dtype, d.bytes AS elem_bytes
+    FROM allc
+    LEFT JOIN tk_dtypes d ON d.spelling = allc.dtype_raw
+    LEFT JOIN steps st ON st.rank = allc.rank AND allc.anchor_ns BETWEEN st.ts_ns AND st.end_ns
+    LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size FROM process_groups GROUP BY ALL) pg
+           ON pg.rank = allc.rank AND pg.pg_name = allc.pg_name
+    LEFT JOIN (SELECT t.rank, t.world_size, count(p.pg_name) AS pg_count FROM traces t
+               LEFT JOIN process_groups p ON p.rank = t.rank GROUP BY ALL) t ON t.rank = allc.rank),
+msg AS (
+    SELECT sized.*,
+           coalesce(out_nelems_raw, CASE WHEN collective = 'allgather' THEN in_nelems * gsize
+                                         WHEN collective = 'reduce_scatter' THEN in_nelems // gsize
+                                         WHEN collective IN ('allreduce', 'broadcast', 'reduce', 'alltoall')
+                                         THEN in_nelems END) AS out_nelems,
+           CASE WHEN collective = 'allgather'
+                THEN coalesce(out_nelems_raw, in_nelems * gsize) * elem_bytes
+                ELSE coalesce(in_nelems, out_nelems_raw) * elem_bytes END AS bytes
+    FROM sized)
+SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.collective,
+       nullif(regexp_extract(m.kernel_name, '_(NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|RING|TREE|PAT)(_|\(|$)', 1), '') AS algorithm,
+       nullif(regexp_extract(m.kernel_name, '_(LL128|LL|SIMPLE)(_|\(|$)', 1), '') AS protocol,
+       m.pg_name, m.pg_desc, m.gsize AS group_size, m.pg_ranks, m.dtype, m.elem_bytes,
+       m.in_nelems, m.out_nelems, m.bytes, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
+       CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
+       CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,
+       m.meta_source, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
+FROM msg m
+LEFT JOIN tk_size_buckets b ON m.bytes >= b.lo_bytes AND (b.hi_bytes IS NULL OR m.bytes < b.hi_bytes);

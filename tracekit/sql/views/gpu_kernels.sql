@@ -1,0 +1,33 @@
+-- gpu_kernels: every GPU activity (kernel, memcpy, memset) with its kind, its stream and the CPU-side
+-- runtime call that launched it (matched by rank and correlation id).
+-- @column rank: global rank
+-- @column event_index: index of the kernel in its trace's traceEvents
+-- @column name: kernel name
+-- @column cat: kernel, gpu_memcpy or gpu_memset
+-- @column kind: comm, compute, memory or other (rule: macro tk_kernel_kind, docs/definitions.md)
+-- @column device: GPU index (pid of the GPU track)
+-- @column stream: GPU stream (args stream, else tid)
+-- @column ts_ns: start, ns (trace clock)
+-- @column dur_ns: duration, ns
+-- @column end_ns: ts_ns + dur_ns, ns
+-- @column correlation: correlation id shared with the launch
+-- @column launch_ts_ns: start of the launching runtime call (cudaLaunchKernel, hipLaunchKernel, ...), ns
+-- @column launch_pid: pid of the launching thread's process
+-- @column launch_tid: thread that launched the kernel
+-- @column launch_name: the runtime call's name
+CREATE OR REPLACE VIEW gpu_kernels AS
+WITH k AS (
+    SELECT rank, event_index, name, cat, tk_kernel_kind(name, cat) AS kind, pid AS device,
+           coalesce(stream, tid) AS stream, ts_ns, coalesce(dur_ns, 0) AS dur_ns,
+           ts_ns + coalesce(dur_ns, 0) AS end_ns, correlation
+    FROM events
+    WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')),
+l AS (
+    SELECT rank, correlation, min(ts_ns) AS launch_ts_ns, arg_min(pid, ts_ns) AS launch_pid,
+           arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name
+    FROM events
+    WHERE ph = 'X' AND correlation IS NOT NULL AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset')
+    GROUP BY rank, correlation)
+SELECT k.rank, k.event_index, k.name, k.cat, k.kind, k.device, k.stream, k.ts_ns, k.dur_ns, k.end_ns,
+       k.correlation, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name
+FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation;
