@@ -24,3 +24,12 @@ def ingest(paths, out, *, jobs: int | None = None, on_error: str = "fail", force
 def open(path, **ingest_options) -> Run:  # noqa: A001 - mirrors tracekit.open in the brief
     """Open a run directory (or ingest a trace file/directory into the cache and open that)."""
     return open_run(path, **ingest_options)
+
+
+def report(run, name: str, **params):
+    """Run the report ``name`` (see ``tracekit.reports.REGISTRY``) on a Run or a path -> pyarrow.Table."""
+    from .reports import run_report
+
+    if not isinstance(run, Run):
+        run = open_run(run)
+    return run_report(run, name, **params)

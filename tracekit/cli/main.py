@@ -9,10 +9,11 @@ import click
 from .. import __version__
 from ..errors import TracekitError
 from .ingest import ingest_cmd
+from .report import report_cmd
 from .schema import schema_cmd
 from .sql import sql_cmd
 
-COMMANDS = [ingest_cmd, sql_cmd, schema_cmd]
+COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,3 @@
+from .base import Report
+
+REPORT = Report("stragglers", "per rank: how often last at a collective, waiting caused and suffered")
