@@ -12,17 +12,28 @@
 -- @column busy_ns: length of the union of all intervals (comm, compute, memory), ns
 -- @column idle_ns: window_ns − busy_ns, ns
 CREATE OR REPLACE VIEW comm_overlap AS
-SELECT rank, step,
-       CAST(sum(end_ns - ts_ns) AS BIGINT) AS window_ns,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0), 0) AS BIGINT) AS comm_ns,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE compute_active > 0), 0) AS BIGINT) AS compute_ns,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0 AND compute_active > 0), 0) AS BIGINT) AS overlap_ns,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0 AND compute_active = 0), 0) AS BIGINT) AS exposed_comm_ns,
-       100.0 * coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0 AND compute_active > 0), 0)
-             / nullif(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0), 0) AS overlap_pct,
-       100.0 * coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active > 0 AND compute_active = 0), 0)
-             / nullif(sum(end_ns - ts_ns), 0) AS exposed_pct_of_window,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active + compute_active + memory_active > 0), 0) AS BIGINT) AS busy_ns,
-       CAST(coalesce(sum(end_ns - ts_ns) FILTER (WHERE comm_active + compute_active + memory_active = 0), 0) AS BIGINT) AS idle_ns
-FROM comm_segments
-GROUP BY rank, scope, step;
+WITH parts AS (  -- every rank (and rank, step) with intervals gets a row, even if all are zero-length
+    SELECT DISTINCT rank, 'trace' AS scope, CAST(NULL AS BIGINT) AS step FROM comm_intervals
+    UNION SELECT DISTINCT rank, 'step', step FROM comm_intervals WHERE step IS NOT NULL),
+seg AS (
+    SELECT rank, scope, step, end_ns - ts_ns AS len, comm_active AS c, compute_active AS p,
+           memory_active AS m
+    FROM comm_segments),
+agg AS (
+    SELECT rank, scope, step, sum(len) AS window_ns,
+           coalesce(sum(len) FILTER (WHERE c > 0), 0) AS comm_ns,
+           coalesce(sum(len) FILTER (WHERE p > 0), 0) AS compute_ns,
+           coalesce(sum(len) FILTER (WHERE c > 0 AND p > 0), 0) AS overlap_ns,
+           coalesce(sum(len) FILTER (WHERE c > 0 AND p = 0), 0) AS exposed_comm_ns,
+           coalesce(sum(len) FILTER (WHERE c + p + m > 0), 0) AS busy_ns
+    FROM seg GROUP BY rank, scope, step)
+SELECT parts.rank, parts.step,
+       CAST(coalesce(window_ns, 0) AS BIGINT) AS window_ns, CAST(coalesce(comm_ns, 0) AS BIGINT) AS comm_ns,
+       CAST(coalesce(compute_ns, 0) AS BIGINT) AS compute_ns, CAST(coalesce(overlap_ns, 0) AS BIGINT) AS overlap_ns,
+       CAST(coalesce(exposed_comm_ns, 0) AS BIGINT) AS exposed_comm_ns,
+       100.0 * overlap_ns / nullif(comm_ns, 0) AS overlap_pct,
+       100.0 * exposed_comm_ns / nullif(window_ns, 0) AS exposed_pct_of_window,
+       CAST(coalesce(busy_ns, 0) AS BIGINT) AS busy_ns,
+       CAST(coalesce(window_ns - busy_ns, 0) AS BIGINT) AS idle_ns
+FROM parts LEFT JOIN agg ON agg.rank = parts.rank AND agg.scope = parts.scope
+                        AND agg.step IS NOT DISTINCT FROM parts.step;

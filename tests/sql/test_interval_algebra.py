@@ -1,0 +1,72 @@
+"""Property tests of the overlap views on inline data (Perfetto-style): no trace file, the views'
+own SQL over a comm_intervals table, checked against a plain Python computation."""
+
+import duckdb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracekit import sql as tksql
+
+interval = st.tuples(st.integers(0, 200), st.integers(0, 60)).map(lambda t: (t[0], t[0] + t[1]))
+kinds = st.sampled_from(["comm", "compute", "memory"])
+rows = st.lists(st.tuples(kinds, interval, st.integers(1, 3)), max_size=25)
+
+
+def union(ivs):
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(ivs):
+        if e <= s:
+            continue
+        if cur_e is None or s > cur_e:
+            total += 0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (0 if cur_e is None else cur_e - cur_s)
+
+
+def intersect_len(a, b):
+    """|union(a) ∩ union(b)| by unit cells (times are small integers)."""
+    cells = lambda ivs: {t for s, e in ivs for t in range(s, e)}  # noqa: E731
+    return len(cells(a) & cells(b))
+
+
+def overlap_rows(data):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE comm_intervals (rank BIGINT, step BIGINT, kind VARCHAR, ts_ns BIGINT, "
+                "end_ns BIGINT, event_index BIGINT)")
+    if data:
+        con.executemany("INSERT INTO comm_intervals VALUES (0, ?, ?, ?, ?, ?)",
+                        [(stp, k, s, e, i) for i, (k, (s, e), stp) in enumerate(data)])
+    for name in ("comm_segments", "comm_overlap"):
+        con.execute(tksql.load("views", name).text)
+    cols = [d[0] for d in con.execute("SELECT * FROM comm_overlap").description]
+    return [dict(zip(cols, r)) for r in con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows)
+def test_overlap_algebra(data):
+    out = overlap_rows(data)
+    nonempty = [d for d in data if d[1][1] > d[1][0]]
+    if not data:
+        assert out == []
+        return
+    whole = out[0]
+    assert whole["step"] is None
+    comm = [iv for k, iv, _ in data if k == "comm"]
+    comp = [iv for k, iv, _ in data if k == "compute"]
+    busy = [iv for _, iv, _ in data]
+    assert whole["comm_ns"] == union(comm)
+    assert whole["compute_ns"] == union(comp)
+    assert whole["overlap_ns"] == intersect_len(comm, comp)
+    assert whole["exposed_comm_ns"] + whole["overlap_ns"] == whole["comm_ns"]
+    assert whole["overlap_ns"] <= min(whole["comm_ns"], whole["compute_ns"])
+    assert whole["busy_ns"] == union(busy)
+    assert whole["busy_ns"] + whole["idle_ns"] == whole["window_ns"]
+    if nonempty:
+        assert whole["window_ns"] <= max(e for _, (s, e), _ in data) - min(s for _, (s, e), _ in data)
+    for r in out[1:]:
+        sub = [d for d in data if d[2] == r["step"]]
+        assert r["comm_ns"] == union([iv for k, iv, _ in sub if k == "comm"])
+        assert r["exposed_comm_ns"] + r["overlap_ns"] == r["comm_ns"]
