@@ -5,7 +5,7 @@
 Cases: hta_df_index_resolver (54 MB JSON), tracelens_xdit_sd35_perf (62 MB, compact JSON), and traces
 built by repeating df_index_resolver's events to ~270 MB and ~1 GB (benchmarks/build_traces.py).
 Each tool runs in its own process on the same file (tracekit with --jobs 1: one file is one core);
-wall time and peak RSS (ru_maxrss from wait4) are of that whole process, imports included.
+wall time and peak RSS (the child's own VmHWM, see peak.py) are of that whole process, imports included.
 Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit. The machines are
 shared and noisy: read the ratios, not the seconds.
 """
@@ -28,16 +28,20 @@ HTA_LOAD = "from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_di
 
 
 def measure(cmd: list[str]) -> tuple[float, float, int]:
-    """(seconds, peak RSS MB, exit status) of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if status != 0:
-        print(f"  ! {' '.join(cmd[:3])} failed: {err.strip().splitlines()[-1:]}", file=sys.stderr)
-    return elapsed, usage.ru_maxrss / 1024, status
+    """(seconds, peak RSS MB, exit status) of one child process; ``cmd`` is the Python arguments
+    (``-m module ...`` or ``-c code``), run under peak.py which reads the child's own VmHWM."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(HERE / "peak.py"), tmp.name, *cmd],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        elapsed = time.perf_counter() - start
+        try:
+            info = json.loads(pathlib.Path(tmp.name).read_text())
+        except ValueError:
+            info = {"peak_rss_mb": float("nan"), "status": proc.returncode}
+    if proc.returncode != 0:
+        print(f"  ! {' '.join(cmd[:2])} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    return elapsed, info["peak_rss_mb"], proc.returncode
 
 
 _COUNT = """
@@ -67,12 +71,12 @@ def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool,
     size, n = json_size_and_events(trace)
     n = events if events is not None else n
     out = work / f"run-{name}"
-    tk = measure([sys.executable, "-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force",
+    tk = measure(["-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force",
                   "--jobs", "1", "--rank", f"{target}=0", "--no-progress"])
     shutil.rmtree(out, ignore_errors=True)
     row = {"case": name, "json_mb": size / 1e6, "events": n, "tk_s": tk[0], "tk_rss_mb": tk[1]}
     if with_hta:
-        hta = measure([sys.executable, "-c", HTA_LOAD.format(d=str(d))])
+        hta = measure(["-c", HTA_LOAD.format(d=str(d))])
         row.update(hta_s=hta[0], hta_rss_mb=hta[1], ok=hta[2] == 0)
     return row
 

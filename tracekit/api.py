@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .ingest.run_writer import ingest_run
+from .ingestion.run_writer import ingest_run
 from .store import Run, open_run
 
 

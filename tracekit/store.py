@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 
 import duckdb
 import pyarrow as pa
 
 from .errors import QueryError, RunError
-from .ingest.run_writer import MANIFEST
-from .ingest.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
+from .ingestion.run_writer import MANIFEST
+from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
 from .comms.buckets import bucket_rows
 from .comms.dtypes import dtype_rows
@@ -56,29 +57,48 @@ class Run:
         if self.manifest.get("schema_version") != SCHEMA_VERSION:
             raise RunError(f"{self.path}: run schema version {self.manifest.get('schema_version')} is not "
                            f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")
-        self.con = duckdb.connect()
-        self._create_views()
+        self._con = duckdb.connect()
+        self._created: set[str] = set()
+        self._create_tables()
 
-    def _create_views(self) -> None:
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, with every table and view of the run defined."""
+        for name in VIEWS:
+            self._ensure_view(name)
+        return self._con
+
+    def _create_tables(self) -> None:
         glob = os.path.join(self.path, TABLES["events"][0])
-        self.con.execute(
+        self._con.execute(
             f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({_quote(glob)}, "
             "hive_partitioning = true, hive_types = {'rank': BIGINT})")
         for name in ("traces", "process_groups"):
-            self.con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
+            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
                              f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
-        self.con.execute("CREATE TABLE tk_dtypes (spelling VARCHAR, canonical VARCHAR, bytes BIGINT)")
-        self.con.executemany("INSERT INTO tk_dtypes VALUES (?, ?, ?)", dtype_rows())
-        self.con.execute("CREATE TABLE tk_size_buckets (lo_bytes BIGINT, hi_bytes BIGINT, label VARCHAR, "
-                         "bucket_order INTEGER)")
-        self.con.executemany("INSERT INTO tk_size_buckets VALUES (?, ?, ?, ?)", bucket_rows(self.size_buckets))
-        self.con.execute(_sql.load("views", "macros").text)
-        for name in VIEWS:
-            self.con.execute(_sql.load("views", name).text)
+        self._con.execute("CREATE TABLE tk_dtypes (spelling VARCHAR, canonical VARCHAR, bytes BIGINT)")
+        self._con.executemany("INSERT INTO tk_dtypes VALUES (?, ?, ?)", dtype_rows())
+        self._con.execute("CREATE TABLE tk_size_buckets (lo_bytes BIGINT, hi_bytes BIGINT, label VARCHAR, "
+                          "bucket_order INTEGER)")
+        self._con.executemany("INSERT INTO tk_size_buckets VALUES (?, ?, ?, ?)", bucket_rows(self.size_buckets))
+        self._con.execute(_sql.load("views", "macros").text)
+
+    def _ensure_view(self, name: str) -> None:
+        """Define a view (after the views it uses) on first use: binding a view costs DuckDB time and
+        memory on big runs, so a query only pays for the views it names."""
+        if name in self._created:
+            return
+        text = _sql.load("views", name).text
+        for dep in _references(text, exclude=name):
+            self._ensure_view(dep)
+        self._con.execute(text)
+        self._created.add(name)
 
     def sql(self, query: str, params=None) -> pa.Table:
+        for name in _references(query):
+            self._ensure_view(name)
         try:
-            rel = self.con.sql(query, params=params)
+            rel = self._con.sql(query, params=params)
             if rel is None:  # a statement without a result (CREATE VIEW ...)
                 return pa.table({})
             return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
@@ -87,16 +107,26 @@ class Run:
 
     @property
     def ranks(self) -> list[int]:
-        return [r for (r,) in self.con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]
+        return [r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]
 
     def close(self) -> None:
-        self.con.close()
+        self._con.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def _references(text: str, exclude: str | None = None) -> list[str]:
+    """The public views a SQL text names (comments aside), in VIEWS order."""
+    words = set(_WORD.findall(_COMMENT.sub("", text)))
+    return [v for v in VIEWS if v in words and v != exclude]
 
 
 def cache_dir_for(paths: list[str]) -> str:
@@ -108,7 +138,7 @@ def cache_dir_for(paths: list[str]) -> str:
 def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
-    from .ingest.run_writer import ingest_run
+    from .ingestion.run_writer import ingest_run
 
     paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
     if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from tracekit.errors import TraceFormatError
-from tracekit.ingest.columns import to_record_batch
-from tracekit.ingest.reader import TraceReader
+from tracekit.ingestion.columns import to_record_batch
+from tracekit.ingestion.reader import TraceReader
 from tests.conftest import write_trace
 
 

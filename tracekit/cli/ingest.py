@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..api import ingest as api_ingest
 
 
 def _parse_ranks(values):
@@ -38,16 +37,16 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
     import os
     import time
 
-    from ..ingest.run_writer import find_traces, is_up_to_date
+    from ..ingestion.run_writer import find_traces, ingest_run, is_up_to_date, read_manifest
 
     start = time.monotonic()
     files = find_traces(list(paths))
     if not force and os.path.isdir(out) and is_up_to_date(os.path.abspath(out), files):
         click.echo(f"{out}: up to date ({len(files)} inputs unchanged); use --force to rebuild")
         return
-    run = api_ingest(list(paths), out, jobs=jobs, on_error=on_error, force=True, ranks=_parse_ranks(rank),
-                     progress=progress)
-    m = run.manifest
+    ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=True, ranks=_parse_ranks(rank),
+               show_progress=progress)
+    m = read_manifest(os.path.abspath(out))
     events = sum(i["events"] for i in m["inputs"])
     click.echo(f"{out}: {len(m['inputs'])} traces, {events:,} events in {time.monotonic() - start:.1f} s")
     for fail in m["failures"]:

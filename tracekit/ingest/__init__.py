@@ -1,1 +1,0 @@
-"""Stream Kineto/Chrome trace JSON into an atomic Parquet run directory."""
