@@ -124,3 +124,25 @@ def test_schema_lists_every_column_with_meaning(two_ranks, tmp_path):
     for obj in objects:
         actual = {c for (c,) in run.con.execute(f"SELECT column_name FROM (DESCRIBE {obj})").fetchall()}
         assert actual == {r["column"] for r in rows if r["object"] == obj}, obj
+
+
+def test_every_report_column_is_documented(two_ranks, tmp_path):
+    from tracekit.reports import REGISTRY
+    run = tracekit.ingest([two_ranks], tmp_path / "run", jobs=1)
+    for rep in REGISTRY.values():
+        documented = [c for c, _ in rep.sql.columns]
+        assert tracekit.report(run, rep.name).column_names == documented, rep.name
+        assert all(m for _, m in rep.sql.columns)
+
+
+def test_reference_doc_is_current():
+    import pathlib
+    from tracekit.docgen import render
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "reference.md"
+    assert doc.read_text() == render(), "run: python -m tracekit.docgen > docs/reference.md"
+
+
+def test_every_command_has_an_example_in_its_help():
+    from tracekit.cli.main import COMMANDS
+    for cmd in COMMANDS:
+        assert "Example:" in (cmd.help or ""), cmd.name
