@@ -90,7 +90,7 @@ class GPT(nn.Module):
         x = idx
         if self.wte is not None:
             T = idx.shape[1]
-            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device).unsqueeze(0))  # (B,T,C) + (1,T,C)
         for block in self.blocks.values():
             x = block(x)
         if self.ln_f is not None:

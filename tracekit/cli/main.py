@@ -9,11 +9,13 @@ import click
 from .. import __version__
 from ..errors import TracekitError
 from .ingest import ingest_cmd
+from .model import model_cmd
 from .report import report_cmd
 from .schema import schema_cmd
 from .sql import sql_cmd
+from .validate import validate_cmd
 
-COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd]
+COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,6 +51,13 @@ def main(argv=None) -> int:  # noqa: C901
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug, not bad input: say so briefly; TRACEKIT_DEBUG=1 shows the traceback
+        import os
+        if os.environ.get("TRACEKIT_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
+                   "for the traceback and report it)", err=True)
+        return 70
     return 0
 
 

@@ -66,7 +66,10 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    import sys
+
+    # a pipe or a log gets the whole table, not one folded to 80 columns
+    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     t = Table(title=title, show_lines=False)
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}

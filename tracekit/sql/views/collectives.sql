@@ -73,14 +73,29 @@ gpu AS (
            coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
            ck.event_index
     FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
+-- Gloo ops do not name their process group, but each group has its own worker threads. A trace
+-- written by tracekit.profiler may list marker allreduces (tracekit_config.markers: element count ->
+-- group name); the threads that ran them serve that group. The markers themselves are left out.
+markers AS (
+    SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
+           json_extract_string(t.metadata, '$.tracekit_config.markers."' || u.k || '"') AS pg_name
+    FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.markers'))) AS u(k)),
+gloo_threads AS (
+    SELECT o.rank, o.tid, any_value(m.pg_name) AS pg_name
+    FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_nelems = m.numel
+    WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
 gloo AS (
     SELECT o.rank, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns, o.name AS kernel_name,
            o.ts_ns AS anchor_ns, coalesce(tk_collective(o.collective_name), tk_collective(o.name)) AS collective,
-           o.pg_name, o.pg_desc, o.group_size, o.pg_ranks, coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
+           coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, o.group_size, o.pg_ranks,
+           coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
            coalesce(o.in_msg_nelems, o.shape_nelems) AS in_nelems, o.out_msg_nelems AS out_nelems_raw,
            'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
     FROM comm_ops o
-    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
+    LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
+    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
+      AND NOT (o.name = 'gloo:all_reduce'
+               AND o.shape_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
 allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
 sized AS (
     SELECT allc.*, st.step,
@@ -88,11 +103,13 @@ sized AS (
            -- knows of one group only
            coalesce(allc.group_size, pg.pg_size,
                     CASE WHEN t.pg_count <= 1 THEN t.world_size END) AS gsize,
-           d.canonical AS dtype, d.bytes AS elem_bytes
+           d.canonical AS dtype, d.bytes AS elem_bytes,
+           coalesce(allc.pg_desc, pg.pg_desc) AS pg_desc_, coalesce(allc.pg_ranks, pg.pg_ranks) AS pg_ranks_
     FROM allc
     LEFT JOIN tk_dtypes d ON d.spelling = allc.dtype_raw
     LEFT JOIN steps st ON st.rank = allc.rank AND allc.anchor_ns BETWEEN st.ts_ns AND st.end_ns
-    LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size FROM process_groups GROUP BY ALL) pg
+    LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size, any_value(pg_desc) AS pg_desc,
+                      any_value(CAST(ranks AS VARCHAR)) AS pg_ranks FROM process_groups GROUP BY ALL) pg
            ON pg.rank = allc.rank AND pg.pg_name = allc.pg_name
     LEFT JOIN (SELECT t.rank, t.world_size, count(p.pg_name) AS pg_count FROM traces t
                LEFT JOIN process_groups p ON p.rank = t.rank GROUP BY ALL) t ON t.rank = allc.rank),
@@ -109,7 +126,7 @@ msg AS (
 SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.collective,
        nullif(regexp_extract(m.kernel_name, '_(NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|RING|TREE|PAT)(_|\(|$)', 1), '') AS algorithm,
        nullif(regexp_extract(m.kernel_name, '_(LL128|LL|SIMPLE)(_|\(|$)', 1), '') AS protocol,
-       m.pg_name, m.pg_desc, m.gsize AS group_size, m.pg_ranks, m.dtype, m.elem_bytes,
+       m.pg_name, m.pg_desc_ AS pg_desc, m.gsize AS group_size, m.pg_ranks_ AS pg_ranks, m.dtype, m.elem_bytes,
        m.in_nelems, m.out_nelems, m.bytes, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,

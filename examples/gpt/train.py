@@ -1,0 +1,116 @@
+"""Train the small GPT under one parallelism scheme, profiled with torch.profiler through tracekit.
+
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel ddp --trace-dir traces/ddp
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel zero1 --trace-dir traces/zero1
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel zero2 --trace-dir traces/zero2
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel fsdp --trace-dir traces/fsdp
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --trace-dir traces/tp
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp-sp --trace-dir traces/tp-sp
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel pp --trace-dir traces/pp
+    python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel tp-dp --trace-dir traces/tp-dp
+
+Gloo on CPU, NCCL when CUDA is there. Synthetic tokens. The profiler skips the first iterations (DDP
+rebuilds its buckets and pipelining infers shapes there) and records --steps active ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model import GPT, GPTConfig  # noqa: E402
+
+MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements
+MARKERS_PER_GROUP = 8
+SCHEMES = ("ddp", "zero1", "zero2", "fsdp", "tp", "tp-sp", "pp", "tp-dp")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parallel", choices=SCHEMES, required=True)
+    ap.add_argument("--trace-dir", required=True)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--micro-batch", type=int, default=4)
+    ap.add_argument("--micro-batches", type=int, default=2, help="pipeline micro-batches per step")
+    ap.add_argument("--schedule", choices=("gpipe", "1f1b"), default="1f1b", help="pipeline schedule")
+    ap.add_argument("--steps", type=int, default=2, help="profiled (active) steps")
+    return ap.parse_args(argv)
+
+
+def setup():
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    torch.manual_seed(0)
+    return rank, world, device
+
+
+def build(args, cfg, world, device):
+    """Model, optimizer and a step function for the scheme -> (step_fn, plan, {role: process group})."""
+    from parallel import build_scheme
+
+    return build_scheme(args, cfg, world, device)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    rank, world, device = setup()
+    cfg = GPTConfig(n_layer=args.layers, n_head=args.heads, n_embd=args.hidden, vocab_size=args.vocab,
+                    block_size=args.seq)
+    step_fn, plan, groups = build(args, cfg, world, device)
+    # role (DP, TP, PP) -> process group. Gloo ops in a trace do not name their group, but each group has
+    # its own worker threads: marker allreduces of a distinctive size per group, run in the first
+    # profiled step, tell tracekit which thread serves which group (they are left out of its counts).
+    names = {role: dist._get_process_group_name(g) for role, g in groups.items()}
+    plan["groups"] = names
+    markers = {str(MARKER_BASE + i): name for i, name in enumerate(dict.fromkeys(names.values()))}
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    from tracekit.profiler import record_config, trace_handler
+
+    config = {"model": {"layers": cfg.n_layer, "hidden": cfg.n_embd, "heads": cfg.n_head, "vocab": cfg.vocab_size,
+                        "seq": args.seq, "micro_batch": args.micro_batch, "micro_batches": args.micro_batches,
+                        "dtype": "float32"},
+              "plan": plan, "steps": args.steps, "world": world, "markers": markers}
+    gen = torch.Generator().manual_seed(1234 + rank)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    schedule = torch.profiler.schedule(wait=1, warmup=1, active=args.steps, repeat=1)
+    with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
+                                on_trace_ready=trace_handler(args.trace_dir)) as prof:
+        for it in range(2 + args.steps):
+            if it == 2:  # first active step
+                record_config(prof, config)
+                if device.type == "cpu":  # 8 at once, so that every worker thread of the group takes one
+                    by_name = {dist._get_process_group_name(g): g for g in groups.values()}
+                    for numel, name in markers.items():
+                        works = [dist.all_reduce(torch.zeros(int(numel)), group=by_name[name], async_op=True)
+                                 for _ in range(MARKERS_PER_GROUP)]
+                        for w in works:
+                            w.wait()
+            tokens = torch.randint(0, cfg.vocab_size, (plan["batch"], args.seq + 1), generator=gen).to(device)
+            step_fn(tokens[:, :-1], tokens[:, 1:])
+            prof.step()
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""What the analytic model takes: a GPT and a parallelism plan (keyword-only, validated)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..comms.dtypes import dtype_bytes
+from ..errors import TracekitError
+
+
+@dataclass(kw_only=True)
+class GPTShape:
+    layers: int
+    """transformer blocks L"""
+    hidden: int
+    """hidden size C"""
+    heads: int
+    """attention heads (divisible by tp)"""
+    vocab: int
+    """vocabulary V"""
+    seq: int
+    """sequence length T (also the position-embedding rows)"""
+    micro_batch: int
+    """sequences per micro-batch and rank b"""
+    micro_batches: int = 1
+    """micro-batches per step (pipeline); data parallel steps use one"""
+    dtype: str = "float32"
+    """parameter, gradient and activation dtype"""
+    tied_head: bool = False
+    """LM head shares the token embedding (GPT-2/3); the examples' GPT has its own head"""
+    fused_qkv: bool = False
+    """one q/k/v projection (Megatron) instead of three (the examples' GPT)"""
+
+    def __post_init__(self):
+        for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches"):
+            if getattr(self, name) < 1:
+                raise TracekitError(f"model {name} must be ≥ 1, not {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise TracekitError(f"hidden {self.hidden} must be divisible by heads {self.heads}")
+        if dtype_bytes(self.dtype) is None:
+            raise TracekitError(f"unknown dtype {self.dtype!r}")
+
+    @property
+    def elem_bytes(self) -> int:
+        return dtype_bytes(self.dtype)
+
+
+@dataclass(kw_only=True)
+class Plan:
+    dp: int = 1
+    """data-parallel degree"""
+    tp: int = 1
+    """tensor-parallel degree"""
+    pp: int = 1
+    """pipeline stages"""
+    zero: int = 0
+    """0: DDP; 1: ZeRO-1 (DDP + ZeroRedundancyOptimizer); 2: FSDP2 without reshard; 3: FSDP2 (ZeRO-3)"""
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism (with tp > 1)"""
+    backend: str = "gloo"
+    """gloo carries reduce_scatter as allreduce; nccl has it"""
+    bucket_cap_mb: float = 25
+    """DDP bucket size, MiB"""
+    first_bucket_mb: float = 1
+    """DDP's first bucket, MiB (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)"""
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp"):
+            if getattr(self, name) < 1:
+                raise TracekitError(f"plan {name} must be ≥ 1, not {getattr(self, name)}")
+        if self.zero not in (0, 1, 2, 3):
+            raise TracekitError(f"plan zero must be 0, 1, 2 or 3, not {self.zero}")
+        if self.backend not in ("gloo", "nccl"):
+            raise TracekitError(f"plan backend must be gloo or nccl, not {self.backend!r}")
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp
+
+
+PRESETS = {
+    # GPT-3 175B (Brown et al. 2020, table 2.1): 96 layers, d_model 12288, 96 heads, 2048 context
+    "gpt3-175b": dict(layers=96, hidden=12288, heads=96, vocab=50257, seq=2048, micro_batch=1, micro_batches=1,
+                      dtype="bfloat16", tied_head=True, fused_qkv=True),
+    "gpt2-small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, micro_batch=8, dtype="bfloat16",
+                       tied_head=True, fused_qkv=True),
+    "example": dict(layers=2, hidden=64, heads=4, vocab=256, seq=32, micro_batch=4, micro_batches=2),
+}
+
+
+def from_recorded(config: dict) -> tuple[GPTShape, Plan]:
+    """The (model, plan) that tracekit.profiler.record_config stored in a trace."""
+    try:
+        m, p = config["model"], config["plan"]
+        shape = GPTShape(layers=m["layers"], hidden=m["hidden"], heads=m["heads"], vocab=m["vocab"], seq=m["seq"],
+                         micro_batch=m["micro_batch"], micro_batches=m.get("micro_batches", 1),
+                         dtype=m.get("dtype", "float32"), tied_head=m.get("tied_head", False),
+                         fused_qkv=m.get("fused_qkv", False))
+        plan = Plan(dp=p.get("dp", 1), tp=p.get("tp", 1), pp=p.get("pp", 1), zero=p.get("zero", 0),
+                    sequence_parallel=p.get("sequence_parallel", False), backend=p.get("backend", "gloo"),
+                    bucket_cap_mb=p.get("bucket_cap_mb", 25))
+    except (KeyError, TypeError) as exc:
+        raise TracekitError(f"the recorded config lacks {exc}; it needs model.{{layers, hidden, heads, vocab, seq, "
+                            "micro_batch}} and plan.{dp, tp, pp, zero}") from None
+    return shape, plan
+
+
+def as_dict(shape: GPTShape, plan: Plan) -> dict:
+    return {"model": asdict(shape), "plan": asdict(plan)}

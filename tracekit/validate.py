@@ -1,0 +1,95 @@
+"""Predicted (tracekit.model) against measured (the collectives view) per collective and group."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from .errors import TracekitError
+from .model import from_recorded, predict_rank
+from .profiler import read_config
+
+
+def recorded_configs(run) -> dict[int, dict]:
+    """rank -> the config tracekit.profiler recorded in that rank's trace."""
+    out = {}
+    for r in run.sql("SELECT rank, metadata FROM traces ORDER BY rank").to_pylist():
+        cfg = read_config(json.loads(r["metadata"]))
+        if cfg is not None:
+            out[r["rank"]] = cfg
+    return out
+
+
+def recorded_config(run) -> dict:
+    configs = recorded_configs(run)
+    if configs:
+        return next(iter(configs.values()))
+    raise TracekitError(f"{run.path}: the traces carry no training config (tracekit.profiler.record_config "
+                        "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")
+
+
+def _role_of(pg_name, collective, groups: dict, roles: set) -> str:
+    by_name = {v: k for k, v in groups.items()}
+    if pg_name is not None and str(pg_name) in by_name:
+        return by_name[str(pg_name)]
+    if collective in ("send", "recv") and "PP" in roles:
+        return "PP"
+    if len(roles) == 1:
+        return next(iter(roles))
+    return "unknown"
+
+
+def validate(run, config: dict | None = None) -> pa.Table:
+    cfg = config or recorded_config(run)
+    shape, plan = from_recorded(cfg)
+    per_rank = {} if config else recorded_configs(run)  # process group names are rank-local
+    groups_of = {r: c.get("plan", {}).get("groups", {}) for r, c in per_rank.items()}
+    default_groups = cfg.get("plan", {}).get("groups", {})
+    ranks = run.ranks
+    ((steps,),) = run.con.execute("SELECT count(DISTINCT step) FROM steps").fetchall()
+    steps = steps or cfg.get("steps", 1)
+    predicted: dict[tuple[str, str], list] = {}
+    for r in ranks:
+        for e in predict_rank(shape, plan, r):
+            acc = predicted.setdefault((e.collective, e.group), [0, 0, e.why])
+            acc[0] += e.count * steps
+            acc[1] += e.bytes * steps
+    roles = {g for _, g in predicted} | set(default_groups)
+    measured: dict[tuple[str, str], list] = {}
+    unsized = 0
+    for row in run.sql("SELECT rank, collective, pg_name, count(*) AS n, CAST(sum(bytes) AS BIGINT) AS b, "
+                       "count(*) - count(bytes) AS nb "
+                       "FROM collectives GROUP BY ALL").to_pylist():
+        groups = groups_of.get(row["rank"], default_groups)
+        key = (row["collective"], _role_of(row["pg_name"], row["collective"], groups, roles))
+        acc = measured.setdefault(key, [0, 0])
+        acc[0] += row["n"]
+        acc[1] += row["b"] or 0
+        unsized += row["nb"]
+    out = []
+    for key in sorted(set(predicted) | set(measured)):
+        p = predicted.get(key, [0, 0, "not in the model"])
+        m = measured.get(key, [0, 0])
+        note = p[2]
+        if key not in measured:
+            note = "predicted but not measured: " + note
+        elif key not in predicted:
+            note = "measured but not predicted (not part of the model)"
+        out.append({"collective": key[0], "group": key[1], "predicted_count": p[0], "measured_count": m[0],
+                    "count_error_pct": _err(m[0], p[0]), "predicted_bytes": p[1], "measured_bytes": m[1],
+                    "bytes_error_pct": _err(m[1], p[1]), "note": note})
+    if unsized:
+        out.append({"collective": "(any)", "group": "", "predicted_count": 0, "measured_count": unsized,
+                    "count_error_pct": None, "predicted_bytes": 0, "measured_bytes": 0, "bytes_error_pct": None,
+                    "note": f"{unsized} measured collectives have no size in the trace (see docs/definitions.md)"})
+    return pa.Table.from_pylist(out, schema=pa.schema([
+        ("collective", pa.string()), ("group", pa.string()), ("predicted_count", pa.int64()),
+        ("measured_count", pa.int64()), ("count_error_pct", pa.float64()), ("predicted_bytes", pa.int64()),
+        ("measured_bytes", pa.int64()), ("bytes_error_pct", pa.float64()), ("note", pa.string())]))
+
+
+def _err(measured: int, predicted: int) -> float | None:
+    if predicted == 0:
+        return None if measured == 0 else float("inf")
+    return 100.0 * (measured - predicted) / predicted
