@@ -10,12 +10,13 @@ from .. import __version__
 from ..errors import TracekitError
 from .ingest import ingest_cmd
 from .model import model_cmd
+from .plot import plot_cmd
 from .report import report_cmd
 from .schema import schema_cmd
 from .sql import sql_cmd
 from .validate import validate_cmd
 
-COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd]
+COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd, plot_cmd]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

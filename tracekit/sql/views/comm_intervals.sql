@@ -11,7 +11,22 @@
 -- @column event_index: index of the kernel or op in its trace's traceEvents
 CREATE OR REPLACE VIEW comm_intervals AS
 WITH cpu_ranks AS (SELECT DISTINCT rank FROM collectives WHERE meta_source = 'gloo op'),
-gloo_threads AS (SELECT DISTINCT rank, tid FROM comm_ops WHERE name LIKE 'gloo:%')
+cpu AS (
+    SELECT e.rank, e.tid, e.ts_ns AS ts, e.ts_ns + coalesce(e.dur_ns, 0) AS te,
+           (e.name = 'record_param_comms' OR e.name LIKE 'c10d::%' OR e.name LIKE '_c10d_functional::%'
+            OR e.name LIKE 'gloo:%' OR e.name LIKE 'nccl:%' OR lower(e.name) LIKE '%wait%') AS is_wait
+    FROM events e
+    WHERE e.ph = 'X' AND e.rank IN (SELECT rank FROM cpu_ranks) AND coalesce(e.dur_ns, 0) > 0
+      AND (e.cat = 'cpu_op' OR e.name LIKE 'gloo:%') AND e.name NOT LIKE 'ProfilerStep#%'),
+pts AS (
+    SELECT rank, tid, ts AS t, (NOT is_wait)::INT AS dp, is_wait::INT AS dw FROM cpu
+    UNION ALL SELECT rank, tid, te, -(NOT is_wait)::INT, -is_wait::INT FROM cpu),
+agg AS (SELECT rank, tid, t, sum(dp) AS dp, sum(dw) AS dw FROM pts GROUP BY ALL),
+run AS (
+    SELECT rank, tid, t, lead(t) OVER (PARTITION BY rank, tid ORDER BY t) AS t_next,
+           sum(dp) OVER w AS np, sum(dw) OVER w AS nw
+    FROM agg WINDOW w AS (PARTITION BY rank, tid ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
+cpu_compute AS (SELECT rank, t AS ts_ns, t_next AS end_ns FROM run WHERE np > 0 AND nw = 0 AND t_next > t)
 SELECT g.rank, st.step, g.kind, g.ts_ns, g.end_ns, g.event_index
 FROM gpu_kernels g
 LEFT JOIN steps st ON st.rank = g.rank AND coalesce(g.launch_ts_ns, g.ts_ns) BETWEEN st.ts_ns AND st.end_ns
@@ -19,10 +34,6 @@ WHERE g.kind IN ('comm', 'compute', 'memory')
 UNION ALL
 SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM collectives WHERE meta_source = 'gloo op'
 UNION ALL
-SELECT e.rank, st.step, 'compute', e.ts_ns, e.ts_ns + coalesce(e.dur_ns, 0), e.event_index
-FROM events e
-LEFT JOIN steps st ON st.rank = e.rank AND e.ts_ns BETWEEN st.ts_ns AND st.end_ns
-WHERE e.ph = 'X' AND e.cat = 'cpu_op' AND e.rank IN (SELECT rank FROM cpu_ranks)
-  AND (e.rank, e.tid) NOT IN (SELECT rank, tid FROM gloo_threads)
-  AND NOT (e.name = 'record_param_comms' OR e.name LIKE 'c10d::%' OR e.name LIKE 'nccl:%'
-           OR e.name LIKE 'gloo:%' OR e.name LIKE 'ProfilerStep#%');
+SELECT c.rank, st.step, 'compute', c.ts_ns, c.end_ns, CAST(NULL AS BIGINT)
+FROM cpu_compute c
+LEFT JOIN steps st ON st.rank = c.rank AND c.ts_ns BETWEEN st.ts_ns AND st.end_ns;

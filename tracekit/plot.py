@@ -1,0 +1,113 @@
+"""Plots of runs (matplotlib, the `plot` extra). Data comes from views and reports; nothing is computed
+here that a table does not already show.
+
+    tracekit.plot.message_sizes({"ddp": run1, "fsdp": run2}, "sizes.png")
+    tracekit.plot.overlap(run, "overlap.png")
+"""
+
+from __future__ import annotations
+
+from .errors import TracekitError
+
+
+def _plt():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TracekitError("plots need matplotlib: pip install 'tracekit[plot]'") from None
+    return plt
+
+
+SIZES_SQL = """
+SELECT collective, size_bucket_lo, any_value(size_bucket) AS size_bucket, count(*) AS n
+FROM collectives WHERE bytes IS NOT NULL GROUP BY collective, size_bucket_lo ORDER BY size_bucket_lo
+"""
+
+
+def message_sizes(runs: dict, path: str, title: str = "Message sizes per collective") -> str:
+    """One panel per run (scheme): count of collectives per size bucket, a bar group per collective."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False)
+    for ax, (label, run) in zip(axes[:, 0], runs.items()):
+        rows = run.sql(SIZES_SQL).to_pylist()
+        buckets = sorted({(r["size_bucket_lo"], r["size_bucket"]) for r in rows})
+        colls = sorted({r["collective"] for r in rows})
+        width = 0.8 / max(len(colls), 1)
+        for i, c in enumerate(colls):
+            counts = {r["size_bucket_lo"]: r["n"] for r in rows if r["collective"] == c}
+            ax.bar([j + i * width for j in range(len(buckets))], [counts.get(lo, 0) for lo, _ in buckets],
+                   width, label=c)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(buckets))], [b for _, b in buckets], fontsize=7)
+        ax.set_title(label, fontsize=9)
+        ax.set_ylabel("collectives")
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def overlap(run, path: str) -> str:
+    """Per rank: communication hidden behind compute vs exposed, and compute, in ms."""
+    plt = _plt()
+    rows = run.sql("SELECT rank, compute_ns, overlap_ns, exposed_comm_ns FROM comm_overlap WHERE step IS NULL "
+                   "ORDER BY rank").to_pylist()
+    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.2))
+    ranks = [str(r["rank"]) for r in rows]
+    ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731
+    ax.bar(ranks, ms("overlap_ns"), label="comm hidden by compute")
+    ax.bar(ranks, ms("exposed_comm_ns"), bottom=ms("overlap_ns"), label="exposed comm")
+    ax.plot(ranks, ms("compute_ns"), "k_", markersize=20, label="compute")
+    ax.set_xlabel("rank")
+    ax.set_ylabel("ms")
+    ax.legend(fontsize=7)
+    ax.set_title("Communication overlap")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def lines(rows: list[dict], x: str, y: str, series: str, path: str, xlabel: str, ylabel: str, title: str) -> str:
+    """A line per series (e.g. scheme) of y against x, from plain rows."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name in sorted({r[series] for r in rows}):
+        pts = sorted((r[x], r[y]) for r in rows if r[series] == name)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def measured_vs_predicted(rows: list[dict], path: str) -> str:
+    """Scatter of measured against predicted bytes per (run, collective, group); the diagonal is exact."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    pts = [(r["predicted_bytes"], r["measured_bytes"], r.get("label", "")) for r in rows
+           if r["predicted_bytes"] and r["measured_bytes"]]
+    for label in sorted({p[2] for p in pts}):
+        sel = [p for p in pts if p[2] == label]
+        ax.scatter([p[0] for p in sel], [p[1] for p in sel], label=label, s=18)
+    if pts:
+        lo, hi = min(min(p[0], p[1]) for p in pts), max(max(p[0], p[1]) for p in pts)
+        ax.plot([lo, hi], [lo, hi], "k--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted bytes")
+    ax.set_ylabel("measured bytes")
+    ax.set_title("Measured vs predicted volume")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
