@@ -6,6 +6,8 @@ Deliberate differences, each pinned below:
 - HTA counts as compute only kernels whose name has no Memcpy/Memset/Sync; tracekit puts memcpy and
   memset in `memory` and any other kernel in `compute`.
 - HTA works in whole microseconds; on traces with nanosecond decimals the percentages differ a little.
+- HTA 0.5.0's communication rule is the regex ^nccl.*Kernel: it does match ncclDevKernel_* (tested below
+  on the B200 trace), but not RCCL/MSCCL names (rccl*, msccl*), which tracekit counts as comm.
 """
 
 import logging
@@ -44,7 +46,7 @@ def ours(run, hta_window: bool):
 
 
 @pytest.mark.parametrize("name, tol", [("param_dlrm_kineto_8rank", 0.006), ("hta_trace_filter_2rank", 0.006),
-                                       ("hta_nccl_parser_config", 0.5)])
+                                       ("tracelens_b200_eager", 0.006), ("hta_nccl_parser_config", 0.5)])
 def test_overlap_matches_hta(name, tol, tmp_path):
     d = shared_traces() / name
     expect = hta_overlap(d)
@@ -62,3 +64,11 @@ def test_last_step_difference_is_real(tmp_path):
     (steps,) = run.con.execute("SELECT count(*) FROM steps").fetchone()
     assert steps == 3
     assert abs(whole - hta_overlap(d)[0]) > 1.0
+
+
+def test_hta_kernel_rule_versus_ours():
+    from hta.utils.utils import is_comm_kernel
+
+    assert is_comm_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    assert is_comm_kernel("ncclKernel_AllReduce_RING_LL_Sum_float")
+    assert not is_comm_kernel("rcclGenericKernel")  # tracekit: comm
