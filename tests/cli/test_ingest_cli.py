@@ -146,3 +146,12 @@ def test_every_command_has_an_example_in_its_help():
     from tracekit.cli.main import COMMANDS
     for cmd in COMMANDS:
         assert "Example:" in (cmd.help or ""), cmd.name
+
+
+def test_never_replaces_a_directory_that_is_not_a_run(two_ranks, tmp_path, capsys):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    assert main(["ingest", str(two_ranks), "-o", str(precious)]) == 1
+    assert "is not a tracekit run" in capsys.readouterr().err
+    assert (precious / "notes.txt").read_text() == "keep me"

@@ -71,6 +71,9 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
+    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
+        raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MANIFEST}); a run "
+                            "replaces its directory, so choose another -o (or remove that directory yourself)")
     if not force and os.path.isdir(out) and is_up_to_date(out, files):
         return False
     given = {os.path.abspath(k): v for k, v in (ranks or {}).items()}
