@@ -1,6 +1,5 @@
 import pytest
 
-from tracekit.comms.bandwidth import message_bytes
 from tracekit.comms.buckets import bucket_rows, human_bytes, parse_edges
 from tracekit.comms.dtypes import dtype_bytes
 from tracekit.errors import TracekitError
@@ -14,13 +13,6 @@ from tracekit.errors import TracekitError
 ])
 def test_dtype_table(spelling, size):
     assert dtype_bytes(spelling) == size
-
-
-def test_message_bytes_follow_nccl_tests():
-    assert message_bytes("allgather", 256, 1024, 2) == 2048  # the full output buffer
-    assert message_bytes("reduce_scatter", 1024, 256, 2) == 2048  # the full input buffer
-    assert message_bytes("allreduce", 1024, 1024, 4) == 4096
-    assert message_bytes("allreduce", 1024, None, None) is None
 
 
 def test_buckets_powers_of_two_and_custom():
