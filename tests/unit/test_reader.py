@@ -133,3 +133,11 @@ def test_plain_file_with_gz_content(tmp_path):
     p.write_bytes(gzip.compress(json.dumps({"traceEvents": [{"ph": "i", "name": "a", "ts": 1}]}).encode()))
     _, rows = read_all(p)
     assert rows[0]["name"] == "a"
+
+
+def test_absurd_time_is_an_input_error(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_bytes(b'{"traceEvents": [{"ph":"X","name":"a","ts":1,"pid":1,"tid":1},'
+                  b'{"ph":"X","name":"b","ts":1e400,"pid":1,"tid":1}]}')
+    msg = _err(p)
+    assert "event #1 of traceEvents" in msg and "'ts'" in msg

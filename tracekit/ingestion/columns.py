@@ -49,7 +49,7 @@ def _to_ns(values: list, what: str, path: str, start: int) -> pa.Array:
         dec = pa.array(values, pa.decimal128(38, 9))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         # more than 9 decimals (e.g. re-saved floats like 12.5000000000001) or an exponent: quantize first
-        dec = pa.array([None if v is None else v.quantize(_NS, rounding=ROUND_HALF_EVEN) for v in values],
+        dec = pa.array([None if v is None else _quantize(v, what, path, start + i) for i, v in enumerate(values)],
                        pa.decimal128(38, 3))
     ns = pc.round(dec, 3, round_mode="half_to_even").cast(pa.decimal128(38, 3))
     words = np.frombuffer(ns.buffers()[1], dtype=np.int64)[2 * ns.offset: 2 * (ns.offset + len(ns))]
@@ -59,6 +59,17 @@ def _to_ns(values: list, what: str, path: str, start: int) -> pa.Array:
         raise TraceFormatError(f"{path} (event #{start + bad} of traceEvents): '{what}' = {values[bad]} us "
                                "does not fit in int64 nanoseconds; is the time unit right?")
     return pa.Array.from_buffers(pa.int64(), len(ns), [ns.buffers()[0], pa.py_buffer(np.ascontiguousarray(lo))])
+
+
+def _quantize(v: Decimal, what: str, path: str, index: int) -> Decimal:
+    try:
+        q = v.quantize(_NS, rounding=ROUND_HALF_EVEN)
+        if q.is_finite() and abs(q) < Decimal(10) ** 16:
+            return q
+    except ArithmeticError:
+        pass
+    raise TraceFormatError(f"{path} (event #{index} of traceEvents): '{what}' = {v} us is not a usable time "
+                           "(it must be a finite number of microseconds below 1e16). Fix or drop that event")
 
 
 def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
