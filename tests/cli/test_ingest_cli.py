@@ -155,3 +155,12 @@ def test_never_replaces_a_directory_that_is_not_a_run(two_ranks, tmp_path, capsy
     assert main(["ingest", str(two_ranks), "-o", str(precious)]) == 1
     assert "is not a tracekit run" in capsys.readouterr().err
     assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_type_error_names_the_event_from_the_cli(tmp_path, capsys):
+    evs = [{"ph": "X", "name": "ok", "ts": i, "pid": 1, "tid": 1} for i in range(50)]
+    evs[41]["ts"] = "soon"
+    t = write_trace(tmp_path / "rank0.json", evs)
+    assert main(["ingest", str(t), "-o", str(tmp_path / "run"), "--jobs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "event #41 of traceEvents" in err and "'ts' should be a number" in err and "Traceback" not in err
