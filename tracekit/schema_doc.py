@@ -22,7 +22,7 @@ def documented_objects() -> list[tuple[str, str, list[tuple[str, str]]]]:
 
 def schema_table(run) -> pa.Table:
     rows = []
-    for name, doc, cols in documented_objects():
+    for name, _doc, cols in documented_objects():
         types = dict(run.con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {name})").fetchall())
         for col, meaning in cols:
             rows.append({"object": name, "column": col, "type": types.get(col, "?"), "meaning": meaning})

@@ -21,10 +21,9 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GPT, GPTConfig  # noqa: E402
+from model import GPTConfig  # noqa: E402
 
 MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements
 MARKERS_PER_GROUP = 8
