@@ -141,3 +141,19 @@ def test_absurd_time_is_an_input_error(tmp_path):
                   b'{"ph":"X","name":"b","ts":1e400,"pid":1,"tid":1}]}')
     msg = _err(p)
     assert "event #1 of traceEvents" in msg and "'ts'" in msg
+
+
+def test_chrome_json_array_format_with_and_without_closing_bracket(tmp_path):
+    evs = [{"ph": "X", "name": f"e{i}", "ts": i, "dur": 1, "pid": 1, "tid": 1} for i in range(100)]
+    text = json.dumps(evs, indent=1)
+    for name, body in (("closed.json", text), ("open.json", text.rstrip().rstrip("]").rstrip() + ",\n")):
+        p = tmp_path / name
+        p.write_text(body)
+        r, rows = read_all(p, chunk_bytes=300)
+        assert [x["name"] for x in rows] == [f"e{i}" for i in range(100)] and r.header == {}, name
+    p = tmp_path / "extra.json"
+    p.write_text(text + ' {"more": 1}')
+    assert "unexpected text after the event array" in _err(p)
+    p = tmp_path / "empty.json"
+    p.write_text("[]")
+    assert read_all(p)[1] == []

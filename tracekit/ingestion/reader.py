@@ -49,6 +49,7 @@ class TraceReader:
         self.chunk_bytes = chunk_bytes
         self.source = TraceSource(path)
         self.header: dict = {}
+        self.array_format = False  # Chrome's JSON Array Format: the file is the event list itself
         self.event_count = 0
         self.sha256 = ""
 
@@ -75,7 +76,7 @@ class TraceReader:
     def _run(self) -> Iterator[EventBatch]:
         buf, prefix_end, pos = self._find_array()
         base = 0  # absolute offset of buf[0]
-        prefix = bytes(buf[:prefix_end])
+        prefix = b"" if self.array_format else bytes(buf[:prefix_end])
         eof = False
         index = 0
         # empty array
@@ -91,7 +92,7 @@ class TraceReader:
             return
         while True:
             advanced = False
-            for cut, nxt, is_end in _candidates(buf, pos):
+            for cut, nxt, is_end in _candidates(buf, pos, open_end=eof and self.array_format):
                 batch = self._decode(buf, pos, cut, base, index)
                 if batch is None:
                     continue  # that '}' closed a nested object or sat in a string: try an earlier one
@@ -120,6 +121,13 @@ class TraceReader:
             data = self._more()
             buf += data
             start = _skip_ws(buf, 0)
+            if start < len(buf) and buf[start] == ord("["):  # Chrome's JSON Array Format
+                first = _skip_ws(buf, start + 1)
+                if first >= len(buf) and data:
+                    continue
+                if first >= len(buf) or buf[first] in b"{]":
+                    self.array_format = True
+                    return buf, None, start + 1
             if start < len(buf) and buf[start] != ord("{"):
                 raise self._fail(
                     "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
@@ -206,6 +214,17 @@ class TraceReader:
 
     def _finish(self, prefix: bytes, buf, suffix_start: int, base: int):
         rest = bytearray(buf[suffix_start:])
+        if self.array_format:
+            while data := self._more():
+                rest += data
+                if len(rest) > _MAX_HEADER:
+                    break
+            if rest.strip() not in (b"", b","):
+                raise self._fail("unexpected text after the event array: "
+                                 f"{bytes(rest.strip()[:40])!r}", offset=base + suffix_start)
+            self.header = {}
+            self.sha256 = self.source.finish()
+            return
         while True:
             data = self._more()
             if not data:
@@ -236,11 +255,19 @@ def _skip_ws(buf, i: int) -> int:
     return i
 
 
-def _candidates(buf, lo: int):
-    """Yield (cut, next, is_end), latest first: `cut` is a '}' followed by ',' + '{' or by ']'."""
+def _candidates(buf, lo: int, open_end: bool = False):
+    """Yield (cut, next, is_end), latest first: `cut` is a '}' followed by ',' + '{' or by ']'.
+
+    With ``open_end`` (the end of a file in Chrome's array format, whose closing ']' may be missing) the
+    last '}' before only whitespace (and a trailing comma) also ends the array.
+    """
     hi = len(buf)
     i = buf.rfind(b"}", lo, hi)
     tries = 0
+    if open_end and i >= lo and bytes(buf[i + 1:]).strip() in (b"", b","):
+        tries += 1
+        yield i, hi, True
+        i = buf.rfind(b"}", lo, i)
     while i >= lo and tries < 256:
         j = _skip_ws(buf, i + 1)
         if j < hi:
