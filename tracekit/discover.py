@@ -20,7 +20,11 @@ def find_traces(paths: list[str]) -> list[str]:
     for p in paths:
         p = os.fspath(p)
         if os.path.isdir(p):
-            for root, _dirs, files in os.walk(p):
+            for root, dirs, files in os.walk(p):
+                # never read a tracekit run (its manifest.json) or a half-built one as a trace
+                dirs[:] = [d for d in dirs if ".tmp-" not in d and not _is_run(os.path.join(root, d))]
+                if _is_run(root):
+                    continue
                 found += [os.path.join(root, f) for f in files if f.endswith(TRACE_SUFFIXES)]
         elif os.path.isfile(p):
             found.append(p)
@@ -33,6 +37,11 @@ def find_traces(paths: list[str]) -> list[str]:
     if not out:
         raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}")
     return out
+
+
+def _is_run(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "manifest.json")) and os.path.isdir(
+        os.path.join(directory, "events"))
 
 
 def rank_from_name(path: str) -> int | None:

@@ -37,3 +37,13 @@ def test_find_traces_dirs_globs(tmp_path):
     assert [p.split(str(tmp_path))[1] for p in got] == ["/c.pt.trace.json", "/d/a.json", "/d/e/b.json.gz"]
     with pytest.raises(TracekitError, match="no such file"):
         find_traces([str(tmp_path / "missing*.json")])
+
+
+def test_a_run_inside_the_trace_directory_is_not_a_trace(tmp_path):
+    (tmp_path / "rank0.json").write_text("{}")
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (tmp_path / ".run.tmp-123").mkdir()
+    (tmp_path / ".run.tmp-123" / "x.json").write_text("{}")
+    assert find_traces([str(tmp_path)]) == [str(tmp_path / "rank0.json")]
