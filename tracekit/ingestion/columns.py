@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..errors import TraceFormatError
 from .args import KINETO_ARGS
-from .reader import EventBatch
+from .reader import EventBatch, type_error
 from .schema import EVENTS_SCHEMA, KinetoArgs, TraceEvent
 
 _args_decoder = msgspec.json.Decoder(list[KinetoArgs])
@@ -135,13 +135,7 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     try:
         args = _args_decoder.decode(b"[" + b",".join([_EMPTY if a is None else a for a in raw_args]) + b"]")
     except msgspec.ValidationError as exc:
-        msg = str(exc)
-        where = msg.split("at `$[", 1)
-        idx, _, field = where[1].partition("]") if len(where) > 1 else ("0", "", "")
-        key = field.strip("`.")
-        raise TraceFormatError(
-            f"{path} (event #{start + int(idx)} of traceEvents): wrong type in args['{key}']: "
-            f"{msg.split(' - at ')[0]}. Fix or drop that event") from None
+        raise type_error(path, start, str(exc), args=True) from None
     cols = {
         "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
         "ph": pa.array(phs, pa.string()),

@@ -150,23 +150,19 @@ class TraceReader:
             msg = str(exc)
             if "unknown field" in msg:
                 return self._decode_loose(body, index)
-            raise self._validation_error(msg, index, body) from None
+            raise type_error(self.path, index, msg) from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
-            if "truncated" in msg:
-                return None
-            m = _POS.search(msg)
-            if m and int(m.group(1)) >= len(body) - 1:
-                return None  # failed at the ']' we added: the cut was inside a nested object
-            offset = base + pos + (int(m.group(1)) - 1 if m else 0)
-            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=offset) from None
+            if _ends_early(msg, len(body)):
+                return None  # that '}' closed a nested object or sat in a string
+            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=base + pos + _byte(msg)) from None
 
     def _decode_loose(self, body, index) -> EventBatch:
         """Slow path for events with non-standard top-level keys: keep those keys in `extra`."""
         try:
             raw = _loose_decoder.decode(body)
         except msgspec.ValidationError as exc:
-            raise self._validation_error(str(exc), index, body) from None
+            raise type_error(self.path, index, str(exc)) from None
         extra = []
         known = set(TraceEvent.__struct_fields__)
         for ev in raw:
@@ -175,20 +171,8 @@ class TraceReader:
         try:
             events = msgspec.json.decode(msgspec.json.encode(raw), type=list[TraceEvent])
         except msgspec.ValidationError as exc:
-            raise self._validation_error(str(exc), index, body) from None
+            raise type_error(self.path, index, str(exc)) from None
         return EventBatch(index, events, extra)
-
-    def _validation_error(self, msg: str, index: int, body) -> TraceFormatError:
-        m = _AT.search(msg)
-        what = msg.split(" - at ")[0]
-        if m:
-            i = int(m.group(1))
-            field = m.group(2).lstrip(".") or "the event"
-            expect = {"ph": "a string", "name": "a string", "cat": "a string", "ts": "a number (microseconds)",
-                      "dur": "a number (microseconds)", "args": "an object"}.get(field.split(".")[0], "")
-            hint = f" '{field}' should be {expect}" if expect else f" at '{field}'"
-            return self._fail(f"wrong type:{hint}: {what}. Fix or drop that event", index=index + i)
-        return self._fail(f"wrong type: {msg}", index=index)
 
     def _raise_unterminated(self, buf, pos, base, index):
         tail = bytes(buf[pos:pos + 60]).strip()
@@ -199,39 +183,30 @@ class TraceReader:
         try:
             _events_decoder.decode(b"[" + bytes(buf[pos:]) + b"]")
         except msgspec.ValidationError as exc:
-            raise self._validation_error(str(exc), index, None) from None
+            raise type_error(self.path, index, str(exc)) from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
-            m = _POS.search(msg)
-            if "truncated" in msg or (m and int(m.group(1)) >= len(buf) - pos + 1):
+            if _ends_early(msg, len(buf) - pos + 2):
                 raise self._fail(
                     "the JSON text ends in the middle of an event (file truncated?)",
                     offset=base + len(buf), index=index) from None
-            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}",
-                             offset=base + pos + (int(m.group(1)) - 1 if m else 0), index=None) from None
+            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=base + pos + _byte(msg)) from None
         raise self._fail("the traceEvents array is not closed with ']' (file truncated?)",
                          offset=base + len(buf), index=index)
 
     def _finish(self, prefix: bytes, buf, suffix_start: int, base: int):
         rest = bytearray(buf[suffix_start:])
+        while data := self._more():
+            rest += data
+            if len(rest) > _MAX_HEADER:
+                raise self._fail("more than 256 MB of JSON after the traceEvents array", offset=base + suffix_start)
+        self.sha256 = self.source.finish()
         if self.array_format:
-            while data := self._more():
-                rest += data
-                if len(rest) > _MAX_HEADER:
-                    break
             if rest.strip() not in (b"", b","):
                 raise self._fail("unexpected text after the event array: "
                                  f"{bytes(rest.strip()[:40])!r}", offset=base + suffix_start)
             self.header = {}
-            self.sha256 = self.source.finish()
             return
-        while True:
-            data = self._more()
-            if not data:
-                break
-            rest += data
-            if len(rest) > _MAX_HEADER:
-                raise self._fail("more than 256 MB of JSON after the traceEvents array", offset=base + suffix_start)
         text = prefix + b'"traceEvents":[]' + bytes(rest)
         try:
             header = msgspec.json.decode(text)
@@ -245,7 +220,40 @@ class TraceReader:
             raise self._fail("the top level of the JSON is not an object")
         header.pop("traceEvents", None)
         self.header = header
-        self.sha256 = self.source.finish()
+
+
+def _ends_early(msg: str, body_len: int) -> bool:
+    """A decode error of '[' + text + ']' that only says the text stopped inside a value: truncated,
+    or failing at the ']' we added (the cut fell inside a nested object or a string)."""
+    m = _POS.search(msg)
+    return "truncated" in msg or (m is not None and int(m.group(1)) >= body_len - 1)
+
+
+def _byte(msg: str) -> int:
+    """Offset in the text of the byte a decode error names (it counts the '[' we added)."""
+    m = _POS.search(msg)
+    return int(m.group(1)) - 1 if m else 0
+
+
+_EXPECT = {"ph": "a string", "name": "a string", "cat": "a string", "ts": "a number (microseconds)",
+           "dur": "a number (microseconds)", "args": "an object"}
+
+
+def type_error(path: str, start: int, msg: str, args: bool = False) -> TraceFormatError:
+    """A msgspec ValidationError ('Expected `str`, got `int` - at `$[12].ph`') of a batch whose first
+    event is #start -> an error naming the event and the field. ``args``: the batch was of args objects."""
+    m = _AT.search(msg)
+    what = msg.split(" - at ")[0]
+    if not m:
+        return TraceFormatError(f"{path} (event #{start} of traceEvents): wrong type: {msg}")
+    field = m.group(2).lstrip(".") or "the event"
+    if args:
+        place = f"args['{field}']"
+    else:
+        expect = _EXPECT.get(field.split(".")[0], "")
+        place = f"'{field}' should be {expect}" if expect else f"at '{field}'"
+    return TraceFormatError(f"{path} (event #{start + int(m.group(1))} of traceEvents): wrong type: {place}: "
+                            f"{what}. Fix or drop that event")
 
 
 def _skip_ws(buf, i: int) -> int:
