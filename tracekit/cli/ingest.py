@@ -37,16 +37,16 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
     import os
     import time
 
-    from ..ingestion.run_writer import find_traces, ingest_run, is_up_to_date, read_manifest
+    from ..ingestion.run_writer import ingest_run, read_manifest
 
     start = time.monotonic()
-    files = find_traces(list(paths))
-    if not force and os.path.isdir(out) and is_up_to_date(os.path.abspath(out), files):
-        click.echo(f"{out}: up to date ({len(files)} inputs unchanged); use --force to rebuild")
-        return
-    ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=True, ranks=_parse_ranks(rank),
-               show_progress=progress)
+    built = ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
+                       show_progress=progress)
     m = read_manifest(os.path.abspath(out))
+    if not built:
+        n = len(m["inputs"]) + len(m["failures"])
+        click.echo(f"{out}: up to date ({n} inputs unchanged); use --force to rebuild")
+        return
     events = sum(i["events"] for i in m["inputs"])
     click.echo(f"{out}: {len(m['inputs'])} traces, {events:,} events in {time.monotonic() - start:.1f} s")
     for fail in m["failures"]:
