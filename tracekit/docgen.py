@@ -25,7 +25,7 @@ def render() -> str:
         out.append("")
     out += ["### Fact tables", ""]
     for name, cols in FACT_TABLES.items():
-        out += [f"`{name}`: " + "; ".join(f"`{c}` {m}" for c, m in cols), ""]
+        out += [f"`{name}`: " + "; ".join(f"`{c}` {m}" for c, _t, m in cols), ""]
     out += ["## Reports", "", "`tracekit report RUN NAME` or `tracekit.report(run, NAME, **params)`.", ""]
     for rep in REGISTRY.values():
         f = _sql.load("reports", rep.name)

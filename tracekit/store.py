@@ -29,12 +29,13 @@ TABLES = {
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
                     "collective_instances", "stragglers"]
-# Small tables of facts registered at open (name -> meaning of each column).
+# Small tables of facts registered at open: name -> ([(column, SQL type, meaning)], rows).
 FACT_TABLES = {
-    "tk_dtypes": [("spelling", "dtype as a trace spells it"), ("canonical", "canonical dtype name"),
-                  ("bytes", "bytes per element")],
-    "tk_size_buckets": [("lo_bytes", "lower edge, bytes (inclusive)"), ("hi_bytes", "upper edge, bytes (exclusive)"),
-                        ("label", "human label"), ("bucket_order", "sort order")],
+    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
+                  ("bytes", "BIGINT", "bytes per element")],
+    "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
+                        ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
+                        ("bucket_order", "INTEGER", "sort order")],
 }
 
 
@@ -76,11 +77,10 @@ class Run:
         for name in ("traces", "process_groups"):
             self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
                              f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
-        self._con.execute("CREATE TABLE tk_dtypes (spelling VARCHAR, canonical VARCHAR, bytes BIGINT)")
-        self._con.executemany("INSERT INTO tk_dtypes VALUES (?, ?, ?)", dtype_rows())
-        self._con.execute("CREATE TABLE tk_size_buckets (lo_bytes BIGINT, hi_bytes BIGINT, label VARCHAR, "
-                          "bucket_order INTEGER)")
-        self._con.executemany("INSERT INTO tk_size_buckets VALUES (?, ?, ?, ?)", bucket_rows(self.size_buckets))
+        rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(self.size_buckets)}
+        for name, cols in FACT_TABLES.items():
+            self._con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
+            self._con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows[name])
         self._con.execute(_sql.load("views", "macros").text)
 
     def _ensure_view(self, name: str) -> None:

@@ -6,6 +6,7 @@ per output column with its unit. ``tracekit schema`` prints these; a test fails 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -13,7 +14,7 @@ from importlib import resources
 _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SqlFile:
     name: str
     text: str
@@ -21,6 +22,7 @@ class SqlFile:
     columns: list[tuple[str, str]]
 
 
+@functools.lru_cache(maxsize=None)
 def load(kind: str, name: str) -> SqlFile:
     text = resources.files(__package__).joinpath(kind, f"{name}.sql").read_text()
     doc_lines, cols = [], []
