@@ -21,8 +21,8 @@ def recorded_configs(run) -> dict[int, dict]:
     return out
 
 
-def recorded_config(run) -> dict:
-    configs = recorded_configs(run)
+def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
+    configs = recorded_configs(run) if configs is None else configs
     if configs:
         return next(iter(configs.values()))
     raise TracekitError(f"{run.path}: the traces carry no training config (tracekit.profiler.record_config "
@@ -41,13 +41,13 @@ def _role_of(pg_name, collective, groups: dict, roles: set) -> str:
 
 
 def validate(run, config: dict | None = None) -> pa.Table:
-    cfg = config or recorded_config(run)
-    shape, plan = from_recorded(cfg)
     per_rank = {} if config else recorded_configs(run)  # process group names are rank-local
+    cfg = config or recorded_config(run, per_rank)
+    shape, plan = from_recorded(cfg)
     groups_of = {r: c.get("plan", {}).get("groups", {}) for r, c in per_rank.items()}
     default_groups = cfg.get("plan", {}).get("groups", {})
     ranks = run.ranks
-    ((steps,),) = run.con.execute("SELECT count(DISTINCT step) FROM steps").fetchall()
+    (steps,) = run.sql("SELECT count(DISTINCT step) AS n FROM steps").column("n").to_pylist()
     steps = steps or cfg.get("steps", 1)
     predicted: dict[tuple[str, str], list] = {}
     for r in ranks:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from ..comms.dtypes import dtype_bytes
 from ..errors import TracekitError
@@ -88,22 +88,18 @@ PRESETS = {
 }
 
 
-def from_recorded(config: dict) -> tuple[GPTShape, Plan]:
-    """The (model, plan) that tracekit.profiler.record_config stored in a trace."""
+def _build(cls, given: dict, where: str):
+    known = {f.name for f in fields(cls)}
     try:
-        m, p = config["model"], config["plan"]
-        shape = GPTShape(layers=m["layers"], hidden=m["hidden"], heads=m["heads"], vocab=m["vocab"], seq=m["seq"],
-                         micro_batch=m["micro_batch"], micro_batches=m.get("micro_batches", 1),
-                         dtype=m.get("dtype", "float32"), tied_head=m.get("tied_head", False),
-                         fused_qkv=m.get("fused_qkv", False))
-        plan = Plan(dp=p.get("dp", 1), tp=p.get("tp", 1), pp=p.get("pp", 1), zero=p.get("zero", 0),
-                    sequence_parallel=p.get("sequence_parallel", False), backend=p.get("backend", "gloo"),
-                    bucket_cap_mb=p.get("bucket_cap_mb", 25))
-    except (KeyError, TypeError) as exc:
-        raise TracekitError(f"the recorded config lacks {exc}; it needs model.{{layers, hidden, heads, vocab, seq, "
-                            "micro_batch}} and plan.{dp, tp, pp, zero}") from None
-    return shape, plan
+        return cls(**{k: v for k, v in given.items() if k in known})
+    except TypeError as exc:  # a required field is missing
+        raise TracekitError(f"the recorded config's {where} is incomplete ({exc}); it needs model.{{layers, hidden, "
+                            "heads, vocab, seq, micro_batch} and plan.{dp, tp, pp, zero}") from None
 
 
-def as_dict(shape: GPTShape, plan: Plan) -> dict:
-    return {"model": asdict(shape), "plan": asdict(plan)}
+def from_recorded(config: dict) -> tuple[GPTShape, Plan]:
+    """The (model, plan) that tracekit.profiler.record_config stored in a trace; keys that are not fields
+    (the examples also record the scheme, batch and group names) are ignored."""
+    if not isinstance(config.get("model"), dict) or not isinstance(config.get("plan"), dict):
+        raise TracekitError("the recorded config needs a 'model' and a 'plan' object")
+    return _build(GPTShape, config["model"], "model"), _build(Plan, config["plan"], "plan")
