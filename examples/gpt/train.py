@@ -24,6 +24,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GPTConfig  # noqa: E402
+from parallel import build_scheme  # noqa: E402
 
 MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements
 MARKERS_PER_GROUP = 8
@@ -57,19 +58,12 @@ def setup():
     return rank, world, device
 
 
-def build(args, cfg, world, device):
-    """Model, optimizer and a step function for the scheme -> (step_fn, plan, {role: process group})."""
-    from parallel import build_scheme
-
-    return build_scheme(args, cfg, world, device)
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     rank, world, device = setup()
     cfg = GPTConfig(n_layer=args.layers, n_head=args.heads, n_embd=args.hidden, vocab_size=args.vocab,
                     block_size=args.seq)
-    step_fn, plan, groups = build(args, cfg, world, device)
+    step_fn, plan, groups = build_scheme(args, cfg, world, device)  # -> (step, plan, {role: group})
     # role (DP, TP, PP) -> process group. Gloo ops in a trace do not name their group, but each group has
     # its own worker threads: marker allreduces of a distinctive size per group, run in the first
     # profiled step, tell tracekit which thread serves which group (they are left out of its counts).

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -35,7 +36,7 @@ def _jsonable(v):
         return {k: _jsonable(x) for k, x in v.items()}
     if isinstance(v, list):
         return [_jsonable(x) for x in v]
-    if type(v).__name__ == "Decimal":
+    if isinstance(v, Decimal):
         return str(v)
     return v
 
