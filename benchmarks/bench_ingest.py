@@ -22,6 +22,11 @@ import sys
 import tempfile
 import time
 
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from build_traces import build  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "traces"
 HTA_LOAD = "from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={d!r})"
@@ -44,37 +49,20 @@ def measure(cmd: list[str]) -> tuple[float, float, int]:
     return elapsed, info["peak_rss_mb"], proc.returncode
 
 
-_COUNT = """
-import gzip, json, sys
-p = sys.argv[1]
-op = gzip.open if p.endswith(".gz") else open
-with op(p, "rb") as f:
-    text = f.read()
-print(len(text), len(json.loads(text)["traceEvents"]) if len(text) < 400e6 else -1)
-"""
-
-
-def json_size_and_events(path: pathlib.Path) -> tuple[int, int]:
-    """Counted in a child process: on Linux ru_maxrss survives fork+exec, so the parent must stay small
-    or every child's peak RSS would include the parent's."""
-    out = subprocess.run([sys.executable, "-c", _COUNT, str(path)], capture_output=True, text=True, check=True)
-    size, n = out.stdout.split()
-    return int(size), int(n)
-
-
-def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool, events: int | None = None):
+def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool):
     d = work / name
     d.mkdir(parents=True, exist_ok=True)
     target = d / trace.name
     if not target.exists():
         os.symlink(trace, target)
-    size, n = json_size_and_events(trace)
-    n = events if events is not None else n
     out = work / f"run-{name}"
     tk = measure(["-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force",
                   "--jobs", "1", "--rank", f"{target}=0", "--no-progress"])
+    # JSON size and event count as the ingest itself counted them (tests check those counts against json.load)
+    (info,) = pq.read_table(out / "traces.parquet", columns=["json_bytes", "event_count"]).to_pylist()
     shutil.rmtree(out, ignore_errors=True)
-    row = {"case": name, "json_mb": size / 1e6, "events": n, "tk_s": tk[0], "tk_rss_mb": tk[1]}
+    row = {"case": name, "json_mb": info["json_bytes"] / 1e6, "events": info["event_count"], "tk_s": tk[0],
+           "tk_rss_mb": tk[1]}
     if with_hta:
         hta = measure(["-c", HTA_LOAD.format(d=str(d))])
         row.update(hta_s=hta[0], hta_rss_mb=hta[1], ok=hta[2] == 0)
@@ -98,19 +86,15 @@ def main(argv=None) -> int:
     for mb in (float(x) for x in args.sizes.split(",") if x):
         built = work / "built" / f"rank0_{int(mb)}MB.json"
         built.parent.mkdir(exist_ok=True)
-        if not built.exists():  # in a child, for the same ru_maxrss reason
-            subprocess.run([sys.executable, str(HERE / "build_traces.py"), str(src), str(built), str(mb)], check=True)
+        if not built.exists():
+            build(str(src), str(built), mb)
         cases.append((f"repeated_{int(mb)}MB", built))
     rows = []
     print(f"{'case':26} {'MB':>7} {'events':>10} | {'tracekit s':>10} {'MB/s':>6} {'ev/s':>10} {'RSS MB':>7} |"
           f" {'HTA s':>7} {'RSS MB':>7} | {'speed x':>7} {'RSS x':>6}")
     for name, path in cases:
-        src_events = None
-        if name.startswith("repeated_"):
-            copies = round(path.stat().st_size / 53.7e6)
-            src_events = 216092 * max(1, copies)
         size_mb = path.stat().st_size / 1e6 if not path.name.endswith(".gz") else 0
-        row = run_case(name, path, work, with_hta=size_mb <= args.hta_max_mb, events=src_events)
+        row = run_case(name, path, work, with_hta=size_mb <= args.hta_max_mb)
         rows.append(row)
         mbps = row["json_mb"] / row["tk_s"]
         evps = row["events"] / row["tk_s"] if row["events"] > 0 else float("nan")
