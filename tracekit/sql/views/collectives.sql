@@ -34,8 +34,7 @@
 -- @column event_index: index of the kernel (or op) in its trace's traceEvents
 CREATE OR REPLACE VIEW collectives AS
 WITH ck AS (
-    SELECT e.rank, e.event_index, e.name, coalesce(e.stream, e.tid) AS stream, e.ts_ns,
-           coalesce(e.dur_ns, 0) AS dur_ns, e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns,
+    SELECT g.rank, g.event_index, g.name, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.step,
            e.collective_name, e.in_msg_nelems, e.out_msg_nelems, e.dtype, e.group_size, e.pg_name,
            e.pg_desc, e.pg_ranks, e.seq, e.comms_id, e.src_rank, e.dst_rank,
            g.launch_ts_ns, g.launch_pid, g.launch_tid
@@ -56,8 +55,7 @@ link AS (
     LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
     GROUP BY ALL),
 gpu AS (
-    SELECT ck.rank, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
-           coalesce(launch_ts_ns, ck.ts_ns) AS anchor_ns,
+    SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
            coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
                     tk_collective(ck.name)) AS collective,
            coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
@@ -85,20 +83,21 @@ gloo_threads AS (
     FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_nelems = m.numel
     WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
 gloo AS (
-    SELECT o.rank, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns, o.name AS kernel_name,
-           o.ts_ns AS anchor_ns, coalesce(tk_collective(o.collective_name), tk_collective(o.name)) AS collective,
+    SELECT o.rank, st.step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
+           o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name)) AS collective,
            coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, o.group_size, o.pg_ranks,
            coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
            coalesce(o.in_msg_nelems, o.shape_nelems) AS in_nelems, o.out_msg_nelems AS out_nelems_raw,
            'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
     FROM comm_ops o
     LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
+    LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns BETWEEN st.ts_ns AND st.end_ns
     WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
       AND NOT (o.name = 'gloo:all_reduce'
                AND o.shape_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
 allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
 sized AS (
-    SELECT allc.*, st.step,
+    SELECT allc.*,
            -- group size: the op's own, else the process group table, else the world when the trace
            -- knows of one group only
            coalesce(allc.group_size, pg.pg_size,
@@ -107,7 +106,6 @@ sized AS (
            coalesce(allc.pg_desc, pg.pg_desc) AS pg_desc_, coalesce(allc.pg_ranks, pg.pg_ranks) AS pg_ranks_
     FROM allc
     LEFT JOIN tk_dtypes d ON d.spelling = allc.dtype_raw
-    LEFT JOIN steps st ON st.rank = allc.rank AND allc.anchor_ns BETWEEN st.ts_ns AND st.end_ns
     LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size, any_value(pg_desc) AS pg_desc,
                       any_value(CAST(ranks AS VARCHAR)) AS pg_ranks FROM process_groups GROUP BY ALL) pg
            ON pg.rank = allc.rank AND pg.pg_name = allc.pg_name

@@ -27,9 +27,8 @@ run AS (
            sum(dp) OVER w AS np, sum(dw) OVER w AS nw
     FROM agg WINDOW w AS (PARTITION BY rank, tid ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 cpu_compute AS (SELECT rank, t AS ts_ns, t_next AS end_ns FROM run WHERE np > 0 AND nw = 0 AND t_next > t)
-SELECT g.rank, st.step, g.kind, g.ts_ns, g.end_ns, g.event_index
+SELECT g.rank, g.step, g.kind, g.ts_ns, g.end_ns, g.event_index
 FROM gpu_kernels g
-LEFT JOIN steps st ON st.rank = g.rank AND coalesce(g.launch_ts_ns, g.ts_ns) BETWEEN st.ts_ns AND st.end_ns
 WHERE g.kind IN ('comm', 'compute', 'memory')
 UNION ALL
 SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM collectives WHERE meta_source = 'gloo op'

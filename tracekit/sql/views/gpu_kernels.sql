@@ -1,5 +1,5 @@
--- gpu_kernels: every GPU activity (kernel, memcpy, memset) with its kind, its stream and the CPU-side
--- runtime call that launched it (matched by rank and correlation id).
+-- gpu_kernels: every GPU activity (kernel, memcpy, memset) with its kind, its stream, the CPU-side
+-- runtime call that launched it (matched by rank and correlation id) and the step of that call.
 -- @column rank: global rank
 -- @column event_index: index of the kernel in its trace's traceEvents
 -- @column name: kernel name
@@ -15,6 +15,7 @@
 -- @column launch_pid: pid of the launching thread's process
 -- @column launch_tid: thread that launched the kernel
 -- @column launch_name: the runtime call's name
+-- @column step: ProfilerStep whose CPU span holds the launch (the kernel's own start without a launch)
 CREATE OR REPLACE VIEW gpu_kernels AS
 WITH k AS (
     SELECT rank, event_index, name, cat, tk_kernel_kind(name, cat) AS kind, pid AS device,
@@ -29,5 +30,6 @@ l AS (
     WHERE ph = 'X' AND correlation IS NOT NULL AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset')
     GROUP BY rank, correlation)
 SELECT k.rank, k.event_index, k.name, k.cat, k.kind, k.device, k.stream, k.ts_ns, k.dur_ns, k.end_ns,
-       k.correlation, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name
-FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation;
+       k.correlation, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name, st.step
+FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation
+LEFT JOIN steps st ON st.rank = k.rank AND coalesce(l.launch_ts_ns, k.ts_ns) BETWEEN st.ts_ns AND st.end_ns;
