@@ -44,12 +44,12 @@ def model_cmd(preset, dp, tp, pp, zero, sequence_parallel, backend, fmt, output,
         values["dtype"] = dtype
     shape = GPTShape(**values)
     plan = Plan(dp=dp, tp=tp, pp=pp, zero=zero, sequence_parallel=sequence_parallel, backend=backend)
+    # pipeline stages differ only as first, middle and last: one representative rank of each
+    stages = {"all": 0} if pp == 1 else {"first": 0, **({"middle": 1} if pp > 2 else {}), "last": pp - 1}
     rows = []
-    for stage in sorted({0, pp - 1} | ({1} if pp > 2 else set())):
-        rank = stage * dp * tp
-        for e in predict_rank(shape, plan, rank):
-            rows.append({"stage": "middle" if 0 < stage < pp - 1 else ("first" if stage == 0 else "last")
-                         if pp > 1 else "all", "group": e.group, "collective": e.collective, "count": e.count,
+    for label, stage in stages.items():
+        for e in predict_rank(shape, plan, stage * dp * tp):
+            rows.append({"stage": label, "group": e.group, "collective": e.collective, "count": e.count,
                          "bytes_per_step": e.bytes, "gb_per_step": e.bytes / 1e9, "what": e.why})
     click.echo(f"{preset}: {total_params(shape):,} parameters; world {plan.world} = dp {dp} x tp {tp} x pp {pp}; "
                f"per rank and step:", err=True)
