@@ -26,8 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GPTConfig  # noqa: E402
 from parallel import build_scheme  # noqa: E402
 
-MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements
-MARKERS_PER_GROUP = 8
 SCHEMES = ("ddp", "zero1", "zero2", "fsdp", "tp", "tp-sp", "pp", "tp-dp")
 
 
@@ -64,20 +62,17 @@ def main(argv=None) -> int:
     cfg = GPTConfig(n_layer=args.layers, n_head=args.heads, n_embd=args.hidden, vocab_size=args.vocab,
                     block_size=args.seq)
     step_fn, plan, groups = build_scheme(args, cfg, world, device)  # -> (step, plan, {role: group})
-    # role (DP, TP, PP) -> process group. Gloo ops in a trace do not name their group, but each group has
-    # its own worker threads: marker allreduces of a distinctive size per group, run in the first
-    # profiled step, tell tracekit which thread serves which group (they are left out of its counts).
+    # role (DP, TP, PP) -> process group name, so that validate can map groups to roles
     names = {role: dist._get_process_group_name(g) for role, g in groups.items()}
     plan["groups"] = names
-    markers = {str(MARKER_BASE + i): name for i, name in enumerate(dict.fromkeys(names.values()))}
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    from tracekit.profiler import record_config, trace_handler
+    from tracekit.profiler import mark_process_groups, record_config, trace_handler
 
     config = {"model": {"layers": cfg.n_layer, "hidden": cfg.n_embd, "heads": cfg.n_head, "vocab": cfg.vocab_size,
                         "seq": args.seq, "micro_batch": args.micro_batch, "micro_batches": args.micro_batches,
                         "dtype": "float32"},
-              "plan": plan, "steps": args.steps, "world": world, "markers": markers}
+              "plan": plan, "steps": args.steps, "world": world}
     gen = torch.Generator().manual_seed(1234 + rank)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -86,15 +81,9 @@ def main(argv=None) -> int:
     with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
                                 on_trace_ready=trace_handler(args.trace_dir)) as prof:
         for it in range(2 + args.steps):
-            if it == 2:  # first active step
+            if it == 2:  # first active step: Gloo threads -> groups (see tracekit.profiler), then the config
+                config["markers"] = mark_process_groups(groups)
                 record_config(prof, config)
-                if device.type == "cpu":  # 8 at once, so that every worker thread of the group takes one
-                    by_name = {dist._get_process_group_name(g): g for g in groups.values()}
-                    for numel, name in markers.items():
-                        works = [dist.all_reduce(torch.zeros(int(numel)), group=by_name[name], async_op=True)
-                                 for _ in range(MARKERS_PER_GROUP)]
-                        for w in works:
-                            w.wait()
             tokens = torch.randint(0, cfg.vocab_size, (plan["batch"], args.seq + 1), generator=gen).to(device)
             step_fn(tokens[:, :-1], tokens[:, 1:])
             prof.step()

@@ -122,8 +122,16 @@ def test_missing_rank_and_skew(run):
     assert i["ranks"] == "0,1" and i["mismatch"] is None and i["match_method"] == "pg_seq"
     assert i["start_skew_ns"] == 5000 and i["end_skew_ns"] == 5000 and i["last_rank"] == 1
     assert i["transfer_ns"] == 20000 and i["total_wait_ns"] == 5000
-    s = {r["rank"]: r for r in rows(run, "SELECT * FROM stragglers")}
-    assert s[1]["times_last"] == 1 and s[1]["caused_wait_ns"] == 5000 and s[0]["own_wait_ns"] == 5000
+    # two of the group's four ranks: who came last among all four is unknown, so the instance is not
+    # clean and names no straggler; the reports say what they left out and why
+    assert i["status"] == "missing ranks"
+    assert rows(run, "SELECT * FROM stragglers") == []
+    from tracekit.reports.base import note_of
+    for name in ("skew", "stragglers"):
+        t = tracekit.report(run, name)
+        assert t.num_rows == 0
+        # left out: this instance, rank 0's allgather (pg 1, no partner) and its broadcast (stream 22)
+        assert note_of(t).startswith("left out: 1 missing ranks, 2 single rank")
 
 
 def test_reports_render_every_format(run, tmp_path):
@@ -131,6 +139,6 @@ def test_reports_render_every_format(run, tmp_path):
     from tracekit.reports import REGISTRY
     for name in REGISTRY:
         t = tracekit.report(run, name)
-        assert t.num_rows > 0, name
+        assert t.num_rows > 0 or name in ("skew", "stragglers"), name  # no clean instance here (see above)
         assert to_csv(t).splitlines()[0] == ",".join(t.column_names)
         to_json(t), to_markdown(t)

@@ -9,7 +9,7 @@ from tracekit import sql as tksql
 
 interval = st.tuples(st.integers(0, 200), st.integers(0, 60)).map(lambda t: (t[0], t[0] + t[1]))
 kinds = st.sampled_from(["comm", "compute", "memory"])
-rows = st.lists(st.tuples(kinds, interval, st.integers(1, 3)), max_size=25)
+rows = st.lists(st.tuples(kinds, interval, st.one_of(st.none(), st.integers(1, 3))), max_size=25)
 
 
 def union(ivs):
@@ -66,7 +66,23 @@ def test_overlap_algebra(data):
     assert whole["busy_ns"] + whole["idle_ns"] == whole["window_ns"]
     if nonempty:
         assert whole["window_ns"] <= max(e for _, (s, e), _ in data) - min(s for _, (s, e), _ in data)
+    # per step, by unit cells: a cell's comm (compute, busy) time belongs to the smallest step among the
+    # comm (compute, any) intervals active in it, a NULL step counting as -1
+    expect = {}
+    for t in range(0, 261):
+        active = [(k, -1 if stp is None else stp) for k, (s, e), stp in data if s <= t < e]
+        owner = {kind: min((p for k, p in active if k == kind), default=None) for kind in ("comm", "compute")}
+        computing = owner["compute"] is not None
+        for name, step_, add in (("comm_ns", owner["comm"], 1),
+                                 ("overlap_ns", owner["comm"], computing),
+                                 ("exposed_comm_ns", owner["comm"], not computing),
+                                 ("compute_ns", owner["compute"], 1),
+                                 ("busy_ns", min((p for _, p in active), default=None), 1)):
+            if step_ is not None:
+                expect.setdefault(step_, dict.fromkeys(("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns",
+                                                        "busy_ns"), 0))[name] += int(add)
+    steps_seen = {-1 if stp is None else stp for _, _, stp in data}
+    assert [r["step"] for r in out[1:]] == sorted(steps_seen)
     for r in out[1:]:
-        sub = [d for d in data if d[2] == r["step"]]
-        assert r["comm_ns"] == union([iv for k, iv, _ in sub if k == "comm"])
-        assert r["exposed_comm_ns"] + r["overlap_ns"] == r["comm_ns"]
+        got = {k: r[k] for k in ("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns", "busy_ns")}
+        assert got == expect.get(r["step"], dict.fromkeys(got, 0)), r["step"]

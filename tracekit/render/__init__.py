@@ -82,7 +82,14 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
 
 
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
-    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout."""
+    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout; a report's note (what it left out)
+    goes to stderr, so that the data on stdout stays machine-readable."""
+    from ..reports.base import note_of
+
+    note = note_of(table)
+    if note:
+        import sys
+        print(note, file=sys.stderr)
     if fmt == "parquet":
         import pyarrow.parquet as pq
         import sys

@@ -23,6 +23,8 @@ class Report:
     name: str
     summary: str
     params: tuple[Param, ...] = field(default=())
+    # a reports/*.sql query of (status, instances) rows whose counts become a note under the table
+    left_out: str | None = None
 
     @property
     def sql(self) -> _sql.SqlFile:
@@ -47,4 +49,20 @@ class Report:
         values = self.bind(**given)
         text = self.sql.text
         used = {k: v for k, v in values.items() if f"${k}" in text}
-        return run.sql(text, used or None)
+        table = run.sql(text, used or None)
+        if self.left_out:
+            counts = run.sql(_sql.load("reports", self.left_out).text).to_pylist()
+            if counts:
+                note = "left out: " + ", ".join(f"{r['instances']:,} {r['status']}" for r in counts)
+                note += " (collective_instances.status; docs/definitions.md)"
+                table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})
+        return table
+
+
+NOTE_KEY = b"tracekit.note"
+
+
+def note_of(table: pa.Table) -> str | None:
+    """The note a report attached to its table (what it left out and why), or None."""
+    meta = table.schema.metadata or {}
+    return meta[NOTE_KEY].decode() if NOTE_KEY in meta else None

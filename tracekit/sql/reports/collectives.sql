@@ -1,4 +1,7 @@
 -- collectives: collective type × message-size bucket over all ranks: the paper's histogram as a table.
+-- Two bus bandwidths: busbw on each kernel's own duration (which includes waiting for the slowest rank
+-- to arrive) and transfer_busbw on the fastest rank's duration in each clean matched instance (the
+-- transfer itself; NULL where no clean instance matched, e.g. a single rank's trace).
 -- @column collective: collective type
 -- @column size_bucket: message-size bucket (nccl-tests bytes)
 -- @column count: collectives (rows of the collectives view, one per rank and kernel), count
@@ -6,12 +9,18 @@
 -- @column total_ms: sum of durations, ms
 -- @column mean_us: mean duration, µs
 -- @column exposed_ms: exposed communication attributed to these collectives, ms
--- @column busbw_p50_gbps: median bus bandwidth, GB/s (decimal)
--- @column busbw_p90_gbps: 90th percentile bus bandwidth, GB/s (decimal)
+-- @column busbw_p50_gbps: median bus bandwidth over the kernels' own durations (waiting included), GB/s (decimal)
+-- @column busbw_p90_gbps: 90th percentile of the same, GB/s (decimal)
+-- @column transfer_busbw_p50_gbps: median bus bandwidth over the transfer time of the clean instances these rows belong to, GB/s (decimal)
+-- @column instances: clean matched instances among these rows, count
 SELECT c.collective, coalesce(c.size_bucket, 'unknown size') AS size_bucket, count(*) AS count,
        sum(c.bytes) AS total_bytes, sum(c.dur_ns) / 1e6 AS total_ms, avg(c.dur_ns) / 1e3 AS mean_us,
        sum(x.exposed_ns) / 1e6 AS exposed_ms,
-       quantile_cont(c.busbw_gbps, 0.5) AS busbw_p50_gbps, quantile_cont(c.busbw_gbps, 0.9) AS busbw_p90_gbps
-FROM collectives c JOIN comm_exposure x USING (rank, event_index)
+       quantile_cont(c.busbw_gbps, 0.5) AS busbw_p50_gbps, quantile_cont(c.busbw_gbps, 0.9) AS busbw_p90_gbps,
+       quantile_cont(i.busbw_gbps, 0.5) AS transfer_busbw_p50_gbps, count(DISTINCT i.instance_key) AS instances
+FROM collectives c
+JOIN comm_exposure x USING (rank, event_index)
+LEFT JOIN collective_waits w USING (rank, event_index)
+LEFT JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
 GROUP BY c.collective, c.size_bucket, c.size_bucket_lo
 ORDER BY c.collective, c.size_bucket_lo NULLS LAST;

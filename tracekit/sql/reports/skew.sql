@@ -1,4 +1,5 @@
--- skew: collective instances matched across ranks, most skewed first (see the collective_instances view).
+-- skew: clean collective instances matched across ranks, most skewed first (see the collective_instances
+-- view; the instances left out are counted in a note below the table).
 -- @column instance_key: the matching key
 -- @column match_method: comms_id, pg_seq or order
 -- @column collective: collective type
@@ -9,12 +10,13 @@
 -- @column start_skew_us: last start − first start, µs
 -- @column end_skew_us: last end − first end, µs
 -- @column transfer_us: fastest rank's duration, µs
--- @column busbw_gbps: bus bandwidth over transfer time, GB/s
+-- @column busbw_gbps: bus bandwidth over transfer time (transfer_busbw), GB/s
 -- @column last_rank: the rank that started last
 -- @column total_wait_us: waiting of all ranks for the last one, µs
 SELECT instance_key, match_method, collective, ranks_present, missing_ranks, mismatch, bytes,
        start_skew_ns / 1e3 AS start_skew_us, end_skew_ns / 1e3 AS end_skew_us, transfer_ns / 1e3 AS transfer_us,
        busbw_gbps, last_rank, total_wait_ns / 1e3 AS total_wait_us
 FROM collective_instances
+WHERE status = 'clean'
 ORDER BY start_skew_ns DESC, first_start_ns
 LIMIT $limit;

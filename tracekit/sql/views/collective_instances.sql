@@ -1,35 +1,54 @@
--- collective_instances: one row per collective instance matched across ranks. Rows of `collectives`
--- are matched by Comms Id when the trace has it, else by (process group, Seq), else by their order
--- within the process group on each rank (GPU: within the stream when no group is known; send/recv:
--- within the peer pair when src/dst ranks are known).
+-- collective_instances: one row per collective instance matched across ranks (matching rules: see
+-- collective_waits), with its skew, its transfer time and whether it is clean. Only clean instances
+-- feed stragglers and the skew report: a partial or mismatched instance would name a false straggler.
 -- @column instance_key: the matching key (id:..., pg:NAME/seq:N, or GROUP/#N for order matching)
 -- @column match_method: comms_id, pg_seq or order
--- @column collective: the collective (most common value across ranks)
+-- @column collective: the collective; sendrecv for a send matched with its recv; the smallest name when ranks disagree (see mismatch)
 -- @column ranks_present: ranks that ran this instance, count
--- @column expected_ranks: group size the rows report (NULL when unknown)
+-- @column expected_ranks: ranks in the group: the group size the rows report, else the world size when every rank of the world took part (NULL when unknown)
 -- @column missing_ranks: expected_ranks − ranks_present (NULL when unknown)
 -- @column ranks: the ranks present, comma-separated
--- @column mismatch: NULL, or which metadata disagree across ranks (collective, bytes)
+-- @column mismatch: NULL, or which metadata disagree across ranks (collective, bytes; alltoall sizes are not compared)
+-- @column status: clean, single rank, missing ranks, mismatch, unaligned (order matching could not align the group) or before window (a row whose partners fall before another rank's profile starts)
 -- @column bytes: message bytes (largest reported), bytes
 -- @column first_start_ns: earliest start across ranks, ns (trace clock)
 -- @column last_start_ns: latest start across ranks, ns
 -- @column start_skew_ns: last_start_ns − first_start_ns, ns
 -- @column end_skew_ns: latest end − earliest end, ns
--- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs), ns
--- @column busbw_gbps: bus bandwidth over transfer_ns, GB/s (decimal)
+-- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs, without waiting), ns
+-- @column busbw_gbps: bus bandwidth over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal)
 -- @column last_rank: the rank that started last (everyone else waited for it)
 -- @column total_wait_ns: sum over ranks of (last_start_ns − own start), ns
 CREATE OR REPLACE VIEW collective_instances AS
-SELECT instance_key, any_value(match_method) AS match_method, mode(collective) AS collective,
-       count(DISTINCT rank) AS ranks_present, max(group_size) AS expected_ranks,
-       max(group_size) - count(DISTINCT rank) AS missing_ranks,
-       string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
-       nullif(concat_ws(', ', CASE WHEN count(DISTINCT collective) > 1 THEN 'collective' END,
-                        CASE WHEN count(DISTINCT bytes) > 1 THEN 'bytes' END), '') AS mismatch,
-       max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
-       max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
-       min(dur_ns) AS transfer_ns,
-       CASE WHEN min(dur_ns) > 0 THEN max(bytes) / min(dur_ns) * tk_busbw_factor(mode(collective), max(group_size)) END AS busbw_gbps,
-       arg_max(rank, ts_ns) AS last_rank, sum(wait_ns) AS total_wait_ns
-FROM collective_waits
-GROUP BY instance_key;
+WITH world AS (SELECT max(world_size) AS world_size FROM traces),
+i AS (
+    SELECT instance_key, any_value(match_method) AS match_method,
+           CASE WHEN count(DISTINCT collective) = 1 THEN any_value(collective)
+                WHEN count(DISTINCT match_collective) = 1 THEN any_value(match_collective)
+                ELSE min(collective) END AS collective,
+           count(DISTINCT rank) AS ranks_present,
+           coalesce(max(group_size),
+                    CASE WHEN count(DISTINCT rank) = any_value(world.world_size) THEN any_value(world.world_size) END)
+               AS expected_ranks,
+           string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
+           nullif(concat_ws(', ', CASE WHEN count(DISTINCT match_collective) > 1 THEN 'collective' END,
+                            CASE WHEN count(DISTINCT bytes) > 1 AND bool_and(collective NOT IN ('alltoall', 'alltoallv'))
+                                 THEN 'bytes' END), '') AS mismatch,
+           any_value(order_status) AS order_status,
+           max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
+           max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
+           min(dur_ns) AS transfer_ns, arg_max(rank, ts_ns) AS last_rank, sum(wait_ns) AS total_wait_ns
+    FROM collective_waits, world
+    GROUP BY instance_key)
+SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
+       expected_ranks - ranks_present AS missing_ranks, ranks, mismatch,
+       CASE WHEN order_status = 'unaligned' THEN 'unaligned'
+            WHEN order_status = 'before window' THEN 'before window'
+            WHEN mismatch IS NOT NULL THEN 'mismatch'
+            WHEN ranks_present < 2 THEN 'single rank'
+            WHEN expected_ranks > ranks_present THEN 'missing ranks'
+            ELSE 'clean' END AS status,
+       bytes, first_start_ns, last_start_ns, start_skew_ns, end_skew_ns, transfer_ns,
+       CASE WHEN transfer_ns > 0 THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS busbw_gbps,
+       last_rank, total_wait_ns
+FROM i;

@@ -1,35 +1,75 @@
--- collective_waits: each rank's part in each matched collective instance: how long it waited for the
--- last rank to arrive. See collective_instances for the matching rules.
--- @column instance_key: the matching key
+-- collective_waits: each rank's part in each collective instance matched across ranks, with how long it
+-- waited for the last rank to arrive, and whether the instance is clean enough to trust.
+-- Matching: by Comms Id when the trace has it, else by (process group, Seq), else by order. Order
+-- matching numbers the rows of each rank within their group (the process group; else the group's
+-- ranks; else the GPU stream; Gloo without a group: the default group; a send or recv with known
+-- src/dst ranks: the direction src->dst, so a send on rank a pairs with the recv on rank b). The ranks'
+-- profiling windows need not start together: the sequences are aligned on the first row of the rank
+-- whose window starts last (each other rank skips its rows before the first row of the same collective
+-- and size); rows before it have no partner. A group whose ranks cannot be aligned that way, or whose
+-- aligned rows disagree on collective or size anywhere, is flagged as a whole (status unaligned).
+-- send and recv are one point-to-point operation (match collective sendrecv); alltoall sizes may differ
+-- across ranks (uneven splits) and are not compared.
+-- @column instance_key: the matching key (id:..., pg:NAME/seq:N, GROUP/#N, or GROUP/rank R/#N for rows left without partner)
 -- @column match_method: comms_id, pg_seq or order
 -- @column rank: global rank
+-- @column event_index: index of the kernel or op in its trace's traceEvents (joins collectives)
 -- @column collective: collective type on this rank
--- @column group_size: ranks in the group as this rank reports it
+-- @column match_collective: the collective as matched: send and recv are both sendrecv
+-- @column group_size: ranks in the group as this rank reports it (NULL when unknown)
 -- @column bytes: message bytes on this rank
 -- @column ts_ns: this rank's start, ns (trace clock)
 -- @column end_ns: this rank's end, ns
 -- @column dur_ns: this rank's duration, ns
 -- @column wait_ns: last start across ranks − this rank's start: time spent waiting for the last rank, ns
 -- @column is_last: this rank started last
+-- @column order_status: order matching only: aligned, before window (no partner: another rank's profile starts later) or unaligned (the whole group); NULL for id/seq matching
 CREATE OR REPLACE VIEW collective_waits AS
 WITH keyed AS (
     SELECT c.*,
+           CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,
            CASE WHEN collective IN ('send', 'recv') AND src_rank IS NOT NULL AND dst_rank IS NOT NULL
-                THEN 'p2p ' || least(src_rank, dst_rank) || '<->' || greatest(src_rank, dst_rank)
+                THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_name, '')
                 ELSE coalesce('pg ' || pg_name, 'ranks ' || pg_ranks,
                               CASE WHEN meta_source = 'gloo op' THEN 'default group' ELSE 'stream ' || stream END)
-           END AS grp
-    FROM collectives c),
-k AS (
-    SELECT *,
-           CASE WHEN comms_id IS NOT NULL THEN 'id:' || comms_id
-                WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg:' || pg_name || '/seq:' || seq
-                ELSE grp || '/#' || row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) END
-               AS instance_key,
+           END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
                 WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
-    FROM keyed)
-SELECT instance_key, match_method, rank, collective, group_size, bytes, ts_ns, end_ns, dur_ns,
+    FROM collectives c),
+pos AS (
+    SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
+    FROM keyed WHERE match_method = 'order'),
+sig AS (  -- what two ranks must agree on: the collective, and the size unless sizes may differ
+    SELECT pos.*, match_collective || CASE WHEN collective IN ('alltoall', 'alltoallv') THEN ''
+                                          ELSE '/' || coalesce(CAST(bytes AS VARCHAR), '?') END AS s
+    FROM pos),
+anchor AS (  -- the first row of the rank whose rows in the group start last
+    SELECT grp, arg_max(s, first_ts) AS s
+    FROM (SELECT grp, rank, arg_min(s, n) AS s, min(ts_ns) AS first_ts FROM sig GROUP BY grp, rank)
+    GROUP BY grp),
+offs AS (SELECT sig.grp, sig.rank, min(sig.n) - 1 AS off FROM sig JOIN anchor a ON a.grp = sig.grp AND a.s = sig.s
+         GROUP BY ALL),
+aligned AS (SELECT sig.*, sig.n - o.off AS an FROM sig LEFT JOIN offs o ON o.grp = sig.grp AND o.rank = sig.rank),
+bad AS (
+    SELECT DISTINCT grp FROM aligned WHERE an IS NULL
+    UNION SELECT grp FROM aligned WHERE an >= 1 GROUP BY grp, an HAVING count(DISTINCT s) > 1),
+ordered AS (
+    SELECT a.* EXCLUDE (s, n, an),
+           CASE WHEN b.grp IS NOT NULL THEN a.grp || '/#' || a.n
+                WHEN a.an >= 1 THEN a.grp || '/#' || a.an
+                ELSE a.grp || '/rank ' || a.rank || '/#' || a.n END AS instance_key,
+           CASE WHEN b.grp IS NOT NULL THEN 'unaligned' WHEN a.an >= 1 THEN 'aligned' ELSE 'before window' END
+               AS order_status
+    FROM aligned a LEFT JOIN bad b ON b.grp = a.grp),
+k AS (
+    SELECT * FROM ordered
+    UNION ALL BY NAME
+    SELECT *, CASE WHEN match_method = 'comms_id' THEN 'id:' || comms_id
+                   ELSE 'pg:' || pg_name || '/seq:' || seq END AS instance_key,
+           CAST(NULL AS VARCHAR) AS order_status
+    FROM keyed WHERE match_method <> 'order')
+SELECT instance_key, match_method, rank, event_index, collective, match_collective, group_size, bytes,
+       ts_ns, end_ns, dur_ns,
        max(ts_ns) OVER (PARTITION BY instance_key) - ts_ns AS wait_ns,
-       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS is_last
+       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS is_last, order_status
 FROM k;

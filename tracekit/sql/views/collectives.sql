@@ -1,8 +1,13 @@
 -- collectives: one row per communication kernel on GPU ranks, and one row per Gloo collective
 -- (gloo:* op) on ranks without GPU kernels, with what the trace tells of it.
 -- Metadata comes, in this order, from the kernel's own args (newer PyTorch copies record_param_comms
--- onto the NCCL kernel), from the CPU ops that launched it (record_param_comms / c10d::* / nccl:* ops
--- enclosing the runtime launch on its thread), or from the kernel name alone (see meta_source).
+-- onto the NCCL kernel), from the stack of CPU ops that launched it (record_param_comms / c10d::* /
+-- nccl:* ops enclosing the runtime launch on its thread: their args, else the recorded shapes, where an
+-- op that records both its output and its input shape wins over one that records its input only), or
+-- from the kernel name alone (see meta_source). The collective is the first of kernel args, op args,
+-- the innermost op's name and the kernel's name that names one: a SendRecv kernel launched by an
+-- alltoall is an alltoall; a bare SendRecv kernel is a sendrecv.
+-- The group size is never guessed from the world size: see group_size_source.
 -- @column rank: global rank
 -- @column step: ProfilerStep number the launching CPU op belongs to (NULL outside steps)
 -- @column stream: GPU stream (Gloo: the worker thread id)
@@ -15,18 +20,20 @@
 -- @column protocol: NCCL protocol from the kernel name (LL, LL128, SIMPLE) or NULL
 -- @column pg_name: process group name
 -- @column pg_desc: process group description (default_pg, TP, DP, ...)
--- @column group_size: ranks in the process group
+-- @column group_size: ranks in the process group (NULL when the trace does not tell)
+-- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), or unknown
 -- @column pg_ranks: global ranks of the group, JSON text
 -- @column dtype: element type, canonical name (float32, bfloat16, ...)
 -- @column elem_bytes: bytes per element
 -- @column in_nelems: input elements
--- @column out_nelems: output elements
--- @column bytes: message size in bytes as nccl-tests counts it (allgather: output; others: input), bytes
+-- @column out_nelems: output elements (recorded, or derived from in_nelems and a known group size; alltoall: recorded only)
+-- @column bytes: message size as nccl-tests counts it (allgather: output; others: input), bytes (NULL when it needs an unknown group size)
 -- @column size_bucket: label of the size bucket of bytes (powers of two by default)
 -- @column size_bucket_lo: lower edge of the bucket, bytes
 -- @column algbw_gbps: bytes / dur_ns = algorithm bandwidth, GB/s (decimal, 1e9 bytes/s)
--- @column busbw_gbps: algbw_gbps x nccl-tests' factor for the collective and group_size, GB/s
+-- @column busbw_gbps: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.busbw_gbps is the transfer's
 -- @column meta_source: kernel args, launching CPU op, kernel name only, or gloo op
+-- @column tracekit_marker: an allreduce that tracekit.profiler.mark_process_groups ran to tie Gloo worker threads to their group (validate leaves them out; reports count them: they ran)
 -- @column seq: collective sequence number in its process group, when the trace has it
 -- @column comms_id: collective instance id, when the trace has it
 -- @column src_rank: point-to-point source, when the trace has it
@@ -40,15 +47,20 @@ WITH ck AS (
            g.launch_ts_ns, g.launch_pid, g.launch_tid
     FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
+-- the launching stack, innermost op first where several say the same thing (arg_max over start time)
 link AS (
     SELECT ck.rank, ck.event_index,
            arg_max({'coll': o.collective_name, 'in_n': o.in_msg_nelems, 'out_n': o.out_msg_nelems,
                     'dtype': o.dtype, 'gs': o.group_size, 'pg': o.pg_name, 'desc': o.pg_desc,
                     'ranks': o.pg_ranks, 'seq': o.seq, 'cid': o.comms_id, 'src': o.src_rank,
                     'dst': o.dst_rank}, o.ts_ns) FILTER (WHERE o.collective_name IS NOT NULL) AS a,
-           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms') AS op_name,
-           arg_max({'n': o.shape_nelems, 'dt': d.canonical}, o.ts_ns)
-               FILTER (WHERE o.shape_nelems IS NOT NULL AND d.canonical IS NOT NULL) AS shp
+           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms'
+                                             AND tk_collective(o.name) IS NOT NULL) AS op_name,
+           bool_or(o.name <> 'record_param_comms') AS has_op,
+           arg_max({'i': o.shape_in_nelems, 'o': o.shape_out_nelems, 'dt': d.canonical}, o.ts_ns)
+               FILTER (WHERE o.shape_in_nelems IS NOT NULL AND o.shape_out_nelems IS NOT NULL) AS both,
+           arg_max({'i': o.shape_in_nelems, 'dt': d.canonical}, o.ts_ns)
+               FILTER (WHERE o.shape_in_nelems IS NOT NULL) AS inner
     FROM ck
     JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
                    AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
@@ -57,77 +69,100 @@ link AS (
 gpu AS (
     SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
            coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
-                    tk_collective(ck.name)) AS collective,
+                    tk_collective(ck.name), 'unknown') AS collective,
            coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
-           coalesce(ck.group_size, l.a.gs) AS group_size, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
-           coalesce(ck.dtype, l.a.dtype, l.shp.dt,
+           ck.group_size AS gs_kernel, l.a.gs AS gs_op, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
+           coalesce(ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
                     regexp_extract(ck.name, '_(f16|f32|f64|bf16|i8|u8|i32|u32|i64|u64|f8e4m3|f8e5m2|half|float|double|int8_t|uint8_t|int32_t|uint32_t|int64_t|uint64_t)(_|\(|$)', 1)) AS dtype_raw,
-           coalesce(ck.in_msg_nelems, l.a.in_n, l.shp.n) AS in_nelems,
-           coalesce(ck.out_msg_nelems, l.a.out_n) AS out_nelems_raw,
+           coalesce(ck.in_msg_nelems, l.a.in_n, l.both.i, l.inner.i) AS in_nelems,
+           coalesce(ck.out_msg_nelems, l.a.out_n, l.both.o) AS out_nelems_rec,
            CASE WHEN ck.collective_name IS NOT NULL THEN 'kernel args'
-                WHEN l.a IS NOT NULL OR l.shp IS NOT NULL OR l.op_name IS NOT NULL THEN 'launching CPU op'
+                WHEN l.a IS NOT NULL OR l.inner IS NOT NULL OR l.has_op THEN 'launching CPU op'
                 ELSE 'kernel name only' END AS meta_source,
            coalesce(ck.seq, l.a.seq) AS seq, coalesce(ck.comms_id, l.a.cid) AS comms_id,
            coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
-           ck.event_index
+           false AS tracekit_marker, ck.event_index
     FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
 -- Gloo ops do not name their process group, but each group has its own worker threads. A trace
--- written by tracekit.profiler may list marker allreduces (tracekit_config.markers: element count ->
--- group name); the threads that ran them serve that group. The markers themselves are left out.
+-- whose process groups tracekit.profiler.mark_process_groups marked lists marker allreduces
+-- (tracekit_config.markers: element count -> group name); the threads that ran them serve that group.
+-- The markers stay in (they ran), flagged tracekit_marker.
 markers AS (
     SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
            json_extract_string(t.metadata, '$.tracekit_config.markers."' || u.k || '"') AS pg_name
     FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.markers'))) AS u(k)),
 gloo_threads AS (
     SELECT o.rank, o.tid, any_value(m.pg_name) AS pg_name
-    FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_nelems = m.numel
+    FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
     WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
 gloo AS (
     SELECT o.rank, st.step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
-           o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name)) AS collective,
-           coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, o.group_size, o.pg_ranks,
+           o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
+           coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
+           o.group_size AS gs_op, o.pg_ranks,
            coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
-           coalesce(o.in_msg_nelems, o.shape_nelems) AS in_nelems, o.out_msg_nelems AS out_nelems_raw,
-           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
+           coalesce(o.in_msg_nelems, o.shape_in_nelems) AS in_nelems,
+           coalesce(o.out_msg_nelems, o.shape_out_nelems) AS out_nelems_rec,
+           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank,
+           (o.name = 'gloo:all_reduce' AND th.pg_name IS NOT NULL
+            AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank)) AS tracekit_marker,
+           o.event_index
     FROM comm_ops o
     LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
-    LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns BETWEEN st.ts_ns AND st.end_ns
-    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
-      AND NOT (o.name = 'gloo:all_reduce'
-               AND o.shape_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
+    LEFT JOIN steps st ON st.rank = o.rank AND tk_in_span(o.ts_ns, st.ts_ns, st.end_ns)
+    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
 allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
-sized AS (
-    SELECT allc.*,
-           -- group size: the op's own, else the process group table, else the world when the trace
-           -- knows of one group only
-           coalesce(allc.group_size, pg.pg_size,
-                    CASE WHEN t.pg_count <= 1 THEN t.world_size END) AS gsize,
-           d.canonical AS dtype, d.bytes AS elem_bytes,
-           coalesce(allc.pg_desc, pg.pg_desc) AS pg_desc_, coalesce(allc.pg_ranks, pg.pg_ranks) AS pg_ranks_
+-- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):
+-- every collective of that rank is in it
+only_pg AS (
+    SELECT p.rank, any_value(p.pg_name) AS pg_name FROM process_groups p JOIN traces t ON t.rank = p.rank
+    GROUP BY p.rank
+    HAVING count(*) = 1
+       AND coalesce(TRY_CAST(json_extract(any_value(t.metadata), '$.distributedInfo.pg_count') AS BIGINT), 1) <= 1),
+grouped AS (
+    SELECT allc.* REPLACE (coalesce(allc.pg_name, op.pg_name) AS pg_name), d.canonical AS dtype,
+           d.bytes AS elem_bytes, pg.pg_size, pg.pg_desc AS pg_desc_table, pg.pg_ranks AS pg_ranks_table
     FROM allc
+    LEFT JOIN only_pg op ON op.rank = allc.rank
     LEFT JOIN tk_dtypes d ON d.spelling = allc.dtype_raw
     LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size, any_value(pg_desc) AS pg_desc,
                       any_value(CAST(ranks AS VARCHAR)) AS pg_ranks FROM process_groups GROUP BY ALL) pg
-           ON pg.rank = allc.rank AND pg.pg_name = allc.pg_name
-    LEFT JOIN (SELECT t.rank, t.world_size, count(p.pg_name) AS pg_count FROM traces t
-               LEFT JOIN process_groups p ON p.rank = t.rank GROUP BY ALL) t ON t.rank = allc.rank),
-msg AS (
+           ON pg.rank = allc.rank AND pg.pg_name = coalesce(allc.pg_name, op.pg_name)),
+sized AS (
+    SELECT g.*, coalesce(g.pg_desc, g.pg_desc_table) AS pg_desc_, coalesce(g.pg_ranks, g.pg_ranks_table) AS pg_ranks_,
+           CASE WHEN g.collective = 'allgather' AND g.in_nelems > 0 AND g.out_nelems_rec % g.in_nelems = 0
+                THEN g.out_nelems_rec // g.in_nelems
+                WHEN g.collective = 'reduce_scatter' AND g.out_nelems_rec > 0 AND g.in_nelems % g.out_nelems_rec = 0
+                THEN g.in_nelems // g.out_nelems_rec END AS gs_shapes,
+           t.world_size
+    FROM grouped g LEFT JOIN traces t ON t.rank = g.rank),
+gs AS (
     SELECT sized.*,
-           coalesce(out_nelems_raw, CASE WHEN collective = 'allgather' THEN in_nelems * gsize
-                                         WHEN collective = 'reduce_scatter' THEN in_nelems // gsize
-                                         WHEN collective IN ('allreduce', 'broadcast', 'reduce', 'alltoall')
-                                         THEN in_nelems END) AS out_nelems,
-           CASE WHEN collective = 'allgather'
-                THEN coalesce(out_nelems_raw, in_nelems * gsize) * elem_bytes
-                ELSE coalesce(in_nelems, out_nelems_raw) * elem_bytes END AS bytes
-    FROM sized)
+           CASE WHEN gs_kernel IS NOT NULL THEN 'kernel args' WHEN gs_op IS NOT NULL THEN 'op args'
+                WHEN pg_size IS NOT NULL THEN 'pg table' WHEN gs_shapes IS NOT NULL THEN 'shapes'
+                WHEN pg_desc_ = 'default_pg' AND world_size IS NOT NULL THEN 'world'
+                ELSE 'unknown' END AS group_size_source,
+           coalesce(gs_kernel, gs_op, pg_size, gs_shapes,
+                    CASE WHEN pg_desc_ = 'default_pg' THEN world_size END) AS gsize
+    FROM sized),
+msg AS (
+    SELECT gs.*,
+           coalesce(out_nelems_rec, CASE WHEN collective = 'allgather' THEN in_nelems * gsize
+                                         WHEN collective = 'reduce_scatter' AND in_nelems % gsize = 0
+                                         THEN in_nelems // gsize
+                                         WHEN collective IN ('allreduce', 'broadcast', 'reduce') THEN in_nelems
+                                         END) AS out_nelems,
+           CASE WHEN collective = 'allgather' THEN coalesce(out_nelems_rec, in_nelems * gsize) * elem_bytes
+                WHEN collective = 'reduce_scatter' THEN coalesce(in_nelems, out_nelems_rec * gsize) * elem_bytes
+                ELSE coalesce(in_nelems, out_nelems_rec) * elem_bytes END AS bytes
+    FROM gs)
 SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.collective,
        nullif(regexp_extract(m.kernel_name, '_(NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|RING|TREE|PAT)(_|\(|$)', 1), '') AS algorithm,
        nullif(regexp_extract(m.kernel_name, '_(LL128|LL|SIMPLE)(_|\(|$)', 1), '') AS protocol,
-       m.pg_name, m.pg_desc_ AS pg_desc, m.gsize AS group_size, m.pg_ranks_ AS pg_ranks, m.dtype, m.elem_bytes,
-       m.in_nelems, m.out_nelems, m.bytes, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
+       m.pg_name, m.pg_desc_ AS pg_desc, m.gsize AS group_size, m.group_size_source, m.pg_ranks_ AS pg_ranks,
+       m.dtype, m.elem_bytes, m.in_nelems, m.out_nelems, m.bytes, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,
-       m.meta_source, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
+       m.meta_source, m.tracekit_marker, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
 FROM msg m
 LEFT JOIN tk_size_buckets b ON m.bytes >= b.lo_bytes AND (b.hi_bytes IS NULL OR m.bytes < b.hi_bytes);

@@ -35,4 +35,4 @@ SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM collectives WHERE met
 UNION ALL
 SELECT c.rank, st.step, 'compute', c.ts_ns, c.end_ns, CAST(NULL AS BIGINT)
 FROM cpu_compute c
-LEFT JOIN steps st ON st.rank = c.rank AND c.ts_ns BETWEEN st.ts_ns AND st.end_ns;
+LEFT JOIN steps st ON st.rank = c.rank AND tk_in_span(c.ts_ns, st.ts_ns, st.end_ns);

@@ -32,4 +32,4 @@ l AS (
 SELECT k.rank, k.event_index, k.name, k.cat, k.kind, k.device, k.stream, k.ts_ns, k.dur_ns, k.end_ns,
        k.correlation, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name, st.step
 FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation
-LEFT JOIN steps st ON st.rank = k.rank AND coalesce(l.launch_ts_ns, k.ts_ns) BETWEEN st.ts_ns AND st.end_ns;
+LEFT JOIN steps st ON st.rank = k.rank AND tk_in_span(coalesce(l.launch_ts_ns, k.ts_ns), st.ts_ns, st.end_ns);

@@ -3,7 +3,8 @@
 -- (name starts with nccl, rccl or msccl, or contains ncclKernel / ncclDevKernel); 'compute' for every
 -- other kernel; 'other' for GPU activity of another category or a kernel without a name.
 -- tk_collective(text): a collective, op or kernel name -> allreduce, allgather, reduce_scatter,
--- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter or unknown.
+-- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter, or NULL when
+-- the name says none of these (so that a coalesce over several names falls through to the next one).
 -- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks.
 CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS
     regexp_matches(coalesce(name, ''), '^(nccl|rccl|msccl)|nccl(Dev)?Kernel', 'i');
@@ -34,7 +35,7 @@ CREATE OR REPLACE MACRO tk_collective(s) AS CASE
     WHEN _tk_norm(s) LIKE 'recv%' THEN 'recv'
     WHEN _tk_norm(s) LIKE '%gather%' THEN 'gather'
     WHEN _tk_norm(s) LIKE '%scatter%' THEN 'scatter'
-    ELSE 'unknown' END;
+    END;
 
 CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS CASE
     WHEN n IS NULL OR n <= 0 THEN NULL
@@ -43,7 +44,23 @@ CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS CASE
     WHEN coll IN ('broadcast', 'reduce', 'send', 'recv', 'sendrecv') THEN 1.0
     END;
 
--- first tensor of an op's "Input Dims" JSON -> element count (NULL when absent, empty or not numeric)
-CREATE OR REPLACE MACRO tk_first_numel(dims) AS CASE
-    WHEN json_array_length(json_extract(dims, '$[0]')) > 0
-    THEN CAST(list_aggregate(TRY_CAST(json_extract(dims, '$[0]') AS BIGINT[]), 'product') AS BIGINT) END;
+-- tk_in_span(t, lo, hi): t lies in the half-open span [lo, hi). Every "which step holds this time"
+-- join uses it, so that a time exactly on a boundary shared by two steps belongs to the later one only.
+CREATE OR REPLACE MACRO tk_in_span(t, lo, hi) AS t >= lo AND t < hi;
+
+-- tk_arg_nelems(dims): element count of one argument's entry in an op's "Input Dims" JSON: a tensor's
+-- shape [d0, d1, ...] -> d0·d1·..., a TensorList's shapes [[...], [...]] -> the sum over its tensors.
+-- NULL when the entry is absent or empty (a TensorList recorded without shapes, a scalar).
+CREATE OR REPLACE MACRO tk_arg_nelems(dims) AS CASE
+    WHEN coalesce(json_array_length(dims), 0) = 0 THEN NULL
+    WHEN json_type(json_extract(dims, '$[0]')) IN ('UBIGINT', 'BIGINT')
+    THEN CAST(list_aggregate(TRY_CAST(dims AS BIGINT[]), 'product') AS BIGINT)
+    WHEN json_type(json_extract(dims, '$[0]')) = 'ARRAY'
+    THEN CAST(nullif(list_sum(list_transform(TRY_CAST(dims AS BIGINT[][]),
+                                             lambda x: CASE WHEN len(x) > 0 THEN list_aggregate(x, 'product') END)), 0)
+              AS BIGINT) END;
+
+-- tk_output_first(op): the op's first argument is its output tensor(s) and its second its input: the
+-- c10d ops that are not in place (signatures in torch/csrc/distributed/c10d/Ops.cpp).
+CREATE OR REPLACE MACRO tk_output_first(op) AS
+    regexp_matches(op, '^c10d::(_allgather_base_|allgather_|allgather_coalesced_|allgather_into_tensor_coalesced_|_reduce_scatter_base_|reduce_scatter_|reduce_scatter_tensor_coalesced_|alltoall_base_|alltoall_|gather_|scatter_)$');
