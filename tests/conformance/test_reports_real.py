@@ -31,6 +31,34 @@ def test_reports_and_invariants(name, tmp_path):
                       WHERE o.step IS NULL GROUP BY ALL
                       HAVING abs(o.exposed_comm_ns - coalesce(sum(x.exposed_ns), 0)) > 1""").to_pylist()
     assert diff == []
+    # the step rows (outside-of-steps -1 included) add up exactly to the whole-trace row
+    sums = run.sql("""SELECT rank, sum(comm_ns) FILTER (WHERE step IS NULL) - sum(comm_ns) FILTER (WHERE step IS NOT NULL) AS comm,
+                             sum(compute_ns) FILTER (WHERE step IS NULL) - sum(compute_ns) FILTER (WHERE step IS NOT NULL) AS compute,
+                             sum(overlap_ns) FILTER (WHERE step IS NULL) - sum(overlap_ns) FILTER (WHERE step IS NOT NULL) AS overlap,
+                             sum(exposed_comm_ns) FILTER (WHERE step IS NULL) - sum(exposed_comm_ns) FILTER (WHERE step IS NOT NULL) AS exposed,
+                             sum(busy_ns) FILTER (WHERE step IS NULL) - sum(busy_ns) FILTER (WHERE step IS NOT NULL) AS busy
+                      FROM comm_overlap GROUP BY rank""").to_pylist()
+    assert all(r["comm"] == r["compute"] == r["overlap"] == r["exposed"] == r["busy"] == 0 for r in sums), sums
+    # overlap --by step and exposed --by step say the same exposed time for every step
+    steps = run.sql("""SELECT o.rank, o.step, o.exposed_comm_ns, coalesce(sum(x.exposed_ns), 0) AS split
+                       FROM comm_overlap o LEFT JOIN comm_exposure x ON x.rank = o.rank AND x.step = o.step
+                       WHERE o.step IS NOT NULL GROUP BY ALL
+                       HAVING abs(o.exposed_comm_ns - coalesce(sum(x.exposed_ns), 0)) > 1""").to_pylist()
+    assert steps == []
+    # no bus bandwidth above what the GPU's links can carry
+    peak = {gpu: PEAK_GBPS[key] for (gpu,) in run.con.execute("SELECT DISTINCT gpu_name FROM traces "
+                                                              "WHERE gpu_name IS NOT NULL").fetchall()
+            for key in PEAK_GBPS if key in gpu}
+    if peak:
+        limit = min(peak.values())
+        (top,) = run.con.execute("SELECT greatest((SELECT max(busbw_gbps) FROM collectives), "
+                                 "(SELECT max(busbw_gbps) FROM collective_instances))").fetchone()
+        assert top is None or top <= limit, (top, peak)
+
+
+# Per-direction bus bandwidth a GPU's links carry: half of the vendor's published total (bidirectional)
+# NVLink bandwidth, which is the figure nccl-tests' busbw approaches on one node.
+PEAK_GBPS = {"V100": 150, "A100": 300, "H100": 450, "H200": 450, "B200": 900}
 
 
 def test_dlrm_matched_across_all_eight_ranks(tmp_path):

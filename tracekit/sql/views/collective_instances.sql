@@ -5,7 +5,7 @@
 -- @column match_method: comms_id, pg_seq or order
 -- @column collective: the collective; sendrecv for a send matched with its recv; the smallest name when ranks disagree (see mismatch)
 -- @column ranks_present: ranks that ran this instance, count
--- @column expected_ranks: ranks in the group: the group size the rows report, else the world size when every rank of the world took part (NULL when unknown)
+-- @column expected_ranks: ranks in the instance: 2 for a point-to-point send/recv; else the group size the rows report, else the world size when every rank of the world took part (NULL when unknown)
 -- @column missing_ranks: expected_ranks − ranks_present (NULL when unknown)
 -- @column ranks: the ranks present, comma-separated
 -- @column mismatch: NULL, or which metadata disagree across ranks (collective, bytes; alltoall sizes are not compared)
@@ -27,9 +27,9 @@ i AS (
                 WHEN count(DISTINCT match_collective) = 1 THEN any_value(match_collective)
                 ELSE min(collective) END AS collective,
            count(DISTINCT rank) AS ranks_present,
-           coalesce(max(group_size),
+           CASE WHEN bool_and(match_collective = 'sendrecv') THEN 2 ELSE coalesce(max(group_size),
                     CASE WHEN count(DISTINCT rank) = any_value(world.world_size) THEN any_value(world.world_size) END)
-               AS expected_ranks,
+           END AS expected_ranks,
            string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
            nullif(concat_ws(', ', CASE WHEN count(DISTINCT match_collective) > 1 THEN 'collective' END,
                             CASE WHEN count(DISTINCT bytes) > 1 AND bool_and(collective NOT IN ('alltoall', 'alltoallv'))

@@ -5,7 +5,7 @@
 -- tk_collective(text): a collective, op or kernel name -> allreduce, allgather, reduce_scatter,
 -- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter, or NULL when
 -- the name says none of these (so that a coalesce over several names falls through to the next one).
--- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks.
+-- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1).
 CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS
     regexp_matches(coalesce(name, ''), '^(nccl|rccl|msccl)|nccl(Dev)?Kernel', 'i');
 
@@ -38,10 +38,11 @@ CREATE OR REPLACE MACRO tk_collective(s) AS CASE
     END;
 
 CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS CASE
+    WHEN coll IN ('send', 'recv', 'sendrecv') THEN 1.0  -- one peer, whatever the group
     WHEN n IS NULL OR n <= 0 THEN NULL
     WHEN coll = 'allreduce' THEN 2.0 * (n - 1) / n
     WHEN coll IN ('allgather', 'reduce_scatter', 'alltoall', 'alltoallv') THEN (n - 1) * 1.0 / n
-    WHEN coll IN ('broadcast', 'reduce', 'send', 'recv', 'sendrecv') THEN 1.0
+    WHEN coll IN ('broadcast', 'reduce') THEN 1.0
     END;
 
 -- tk_in_span(t, lo, hi): t lies in the half-open span [lo, hi). Every "which step holds this time"

@@ -1,0 +1,107 @@
+"""The numbers users trust most, on real traces, against what each trace itself records: the shapes
+and args of its communication ops, read here with plain json, and nccl-tests' formulas."""
+
+import gzip
+import json
+import math
+
+import pytest
+
+import tracekit
+from tests.conftest import shared_traces
+
+ELEM_BYTES = {"signed char": 1, "unsigned char": 1, "float": 4, "long": 8, "int": 4, "c10::BFloat16": 2}
+
+
+def events(path):
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+def recorded_ops(path, name):
+    return [e for e in events(path) if e.get("name") == name and e.get("ph") == "X"]
+
+
+@pytest.fixture(scope="module")
+def filter_run(tmp_path_factory):
+    return tracekit.ingest([shared_traces() / "hta_trace_filter_2rank"], tmp_path_factory.mktemp("f") / "run", jobs=2)
+
+
+def test_allgather_size_and_group_from_the_recorded_output_and_input(filter_run):
+    # c10d::_allgather_base_(output, input) records both shapes: the group is output / input ranks
+    for rank in (0, 1):
+        path = shared_traces() / "hta_trace_filter_2rank" / f"sampled_rank-{rank}.json.gz"
+        ops = recorded_ops(path, "c10d::_allgather_base_")
+        assert ops, "the trace records its allgathers"
+        expect = []
+        for o in sorted(ops, key=lambda e: e["ts"]):
+            out_dims, in_dims = o["args"]["Input Dims"][:2]
+            out_n, in_n = math.prod(out_dims), math.prod(in_dims)
+            eb = ELEM_BYTES[o["args"]["Input type"][0]]
+            expect.append({"group_size": out_n // in_n, "group_size_source": "shapes", "out_nelems": out_n,
+                           "in_nelems": in_n, "bytes": out_n * eb})
+        got = filter_run.sql(f"SELECT group_size, group_size_source, out_nelems, in_nelems, bytes FROM collectives "
+                             f"WHERE rank = {rank} AND collective = 'allgather' ORDER BY ts_ns").to_pylist()
+        assert got == expect
+        assert expect[0]["group_size"] == 64 and expect[0]["bytes"] == 1073741824  # the issue's figures
+
+
+def test_no_group_size_from_the_world(filter_run):
+    # the trace lists no process group and its allreduces/alltoalls record no group: world 128 is not it
+    d = json.loads(filter_run.sql("SELECT metadata FROM traces WHERE rank = 0").to_pylist()[0]["metadata"])
+    assert "pg_config" not in d["distributedInfo"] and d["distributedInfo"]["world_size"] == 128
+    got = filter_run.sql("SELECT DISTINCT collective, group_size, group_size_source, busbw_gbps IS NULL AS nobw "
+                         "FROM collectives WHERE collective IN ('allreduce', 'alltoall')").to_pylist()
+    assert {(r["group_size"], r["group_size_source"], r["nobw"]) for r in got} == {(None, "unknown", True)}
+
+
+def test_alltoall_output_is_the_recorded_output(filter_run):
+    path = shared_traces() / "hta_trace_filter_2rank" / "sampled_rank-0.json.gz"
+    expect = [(math.prod(o["args"]["Input Dims"][1]), math.prod(o["args"]["Input Dims"][0]))
+              for o in sorted(recorded_ops(path, "c10d::alltoall_base_"), key=lambda e: e["ts"])]
+    got = [(r["in_nelems"], r["out_nelems"]) for r in filter_run.sql(
+        "SELECT in_nelems, out_nelems FROM collectives WHERE rank = 0 AND collective = 'alltoall' "
+        "ORDER BY ts_ns").to_pylist()]
+    assert got == expect
+    assert any(i != o for i, o in expect)  # uneven splits: a copy of the input would be wrong
+
+
+def test_kernel_args_win_on_a_modern_trace(tmp_path):
+    path = shared_traces() / "tracelens_b200_eager" / "eager_trace.json.gz"
+    (k,) = [e for e in events(path) if e.get("cat") == "kernel" and "AllGather" in e.get("name", "")]
+    a = k["args"]
+    run = tracekit.ingest([path], tmp_path / "run", jobs=1)
+    (r,) = run.sql("SELECT collective, group_size, group_size_source, in_nelems, out_nelems, bytes, busbw_gbps "
+                   "FROM collectives").to_pylist()
+    assert r == {"collective": "allgather", "group_size": a["Group size"], "group_size_source": "kernel args",
+                 "in_nelems": a["In msg nelems"], "out_nelems": a["Out msg nelems"],
+                 "bytes": a["Out msg nelems"] * 2,  # BFloat16
+                 "busbw_gbps": pytest.approx(a["Out msg nelems"] * 2 / (k["dur"] * 1000)
+                                             * (a["Group size"] - 1) / a["Group size"], rel=1e-3)}
+
+
+def test_dlrm_transfer_busbw_against_the_raw_kernels(tmp_path):
+    """The first alltoall of the 8-rank DLRM step: bytes from c10d::alltoall_base_'s input shape, the
+    transfer time the fastest rank's kernel, nccl-tests' (n-1)/n with n = the 8 ranks that ran it."""
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    durs, nbytes = [], set()
+    for path in sorted(d.glob("*.json")):
+        evs = events(path)
+        first_comm = min((e for e in evs if e.get("cat") == "kernel" and "nccl" in e.get("name", "")),
+                         key=lambda e: e["ts"])
+        assert "SendRecv" in first_comm["name"]
+        durs.append(first_comm["dur"])
+        op = min(recorded_ops(path, "c10d::alltoall_base_"), key=lambda e: e["ts"])
+        nbytes.add(math.prod(op["args"]["Input Dims"][1]) * ELEM_BYTES[op["args"]["Input type"][1]])
+    (b,) = nbytes
+    expect = b / (min(durs) * 1000) * 7 / 8
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    (i,) = run.sql("SELECT collective, bytes, expected_ranks, status, busbw_gbps FROM collective_instances "
+                   "ORDER BY first_start_ns LIMIT 1").to_pylist()
+    assert (i["collective"], i["bytes"], i["expected_ranks"], i["status"]) == ("alltoall", b, 8, "clean")
+    assert i["busbw_gbps"] == pytest.approx(expect)
+    rep = {(r["collective"], r["size_bucket"]): r for r in tracekit.report(run, "collectives").to_pylist()}
+    row = [r for (c, _), r in rep.items() if c == "alltoall" and r["instances"] == 2][0]
+    assert row["transfer_busbw_p50_gbps"] == pytest.approx(expect)
+    assert row["busbw_p50_gbps"] is None  # per kernel: the group size is not in the trace

@@ -1,0 +1,195 @@
+"""The rules that decide a collective's type, size, group and instance, on hand-made traces. Every
+expected value is worked out here from what the trace records (shapes, args, times), not taken from
+tracekit's output."""
+
+import pytest
+
+import tracekit
+from tests.conftest import dist, write_trace
+from tests.tracegen import cpu_op, kernel, step
+
+
+def ingest(tmp_path, traces, world=2, **header):
+    for r, evs in traces.items():
+        write_trace(tmp_path / f"rank{r}.json", evs, header={**dist(r, world=world), **header})
+    return tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+
+
+def rows(run, q):
+    return run.sql(q).to_pylist()
+
+
+def op(name, ts, dur, dims, types):
+    return cpu_op(name, ts, dur, **{"Input Dims": dims, "Input type": types})
+
+
+def test_output_and_input_shapes_give_size_and_group(tmp_path):
+    # c10d::_allgather_base_(output, input): output 4 x 1024, input 1024 bf16 -> a group of 4, whatever
+    # the world (16) says; the inner nccl op records the input only
+    ag = [op("c10d::_allgather_base_", 10, 20, [[4, 1024], [1, 1024], []], ["c10::BFloat16", "c10::BFloat16", ""]),
+          op("nccl:_all_gather_base", 12, 15, [[1, 1024]], ["c10::BFloat16"])]
+    ag += kernel("ncclDevKernel_AllGather_RING_LL", 30, 8, launch=(14, 1))
+    # c10d::_reduce_scatter_base_(output, input): output 256, input 2048 float -> a group of 8
+    rs = [op("c10d::_reduce_scatter_base_", 50, 20, [[256], [2048], []], ["float", "float", ""]),
+          op("nccl:_reduce_scatter_base", 52, 15, [[2048]], ["float"])]
+    rs += kernel("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", 70, 4, launch=(54, 1))
+    # an allgather known by its input alone: its output, bytes and busbw need the group size: unknown
+    lone = [op("nccl:_all_gather_base", 100, 10, [[512]], ["float"])]
+    lone += kernel("ncclDevKernel_AllGather_RING_LL", 110, 4, launch=(101, 1))
+    run = ingest(tmp_path, {0: [step(1, 0, 200)] + ag + rs + lone}, world=16)
+    got = rows(run, "SELECT collective, group_size, group_size_source, dtype, in_nelems, out_nelems, bytes, "
+                    "busbw_gbps FROM collectives ORDER BY ts_ns")
+    assert got[0] == {"collective": "allgather", "group_size": 4, "group_size_source": "shapes",
+                      "dtype": "bfloat16", "in_nelems": 1024, "out_nelems": 4096, "bytes": 4096 * 2,
+                      "busbw_gbps": pytest.approx(8192 / 8000 * 3 / 4)}
+    assert got[1] == {"collective": "reduce_scatter", "group_size": 8, "group_size_source": "shapes",
+                      "dtype": "float32", "in_nelems": 2048, "out_nelems": 256, "bytes": 2048 * 4,
+                      "busbw_gbps": pytest.approx(8192 / 4000 * 7 / 8)}
+    assert got[2] == {"collective": "allgather", "group_size": None, "group_size_source": "unknown",
+                      "dtype": "float32", "in_nelems": 512, "out_nelems": None, "bytes": None, "busbw_gbps": None}
+
+
+def test_alltoall_output_from_its_own_shape(tmp_path):
+    # uneven splits: output 300 elements, input 400
+    evs = [op("c10d::alltoall_base_", 10, 20, [[300], [400], [], []], ["float", "float", "", ""])]
+    evs += kernel("ncclDevKernel_SendRecv", 30, 5, launch=(12, 1))
+    run = ingest(tmp_path, {0: evs})
+    (r,) = rows(run, "SELECT collective, in_nelems, out_nelems, bytes FROM collectives")
+    assert r == {"collective": "alltoall", "in_nelems": 400, "out_nelems": 300, "bytes": 1600}
+
+
+def test_unknown_op_name_falls_through_to_the_kernel(tmp_path):
+    evs = [op("c10d::brand_new_collective_", 10, 20, [[64]], ["float"])]
+    evs += kernel("ncclDevKernel_AllGather_RING_LL", 30, 5, launch=(12, 1))
+    evs += kernel("ncclDevKernel_SendRecv", 40, 5, launch=(39, 2))  # no op at all
+    run = ingest(tmp_path, {0: evs})
+    got = rows(run, "SELECT collective, meta_source FROM collectives ORDER BY ts_ns")
+    assert got == [{"collective": "allgather", "meta_source": "launching CPU op"},
+                   {"collective": "sendrecv", "meta_source": "kernel name only"}]
+    con = run.con
+    assert con.execute("SELECT tk_busbw_factor('sendrecv', NULL), tk_busbw_factor('allreduce', NULL)").fetchone() \
+        == (1.0, None)
+
+
+def test_world_size_is_not_a_group_size(tmp_path):
+    # an allreduce with no group anywhere in the trace: bytes are known (allreduce counts its input),
+    # the group size is not, so neither is busbw
+    evs = [op("nccl:all_reduce", 10, 20, [[1000]], ["float"])]
+    evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 30, 5, launch=(12, 1))
+    run = ingest(tmp_path, {0: evs}, world=128)
+    (r,) = rows(run, "SELECT bytes, group_size, group_size_source, busbw_gbps, algbw_gbps FROM collectives")
+    assert r == {"bytes": 4000, "group_size": None, "group_size_source": "unknown", "busbw_gbps": None,
+                 "algbw_gbps": pytest.approx(4000 / 5000)}
+
+
+def gloo_ops(tid=7):
+    return [cpu_op("gloo:all_reduce", 10, 5, tid=tid, **{"Input Dims": [[100]], "Input type": ["float"]}),
+            cpu_op("gloo:all_gather", 20, 5, tid=tid, **{"Input Dims": [[50]], "Input type": ["float"]})]
+
+
+def pg(name, desc, ranks):
+    return {"pg_name": name, "pg_desc": desc, "backend_config": "cpu:gloo", "pg_size": len(ranks), "ranks": ranks}
+
+
+def test_gloo_trace_with_one_process_group_attaches_it(tmp_path):
+    run = ingest(tmp_path, {0: [step(1, 0, 100)] + gloo_ops()}, world=2)  # no pg_config: unknown
+    assert {r["group_size_source"] for r in rows(run, "SELECT group_size_source FROM collectives")} == {"unknown"}
+    (tmp_path / "one").mkdir()
+    write_trace(tmp_path / "one" / "rank0.json", [step(1, 0, 100)] + gloo_ops(),
+                header=dist(0, world=2, backend="gloo", pg_count=1, pg_config=[pg("0", "default_pg", [0, 1])]))
+    run = tracekit.ingest([tmp_path / "one"], tmp_path / "one-run", jobs=1)
+    got = rows(run, "SELECT collective, pg_name, pg_desc, group_size, group_size_source, pg_ranks, bytes "
+                    "FROM collectives ORDER BY ts_ns")
+    assert got == [
+        {"collective": "allreduce", "pg_name": "0", "pg_desc": "default_pg", "group_size": 2,
+         "group_size_source": "pg table", "pg_ranks": "[0, 1]", "bytes": 400},
+        {"collective": "allgather", "pg_name": "0", "pg_desc": "default_pg", "group_size": 2,
+         "group_size_source": "pg table", "pg_ranks": "[0, 1]", "bytes": 400}]
+    by_group = {r["key"] for r in tracekit.report(run, "exposed", by="group").to_pylist()}
+    assert by_group == {"default_pg"}
+
+
+def test_gloo_markers_name_groups_and_no_collective_is_dropped(tmp_path):
+    # thread 7 ran the marker allreduces of group "5" (size 7919); thread 8 ran a real allreduce of
+    # another group, which no marker names: it stays in, unflagged and unnamed
+    marker = [cpu_op("gloo:all_reduce", 1 + i, 1, tid=7, **{"Input Dims": [[7919]], "Input type": ["float"]})
+              for i in range(2)]
+    other = [cpu_op("gloo:all_reduce", 30, 2, tid=8, **{"Input Dims": [[7920]], "Input type": ["float"]})]
+    evs = [step(1, 0, 100)] + marker + gloo_ops(tid=7) + other
+    write_trace(tmp_path / "rank0.json", evs,
+                header={**dist(0, world=2, backend="gloo"), "tracekit_config": {"markers": {"7919": "5"}}})
+    run = tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
+    got = rows(run, "SELECT stream, collective, pg_name, tracekit_marker FROM collectives ORDER BY ts_ns")
+    assert len(got) == 5  # every gloo op of the trace
+    assert [(r["stream"], r["pg_name"], r["tracekit_marker"]) for r in got] == [
+        (7, "5", True), (7, "5", True), (7, "5", False), (7, "5", False), (8, None, False)]
+
+
+def two_ranks(tmp_path, r0, r1):
+    return ingest(tmp_path, {0: [step(1, 0, 1000)] + r0, 1: [step(1, 0, 1000)] + r1})
+
+
+def ar(ts, nelems, dur=10):
+    return kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts, dur, launch=(ts - 1, 1),
+                  **{"Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems,
+                     "dtype": "Float"})
+
+
+def test_send_and_recv_are_one_point_to_point_instance(tmp_path):
+    p2p = {"In msg nelems": 256, "Out msg nelems": 256, "dtype": "Float", "Src Rank": 0, "Dst Rank": 1}
+    send = kernel("ncclDevKernel_SendRecv", 100, 10, launch=(99, 1), **{"Collective name": "send", **p2p})
+    recv = kernel("ncclDevKernel_SendRecv", 104, 6, launch=(90, 1), **{"Collective name": "recv", **p2p})
+    run = two_ranks(tmp_path, send, recv)
+    (i,) = rows(run, "SELECT collective, ranks_present, expected_ranks, mismatch, status, start_skew_ns, "
+                     "transfer_ns, busbw_gbps, last_rank FROM collective_instances")
+    assert i == {"collective": "sendrecv", "ranks_present": 2, "expected_ranks": 2, "mismatch": None,
+                 "status": "clean", "start_skew_ns": 4000, "transfer_ns": 6000,
+                 "busbw_gbps": pytest.approx(1024 / 6000), "last_rank": 1}
+
+
+def test_order_matching_aligns_a_window_that_starts_later(tmp_path):
+    # rank 1's profile starts after the first allreduce: its first row is the 8192-element one
+    r0 = ar(10, 4096) + ar(50, 8192) + ar(90, 4096)
+    r1 = ar(52, 8192) + ar(95, 4096)
+    run = two_ranks(tmp_path, r0, r1)
+    got = rows(run, "SELECT bytes, ranks, status, last_rank, start_skew_ns FROM collective_instances "
+                    "ORDER BY first_start_ns")
+    assert got == [
+        {"bytes": 16384, "ranks": "0", "status": "before window", "last_rank": 0, "start_skew_ns": 0},
+        {"bytes": 32768, "ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 2000},
+        {"bytes": 16384, "ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 5000}]
+    s = {r["rank"]: r for r in rows(run, "SELECT * FROM stragglers")}
+    assert s[1]["times_last"] == 2 and s[1]["caused_wait_ns"] == 7000 and s[0]["own_wait_ns"] == 7000
+
+
+def test_order_matching_flags_a_group_it_cannot_align(tmp_path):
+    # the ranks' sequences disagree after alignment: no instance of the group is trusted
+    run = two_ranks(tmp_path, ar(10, 4096) + ar(50, 8192), ar(12, 4096) + ar(52, 1024))
+    assert {r["status"] for r in rows(run, "SELECT status FROM collective_instances")} == {"unaligned"}
+    assert rows(run, "SELECT * FROM stragglers") == []
+    from tracekit.reports.base import note_of
+    assert note_of(tracekit.report(run, "skew")).startswith("left out: 2 unaligned")
+
+
+def test_a_launch_on_a_step_boundary_belongs_to_one_step(tmp_path):
+    evs = [step(1, 0, 100), step(2, 100, 100)] + kernel("gemm", 100, 10, launch=(100, 1))
+    run = ingest(tmp_path, {0: evs})
+    assert rows(run, "SELECT step FROM gpu_kernels") == [{"step": 2}]
+
+
+def test_per_step_overlap_and_exposure_by_hand(tmp_path):
+    # step 1 [0, 100) launches an allreduce that runs [50, 150]; step 2 [100, 200) launches compute
+    # [120, 180]; a compute kernel launched at 250, outside every step, runs [260, 270].
+    evs = [step(1, 0, 100), step(2, 100, 100)]
+    evs += ar(50, 1024, dur=100)[:1] + [dict(ar(50, 1024, dur=100)[1], ts=40)]
+    evs += kernel("gemm", 120, 60, launch=(110, 1)) + kernel("late", 260, 10, launch=(250, 1))
+    run = ingest(tmp_path, {0: evs})
+    us = 1000
+    got = {r["step"]: (r["comm_ns"], r["compute_ns"], r["overlap_ns"], r["exposed_comm_ns"])
+           for r in rows(run, "SELECT * FROM comm_overlap")}
+    assert got == {None: (100 * us, 70 * us, 30 * us, 70 * us),  # overlap [120, 150]
+                   1: (100 * us, 0, 30 * us, 70 * us),  # the allreduce is step 1's, all of it
+                   2: (0, 60 * us, 0, 0),
+                   -1: (0, 10 * us, 0, 0)}
+    by_step = {r["key"]: r["exposed_ms"] for r in tracekit.report(run, "exposed", by="step").to_pylist()}
+    assert by_step == {"1": pytest.approx(0.070)}
