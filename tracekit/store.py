@@ -14,8 +14,7 @@ from .errors import QueryError, RunError
 from .ingestion.run_writer import MANIFEST
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
-from .comms.buckets import bucket_rows
-from .comms.dtypes import dtype_rows
+from .derive import FACT_TABLES, FACTS, FACTS_DIR, define_base, facts_key, rederive_run
 
 # name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
 TABLES = {
@@ -25,18 +24,14 @@ TABLES = {
     "process_groups": ("process_groups.parquet", PG_COLUMNS,
                        "process groups from distributedInfo.pg_config, one row per (rank, group)"),
 }
-# Loaded in this order (later views may use earlier ones).
+# The public views, in this order (later views may use earlier ones). Those in derive.FACTS were derived
+# per rank at ingest and are read from facts/; the others are computed here, from events (flows,
+# thread_names, counters) or from the facts (collectives' size buckets, exposure labels, cross-rank
+# matching).
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
                     "collective_instances", "stragglers"]
-# Small tables of facts registered at open: name -> ([(column, SQL type, meaning)], rows).
-FACT_TABLES = {
-    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
-                  ("bytes", "BIGINT", "bytes per element")],
-    "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
-                        ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
-                        ("bucket_order", "INTEGER", "sort order")],
-}
+_HELPERS = ["_collectives", "_comm_exposure"]
 
 
 def _quote(path: str) -> str:
@@ -58,6 +53,13 @@ class Run:
         if self.manifest.get("schema_version") != SCHEMA_VERSION:
             raise RunError(f"{self.path}: run schema version {self.manifest.get('schema_version')} is not "
                            f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")
+        if self.manifest.get("facts_key") != facts_key():
+            import sys
+            print(f"tracekit: {self.path}: its facts were derived by other rules than this tracekit's; "
+                  "deriving them again from its events (what `tracekit ingest --rederive` does)", file=sys.stderr)
+            rederive_run(self.path)
+            with open(manifest) as f:
+                self.manifest = json.load(f)
         self._con = duckdb.connect()
         self._created: set[str] = set()
         self._create_tables()
@@ -77,16 +79,17 @@ class Run:
         for name in ("traces", "process_groups"):
             self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
                              f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
-        rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(self.size_buckets)}
-        for name, cols in FACT_TABLES.items():
-            self._con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
-            self._con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows[name])
-        self._con.execute(_sql.load("views", "macros").text)
+        define_base(self._con, self.size_buckets)
 
     def _ensure_view(self, name: str) -> None:
         """Define a view (after the views it uses) on first use: binding a view costs DuckDB time and
         memory on big runs, so a query only pays for the views it names."""
         if name in self._created:
+            return
+        if name in FACTS:
+            glob = os.path.join(self.path, FACTS_DIR, name, "*.parquet")
+            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
+            self._created.add(name)
             return
         text = _sql.load("views", name).text
         for dep in _references(text, exclude=name):
@@ -126,7 +129,7 @@ _COMMENT = re.compile(r"--[^\n]*")
 def _references(text: str, exclude: str | None = None) -> list[str]:
     """The public views a SQL text names (comments aside), in VIEWS order."""
     words = set(_WORD.findall(_COMMENT.sub("", text)))
-    return [v for v in VIEWS if v in words and v != exclude]
+    return [v for v in VIEWS + _HELPERS if v in words and v != exclude]
 
 
 def cache_dir_for(paths: list[str]) -> str:

@@ -16,7 +16,7 @@ def _parse_ranks(values):
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Run directory to write.")
+@click.option("-o", "--out", default=None, type=click.Path(file_okay=False), help="Run directory to write.")
 @click.option("-j", "--jobs", type=int, default=None, help="Files parsed in parallel [default: all cores].")
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="skip: record a bad file and its reason in manifest.json and go on.")
@@ -24,7 +24,12 @@ def _parse_ranks(values):
 @click.option("--rank", "rank", multiple=True, metavar="FILE=N",
               help="Give the rank of a file that has no distributedInfo and no rank in its name.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stdout is a terminal].")
-def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run each file as a task on a Dask cluster: tcp://host:port of a running `dask scheduler` "
+                   "(-o must be on storage every worker sees), or `local` for a LocalCluster of --jobs workers.")
+@click.option("--rederive", is_flag=True,
+              help="PATHS is one run: derive its per-rank facts again from its own events (no traces needed).")
+def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, rederive):
     """Turn trace files (one per rank) into a Parquet run directory.
 
     PATHS are .json / .json.gz files, directories (searched recursively) or globs.
@@ -33,6 +38,8 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
     Example:
       tracekit ingest traces/ -o run/
       tracekit ingest 'logs/**/*.pt.trace.json.gz' -o run/ --on-error skip
+      tracekit ingest traces/ -o /shared/run/ --scheduler tcp://10.0.0.5:8786
+      tracekit ingest --rederive run/
     """
     import os
     import time
@@ -40,8 +47,18 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress):
     from ..ingestion.run_writer import ingest_run, read_manifest
 
     start = time.monotonic()
+    if rederive:
+        from ..derive import rederive_run
+        from ..errors import RunError
+        if len(paths) != 1 or out is not None or read_manifest(os.path.abspath(paths[0])) is None:
+            raise RunError("--rederive takes one run directory and no -o: tracekit ingest --rederive RUN")
+        rederive_run(paths[0])
+        click.echo(f"{paths[0]}: facts derived again from its events in {time.monotonic() - start:.1f} s")
+        return
+    if out is None:
+        raise click.UsageError("Missing option '-o' / '--out'.")
     built = ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
-                       show_progress=progress)
+                       show_progress=progress, scheduler=scheduler)
     m = read_manifest(os.path.abspath(out))
     if not built:
         n = len(m["inputs"]) + len(m["failures"])

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..discover import check_unique_ranks, find_traces
 from ..errors import RankError, TracekitError
+from ..derive import derive_rank, facts_key, place_facts
 from .one_file import ingest_file
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
@@ -45,7 +46,7 @@ def read_manifest(run_dir: str) -> dict | None:
 def is_up_to_date(run_dir: str, files: list[str]) -> bool:
     """True when run_dir was built by this schema from exactly these files, byte for byte."""
     m = read_manifest(run_dir)
-    if not m or m.get("schema_version") != SCHEMA_VERSION:
+    if not m or m.get("schema_version") != SCHEMA_VERSION or m.get("facts_key") != facts_key():
         return False
     known = {i["path"]: i for i in m.get("inputs", [])} | {i["path"]: i for i in m.get("failures", [])}
     if sorted(known) != sorted(files):
@@ -58,13 +59,28 @@ def is_up_to_date(run_dir: str, files: list[str]) -> bool:
 
 
 def _task(args):
+    """One input file: parse it into its events part, then derive that rank's facts beside it."""
     path, part, rank = args
-    return ingest_file(path, part, rank=rank, progress=make_sink())
+    res = ingest_file(path, part, rank=rank, progress=make_sink())
+    r = res["trace"]["rank"]
+    derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts")
+    return res
+
+
+def write_json_atomic(path: str, doc: dict) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
 
 
 def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
-               ranks: dict | None = None, show_progress: bool | None = None) -> bool:
-    """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date."""
+               ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None) -> bool:
+    """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date.
+
+    Each file is one task (parse + that rank's facts): in a local process pool of ``jobs`` processes, or,
+    with ``scheduler`` (``tcp://host:port`` of a running ``dask scheduler``, or ``local`` for a
+    LocalCluster of ``jobs`` workers), on a Dask cluster."""
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     files = find_traces(list(paths))
@@ -81,15 +97,15 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "events", "_parts"))
     try:
-        results, failures = _ingest_all(files, tmp, jobs, on_error, given, show_progress)
-        _finish(tmp, results, failures)
+        results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
+        _finish(tmp, results, failures, executor)
         _swap(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return True
 
 
-def _ingest_all(files, tmp, jobs, on_error, given, show_progress):
+def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None):
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(files)))
     tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f))
              for i, f in enumerate(files)]
@@ -97,19 +113,27 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress):
     failures: list[dict] = []
     total = sum(os.path.getsize(f) for f in files)
     with IngestProgress(len(files), total, show_progress) as prog:
-        def done(task, fut_result=None, exc=None):
+        def done(task, fut_result=None, exc=None, worker="local"):
             path, part, _ = task
             if exc is None:
+                fut_result["worker"] = worker
                 results.append((path, part, fut_result))
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": os.path.getsize(path), "sha256": sha256_of(path),
                                  "reason": str(exc)})
                 if os.path.exists(part):
                     os.remove(part)
+                shutil.rmtree(part[:-len(".parquet")] + "-facts", ignore_errors=True)
             else:
                 raise exc
             prog.file_done(os.path.getsize(path))
 
+        if scheduler:
+            from .on_dask import run_on_dask
+            executor = run_on_dask(tasks, scheduler, jobs, tmp,
+                                   lambda t, r, e, w: done(t, r, e, w), prog.poll)
+            return results, failures, executor
+        executor = {"kind": "process pool", "jobs": jobs}
         if jobs == 1:
             worker_init(prog.queue)
             for task in tasks:
@@ -120,7 +144,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress):
                 else:
                     done(task, res)
                 prog.poll()
-            return results, failures
+            return results, failures, executor
         with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(prog.queue,)) as pool:
             pending = {pool.submit(_task, t): t for t in tasks}
             try:
@@ -135,10 +159,10 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress):
                 for fut in pending:
                     fut.cancel()
                 raise
-    return results, failures
+    return results, failures, executor
 
 
-def _finish(tmp: str, results, failures) -> None:
+def _finish(tmp: str, results, failures, executor: dict) -> None:
     results.sort(key=lambda r: r[2]["trace"]["rank"])
     check_unique_ranks([(r[0], r[2]["trace"]["rank"]) for r in results])
     if not results:
@@ -150,6 +174,7 @@ def _finish(tmp: str, results, failures) -> None:
         dest = os.path.join(tmp, "events", f"rank={rank}")
         os.makedirs(dest)
         os.replace(part, os.path.join(dest, "part-0.parquet"))
+        place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
     os.rmdir(os.path.join(tmp, "events", "_parts"))
     traces = [r[2]["trace"] for r in results]
     pgs = [pg for r in results for pg in r[2]["process_groups"]]
@@ -157,14 +182,16 @@ def _finish(tmp: str, results, failures) -> None:
     pq.write_table(pa.Table.from_pylist(pgs, schema=PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
     manifest = {
         "schema_version": SCHEMA_VERSION,
+        "facts_key": facts_key(),
         "tracekit_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "inputs": [{"path": t["path"], "bytes": t["file_bytes"], "sha256": t["sha256"], "rank": t["rank"],
-                    "rank_source": t["rank_source"], "events": t["event_count"]} for t in traces],
+        "executor": executor,
+        "inputs": [{"path": r["trace"]["path"], "bytes": r["trace"]["file_bytes"], "sha256": r["trace"]["sha256"],
+                    "rank": r["trace"]["rank"], "rank_source": r["trace"]["rank_source"],
+                    "events": r["trace"]["event_count"], "worker": r["worker"]} for _, _, r in results],
         "failures": failures,
     }
-    with open(os.path.join(tmp, MANIFEST), "w") as f:
-        json.dump(manifest, f, indent=2)
+    write_json_atomic(os.path.join(tmp, MANIFEST), manifest)
 
 
 def _swap(tmp: str, out: str) -> None:

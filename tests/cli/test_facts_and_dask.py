@@ -1,0 +1,140 @@
+"""Per-rank facts written at ingest, re-derived for older runs, and ingest through a real Dask cluster
+(a `dask scheduler` and two `dask worker` processes on 127.0.0.1) giving the same run as a local ingest."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+import tracekit
+from tests.conftest import dist, write_trace
+from tests.tracegen import kernel, step
+from tracekit.derive import FACTS
+
+
+def make_traces(d, ranks=4):
+    d.mkdir()
+    for r in range(ranks):
+        evs = [step(1, 0, 500)]
+        evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 10 + r, 20, launch=(9 + r, 1),
+                      **{"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+                         "dtype": "Float", "Group size": ranks, "Process Group Name": "0", "Seq": 1})
+        evs += kernel("gemm", 0, 15, launch=(0, 1))
+        write_trace(d / f"rank{r}.json", evs, header=dist(r, world=ranks))
+    return d
+
+
+def tables(run_dir):
+    """Every Parquet file of a run (events and facts), as sorted rows."""
+    out = {}
+    for root, _dirs, files in os.walk(run_dir):
+        for f in files:
+            if f.endswith(".parquet"):
+                rel = os.path.relpath(os.path.join(root, f), run_dir)
+                t = pq.read_table(os.path.join(root, f))
+                out[rel] = sorted(json.dumps(r, sort_keys=True, default=str) for r in t.to_pylist())
+    return out
+
+
+def test_facts_are_written_per_rank_and_read_back(tmp_path):
+    run = tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=2)
+    for name in FACTS:
+        assert sorted(os.listdir(tmp_path / "run" / "facts" / name)) == [f"rank-{r}.parquet" for r in range(4)]
+    # a fact read back: rank r's allreduce starts at 10 + r us, and the matching sees rank 3 last
+    got = run.sql("SELECT rank, ts_ns FROM collectives ORDER BY rank").to_pylist()
+    assert got == [{"rank": r, "ts_ns": (10 + r) * 1000} for r in range(4)]
+    (i,) = run.sql("SELECT last_rank, start_skew_ns, status FROM collective_instances").to_pylist()
+    assert i == {"last_rank": 3, "start_skew_ns": 3000, "status": "clean"}
+
+
+def test_a_run_from_older_rules_is_rederived_from_its_events(tmp_path, capsys):
+    tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
+    before = tables(tmp_path / "run")
+    shutil.rmtree(tmp_path / "run" / "facts")  # as an older tracekit wrote it: no facts, no key
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    del m["facts_key"]
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(m))
+    shutil.rmtree(tmp_path / "t")  # the traces are not needed
+    run = tracekit.open(tmp_path / "run")
+    assert "deriving them again from its events" in capsys.readouterr().err
+    assert tables(tmp_path / "run") == before
+    assert run.sql("SELECT count(*) AS n FROM collectives").to_pylist() == [{"n": 4}]
+
+
+def test_rederive_on_request(tmp_path):
+    tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
+    before = tables(tmp_path / "run")
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", "--rederive", str(tmp_path / "run")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "facts derived again" in r.stdout
+    assert tables(tmp_path / "run") == before
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """A real scheduler and two single-threaded workers, each its own process, on 127.0.0.1 only."""
+    pytest.importorskip("distributed")
+    d = tmp_path_factory.mktemp("dask")
+    sched_file = d / "scheduler.json"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+                              cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(300):
+            if sched_file.exists() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        for i in range(2):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
+                 "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", f"w{i}",
+                 "--local-directory", str(d / f"w{i}")], cwd=d, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+        with Client(address, timeout="30s") as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
+    traces = make_traces(tmp_path / "t")
+    tracekit.ingest([traces], tmp_path / "local", jobs=1)
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", str(traces), "-o",
+                        str(tmp_path / "dask"), "--scheduler", dask_cluster], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert tables(tmp_path / "dask") == tables(tmp_path / "local")
+    m = json.loads((tmp_path / "dask" / "manifest.json").read_text())
+    assert m["executor"] == {"kind": "dask", "scheduler": dask_cluster, "workers": 2}
+    assert {i["worker"] for i in m["inputs"]} <= set(_workers(dask_cluster))
+    local = json.loads((tmp_path / "local" / "manifest.json").read_text())
+    assert local["executor"] == {"kind": "process pool", "jobs": 1}
+
+
+def _workers(address):
+    from distributed import Client
+    with Client(address, timeout="30s") as c:
+        return list(c.scheduler_info()["workers"])
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", str(make_traces(tmp_path / "t")),
+                        "-o", str(tmp_path / "run"), "--scheduler", "tcp://127.0.0.1:9"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,0 +1,130 @@
+"""Per-rank facts: the map step. Right after a rank's events are written, the `.sql` rules run on that
+rank's events alone and their results are written into the run as Parquet (``facts/NAME/rank-R.parquet``).
+Opening a run then reads these small tables; cross-rank views (matching, stragglers) and the size
+buckets are computed from them on the fly. A rule is written once, in its `.sql` file: ingest and open
+run the same text, ingest on one rank, open over the facts of all.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+
+import duckdb
+import pyarrow as pa
+
+from . import sql as _sql
+from .comms.buckets import bucket_rows
+from .comms.dtypes import dtype_rows
+from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA
+
+# Derived per rank at ingest, in this order (each may use the ones before it).
+FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "comm_segments",
+                    "comm_overlap", "_comm_exposure"]
+FACTS_DIR = "facts"
+
+# Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
+FACT_TABLES = {
+    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
+                  ("bytes", "BIGINT", "bytes per element")],
+    "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
+                        ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
+                        ("bucket_order", "INTEGER", "sort order")],
+}
+
+
+@functools.lru_cache(maxsize=None)
+def facts_key() -> str:
+    """Changes whenever a rule that the stored facts depend on changes: a run whose facts carry another
+    key is re-derived from its events."""
+    h = hashlib.sha256(_sql.load("views", "macros").text.encode())
+    for name in FACTS:
+        h.update(_sql.load("views", name).text.encode())
+    h.update(repr(dtype_rows()).encode())
+    return h.hexdigest()[:16]
+
+
+def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None = None) -> None:
+    """The fact tables and macros every connection has, run or single rank."""
+    rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets)}
+    for name, cols in FACT_TABLES.items():
+        con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
+        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows[name])
+    con.execute(_sql.load("views", "macros").text)
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
+
+
+def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str) -> None:
+    """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact."""
+    os.makedirs(out_dir, exist_ok=True)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
+                    f"FROM read_parquet({_quote(events_parquet)})")
+        con.register("_traces", pa.Table.from_pylist([trace], schema=TRACES_SCHEMA))
+        con.register("_pgs", pa.Table.from_pylist(process_groups, schema=PG_SCHEMA))
+        con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
+        con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
+        define_base(con)
+        for name in FACTS:
+            con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
+            con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
+            con.execute(f"DROP VIEW {name}")
+            con.execute(f"ALTER TABLE _m RENAME TO {name}")
+            con.execute(f"COPY {name} TO {_quote(os.path.join(out_dir, name + '.parquet'))} (FORMAT parquet)")
+    finally:
+        con.close()
+
+
+def place_facts(rank_dir: str, run_dir: str, rank: int) -> None:
+    """Move one rank's fact files (from derive_rank) into the run's layout: facts/NAME/rank-R.parquet."""
+    for name in FACTS:
+        dest = os.path.join(run_dir, FACTS_DIR, name)
+        os.makedirs(dest, exist_ok=True)
+        os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(dest, f"rank-{rank}.parquet"))
+    os.rmdir(rank_dir)
+
+
+def rederive_run(run_dir: str) -> None:
+    """Derive a run's facts again from its own events (the original traces are not needed): for a run
+    written by another version of the rules, or on request (``tracekit ingest --rederive RUN``)."""
+    import pyarrow.parquet as pq
+
+    from .errors import RunError
+    from .ingestion.run_writer import MANIFEST, write_json_atomic
+
+    run_dir = os.path.abspath(run_dir)
+    traces = pq.read_table(os.path.join(run_dir, "traces.parquet")).to_pylist()
+    pgs = pq.read_table(os.path.join(run_dir, "process_groups.parquet")).to_pylist()
+    tmp = os.path.join(run_dir, f".facts.tmp-{os.getpid()}")
+    try:
+        os.makedirs(tmp, exist_ok=False)
+    except OSError as exc:
+        raise RunError(f"{run_dir}: cannot write its facts ({exc.strerror}); re-derive a writable copy, "
+                       f"or ingest the traces again with -o elsewhere") from None
+    try:
+        for t in traces:
+            rank = t["rank"]
+            part = os.path.join(run_dir, "events", f"rank={rank}", "part-0.parquet")
+            one = os.path.join(tmp, f"_rank-{rank}")
+            derive_rank(part, rank, t, [p for p in pgs if p["rank"] == rank], one)
+            place_facts(one, tmp, rank)
+        # the facts directory is replaced whole, then the manifest says which rules made it
+        old = os.path.join(run_dir, f".facts.old-{os.getpid()}")
+        facts = os.path.join(run_dir, FACTS_DIR)
+        if os.path.isdir(facts):
+            os.replace(facts, old)
+        os.replace(os.path.join(tmp, FACTS_DIR), facts)
+        with open(os.path.join(run_dir, MANIFEST)) as f:
+            manifest = json.load(f)
+        manifest["facts_key"] = facts_key()
+        write_json_atomic(os.path.join(run_dir, MANIFEST), manifest)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,128 @@
+-- _collectives: the collectives of one rank as derived at ingest (a per-rank fact), everything but the
+-- size bucket, which depends on the bucket edges chosen when a run is opened. See collectives.
+CREATE OR REPLACE VIEW _collectives AS
+WITH ck AS (
+    SELECT g.rank, g.event_index, g.name, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.step,
+           e.collective_name, e.in_msg_nelems, e.out_msg_nelems, e.dtype, e.group_size, e.pg_name,
+           e.pg_desc, e.pg_ranks, e.seq, e.comms_id, e.src_rank, e.dst_rank,
+           g.launch_ts_ns, g.launch_pid, g.launch_tid
+    FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
+    WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
+-- the launching stack, innermost op first where several say the same thing (arg_max over start time)
+link AS (
+    SELECT ck.rank, ck.event_index,
+           arg_max({'coll': o.collective_name, 'in_n': o.in_msg_nelems, 'out_n': o.out_msg_nelems,
+                    'dtype': o.dtype, 'gs': o.group_size, 'pg': o.pg_name, 'desc': o.pg_desc,
+                    'ranks': o.pg_ranks, 'seq': o.seq, 'cid': o.comms_id, 'src': o.src_rank,
+                    'dst': o.dst_rank}, o.ts_ns) FILTER (WHERE o.collective_name IS NOT NULL) AS a,
+           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms'
+                                             AND tk_collective(o.name) IS NOT NULL) AS op_name,
+           bool_or(o.name <> 'record_param_comms') AS has_op,
+           arg_max({'i': o.shape_in_nelems, 'o': o.shape_out_nelems, 'dt': d.canonical}, o.ts_ns)
+               FILTER (WHERE o.shape_in_nelems IS NOT NULL AND o.shape_out_nelems IS NOT NULL) AS both,
+           arg_max({'i': o.shape_in_nelems, 'dt': d.canonical}, o.ts_ns)
+               FILTER (WHERE o.shape_in_nelems IS NOT NULL) AS inner
+    FROM ck
+    JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
+                   AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
+    LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
+    GROUP BY ALL),
+gpu AS (
+    SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
+           coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
+                    tk_collective(ck.name), 'unknown') AS collective,
+           coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
+           ck.group_size AS gs_kernel, l.a.gs AS gs_op, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
+           coalesce(ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
+                    regexp_extract(ck.name, '_(f16|f32|f64|bf16|i8|u8|i32|u32|i64|u64|f8e4m3|f8e5m2|half|float|double|int8_t|uint8_t|int32_t|uint32_t|int64_t|uint64_t)(_|\(|$)', 1)) AS dtype_raw,
+           coalesce(ck.in_msg_nelems, l.a.in_n, l.both.i, l.inner.i) AS in_nelems,
+           coalesce(ck.out_msg_nelems, l.a.out_n, l.both.o) AS out_nelems_rec,
+           CASE WHEN ck.collective_name IS NOT NULL THEN 'kernel args'
+                WHEN l.a IS NOT NULL OR l.inner IS NOT NULL OR l.has_op THEN 'launching CPU op'
+                ELSE 'kernel name only' END AS meta_source,
+           coalesce(ck.seq, l.a.seq) AS seq, coalesce(ck.comms_id, l.a.cid) AS comms_id,
+           coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
+           false AS tracekit_marker, ck.event_index
+    FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
+-- Gloo ops do not name their process group, but each group has its own worker threads. A trace
+-- whose process groups tracekit.profiler.mark_process_groups marked lists marker allreduces
+-- (tracekit_config.markers: element count -> group name); the threads that ran them serve that group.
+-- The markers stay in (they ran), flagged tracekit_marker.
+markers AS (
+    SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
+           json_extract_string(t.metadata, '$.tracekit_config.markers."' || u.k || '"') AS pg_name
+    FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.markers'))) AS u(k)),
+gloo_threads AS (
+    SELECT o.rank, o.tid, any_value(m.pg_name) AS pg_name
+    FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
+    WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
+gloo AS (
+    SELECT o.rank, st.step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
+           o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
+           coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
+           o.group_size AS gs_op, o.pg_ranks,
+           coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
+           coalesce(o.in_msg_nelems, o.shape_in_nelems) AS in_nelems,
+           coalesce(o.out_msg_nelems, o.shape_out_nelems) AS out_nelems_rec,
+           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank,
+           (o.name = 'gloo:all_reduce' AND th.pg_name IS NOT NULL
+            AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank)) AS tracekit_marker,
+           o.event_index
+    FROM comm_ops o
+    LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
+    LEFT JOIN steps st ON st.rank = o.rank AND tk_in_span(o.ts_ns, st.ts_ns, st.end_ns)
+    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
+allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
+-- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):
+-- every collective of that rank is in it
+only_pg AS (
+    SELECT p.rank, any_value(p.pg_name) AS pg_name FROM process_groups p JOIN traces t ON t.rank = p.rank
+    GROUP BY p.rank
+    HAVING count(*) = 1
+       AND coalesce(TRY_CAST(json_extract(any_value(t.metadata), '$.distributedInfo.pg_count') AS BIGINT), 1) <= 1),
+grouped AS (
+    SELECT allc.* REPLACE (coalesce(allc.pg_name, op.pg_name) AS pg_name), d.canonical AS dtype,
+           d.bytes AS elem_bytes, pg.pg_size, pg.pg_desc AS pg_desc_table, pg.pg_ranks AS pg_ranks_table
+    FROM allc
+    LEFT JOIN only_pg op ON op.rank = allc.rank
+    LEFT JOIN tk_dtypes d ON d.spelling = allc.dtype_raw
+    LEFT JOIN (SELECT rank, pg_name, any_value(pg_size) AS pg_size, any_value(pg_desc) AS pg_desc,
+                      any_value(CAST(ranks AS VARCHAR)) AS pg_ranks FROM process_groups GROUP BY ALL) pg
+           ON pg.rank = allc.rank AND pg.pg_name = coalesce(allc.pg_name, op.pg_name)),
+sized AS (
+    SELECT g.*, coalesce(g.pg_desc, g.pg_desc_table) AS pg_desc_, coalesce(g.pg_ranks, g.pg_ranks_table) AS pg_ranks_,
+           CASE WHEN g.collective = 'allgather' AND g.in_nelems > 0 AND g.out_nelems_rec % g.in_nelems = 0
+                THEN g.out_nelems_rec // g.in_nelems
+                WHEN g.collective = 'reduce_scatter' AND g.out_nelems_rec > 0 AND g.in_nelems % g.out_nelems_rec = 0
+                THEN g.in_nelems // g.out_nelems_rec END AS gs_shapes,
+           t.world_size
+    FROM grouped g LEFT JOIN traces t ON t.rank = g.rank),
+gs AS (
+    SELECT sized.*,
+           CASE WHEN gs_kernel IS NOT NULL THEN 'kernel args' WHEN gs_op IS NOT NULL THEN 'op args'
+                WHEN pg_size IS NOT NULL THEN 'pg table' WHEN gs_shapes IS NOT NULL THEN 'shapes'
+                WHEN pg_desc_ = 'default_pg' AND world_size IS NOT NULL THEN 'world'
+                ELSE 'unknown' END AS group_size_source,
+           coalesce(gs_kernel, gs_op, pg_size, gs_shapes,
+                    CASE WHEN pg_desc_ = 'default_pg' THEN world_size END) AS gsize
+    FROM sized),
+msg AS (
+    SELECT gs.*,
+           coalesce(out_nelems_rec, CASE WHEN collective = 'allgather' THEN in_nelems * gsize
+                                         WHEN collective = 'reduce_scatter' AND in_nelems % gsize = 0
+                                         THEN in_nelems // gsize
+                                         WHEN collective IN ('allreduce', 'broadcast', 'reduce') THEN in_nelems
+                                         END) AS out_nelems,
+           CASE WHEN collective = 'allgather' THEN coalesce(out_nelems_rec, in_nelems * gsize) * elem_bytes
+                WHEN collective = 'reduce_scatter' THEN coalesce(in_nelems, out_nelems_rec * gsize) * elem_bytes
+                ELSE coalesce(in_nelems, out_nelems_rec) * elem_bytes END AS bytes
+    FROM gs)
+SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.collective,
+       nullif(regexp_extract(m.kernel_name, '_(NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|RING|TREE|PAT)(_|\(|$)', 1), '') AS algorithm,
+       nullif(regexp_extract(m.kernel_name, '_(LL128|LL|SIMPLE)(_|\(|$)', 1), '') AS protocol,
+       m.pg_name, m.pg_desc_ AS pg_desc, m.gsize AS group_size, m.group_size_source, m.pg_ranks_ AS pg_ranks,
+       m.dtype, m.elem_bytes, m.in_nelems, m.out_nelems, m.bytes,
+       CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
+       CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,
+       m.meta_source, m.tracekit_marker, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
+FROM msg m;
