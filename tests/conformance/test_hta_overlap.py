@@ -40,8 +40,11 @@ def hta_overlap(trace_dir):
 
 
 def ours(run, hta_window: bool):
-    if hta_window:
+    if hta_window:  # the same overlap rules (their .sql files), over HTA's window of intervals
+        from tracekit import sql as tksql
         run.con.execute(HTA_WINDOW)
+        for name in ("comm_segments", "comm_overlap"):
+            run.con.execute(tksql.load("views", name).text)
     return dict(run.con.execute("SELECT rank, overlap_pct FROM comm_overlap WHERE step IS NULL").fetchall())
 
 
