@@ -1,0 +1,242 @@
+"""A synthetic distributed job of any size: one realistic Kineto trace per rank, from tracekit.model.
+
+    python benchmarks/synth_traces.py --ranks 64 --plan tp2-pp4-dp8 --steps 2 -o /tmp/job64
+    python benchmarks/synth_traces.py --ranks 1024 --plan tp8-pp4-dp32 --steps 2 -o /tmp/job1024
+
+Each rank's trace has what a current PyTorch + NCCL trace has: ProfilerStep spans, `record_param_comms`
+CPU ops with their args (Collective name, In/Out msg nelems, Group size, dtype, Process Group
+Name/Description/Ranks, Seq), `cudaLaunchKernel` runtime calls, `ncclDevKernel_*` kernels on a comm
+stream carrying the same args and a Comms Id, compute kernels on another stream overlapping half of each
+collective, ac2g flows, `distributedInfo` with `pg_config`, and `deviceProperties`. The collectives are
+the model's (tracekit.model.predict_rank) for the plan; ranks start each collective a few microseconds
+apart and one rank (--slow-rank) arrives late to every collective it takes part in, so the others wait.
+
+Beside the traces, `truth.jsonl` (one JSON line; not a .json, so that ingesting DIR skips it) says what a correct analysis must find: per rank, the collectives by
+type, role (DP/TP/PP) and bytes per step x steps; the slow rank; the transfer bandwidth law.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from tracekit.model.config import PRESETS, GPTShape, Plan  # noqa: E402
+from tracekit.model.predict import predict_rank  # noqa: E402
+
+TRUTH = "truth.jsonl"
+SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
+GBPS = 100  # transfer: bytes / GBPS GB/s + LATENCY_US
+LATENCY_US = 5
+SLOW_US = 30  # how late the slow rank arrives
+KERNEL = {"allreduce": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allgather": "ncclDevKernel_AllGather_RING_LL",
+          "reduce_scatter": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+          "broadcast": "ncclDevKernel_Broadcast_RING_LL", "send": "ncclDevKernel_SendRecv",
+          "recv": "ncclDevKernel_SendRecv"}
+COLL_ARG = {"allreduce": "allreduce", "allgather": "_allgather_base", "reduce_scatter": "_reduce_scatter_base",
+            "broadcast": "broadcast", "send": "send", "recv": "recv"}
+
+
+def parse_plan(text: str) -> Plan:
+    """tp8-pp4-dp32 (any order; z1/z2/z3 for ZeRO) -> Plan on NCCL."""
+    got = dict(re.findall(r"(tp|pp|dp|z)(\d+)", text))
+    if not got or "-".join(re.findall(r"(?:tp|pp|dp|z)\d+", text)) != text:
+        raise SystemExit(f"--plan {text!r}: expected e.g. tp8-pp4-dp32 or dp8-z3")
+    return Plan(tp=int(got.get("tp", 1)), pp=int(got.get("pp", 1)), dp=int(got.get("dp", 1)),
+                zero=int(got.get("z", 0)), backend="nccl")
+
+
+def coords(plan: Plan, rank: int) -> tuple[int, int, int]:
+    """(stage, dp index, tp index) of a global rank: pp-major, then dp, then tp (as tracekit.model)."""
+    return rank // (plan.dp * plan.tp), (rank % (plan.dp * plan.tp)) // plan.tp, rank % plan.tp
+
+
+def groups_of(plan: Plan, rank: int) -> dict[str, dict]:
+    s, d, t = coords(plan, rank)
+    tp = [s * plan.dp * plan.tp + d * plan.tp + i for i in range(plan.tp)]
+    dp = [s * plan.dp * plan.tp + i * plan.tp + t for i in range(plan.dp)]
+    pp = [i * plan.dp * plan.tp + d * plan.tp + t for i in range(plan.pp)]
+    return {"TP": {"pg_name": f"tp.{s}.{d}", "ranks": tp}, "DP": {"pg_name": f"dp.{s}.{t}", "ranks": dp},
+            "PP": {"pg_name": f"pp.{d}.{t}", "ranks": pp}}
+
+
+def slot_us(nbytes: int) -> float:
+    """The time one collective of nbytes gets: transfer, the slow rank's lateness and a gap."""
+    return max(SLOT_US, SLOW_US + LATENCY_US + nbytes / (GBPS * 1e3) + 50)
+
+
+def stable_id(*parts) -> int:
+    """A Comms Id that every rank (and every run of this script) computes alike."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "big") >> 1
+
+
+def split(total: int, count: int, unit: int) -> list[int]:
+    """count message sizes (multiples of unit) adding up to total exactly."""
+    n = total // unit
+    base = n // count
+    return [(base + (1 if i < n - base * count else 0)) * unit for i in range(count)]
+
+
+class Rank:
+    def __init__(self, rank: int, slow_rank: int):
+        self.rank, self.slow_rank = rank, slow_rank
+        self.events: list[dict] = []
+        self.corr = 0
+
+    def arrival(self, rank: int) -> int:
+        """When a rank starts a collective after the instance's slot begins: 0-4 us, the slow one later."""
+        return SLOW_US if rank == self.slow_rank else (rank * 7) % 5
+
+    def collective(self, t_us: float, slot: float, coll: str, nbytes: int, elem: int, group: dict, role: str,
+                   seq: int, comms_id: int, peer: tuple[int, int] | None):
+        """One collective whose instance starts at t_us on the ranks that are on time."""
+        self.corr += 1
+        c = self.corr
+        start = t_us + self.arrival(self.rank)
+        # the transfer starts when the last rank of the group arrives; all end together
+        end = t_us + max(self.arrival(r) for r in group["ranks"]) + LATENCY_US + nbytes / (GBPS * 1e3)
+        gs = len(group["ranks"])
+        out_n = nbytes // elem
+        in_n = out_n // gs if coll == "allgather" else out_n
+        if coll == "reduce_scatter":
+            out_n = in_n // gs
+        args = {"Collective name": COLL_ARG[coll], "In msg nelems": in_n, "Out msg nelems": out_n,
+                "Group size": gs, "dtype": "BFloat16", "Process Group Name": group["pg_name"],
+                "Process Group Description": role, "Process Group Ranks": json.dumps(group["ranks"]),
+                "Seq": seq, "Comms Id": comms_id}
+        if peer:
+            args.update({"Src Rank": peer[0], "Dst Rank": peer[1]})
+        launch = start - 3
+        self.events += [
+            {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": launch - 2,
+             "dur": 6, "args": {k: v for k, v in args.items() if k != "Comms Id"}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launch,
+             "dur": 2, "args": {"correlation": c, "External id": c}},
+            {"ph": "X", "cat": "kernel", "name": KERNEL[coll], "pid": 0, "tid": 20, "ts": round(start, 3),
+             "dur": round(end - start, 3), "args": {"stream": 20, "device": 0, "correlation": c, **args}},
+            {"ph": "s", "id": c, "pid": 1, "tid": 1, "ts": launch, "cat": "ac2g", "name": "ac2g"},
+            {"ph": "f", "id": c, "pid": 0, "tid": 20, "ts": round(start, 3), "cat": "ac2g", "name": "ac2g",
+             "bp": "e"},
+            # compute beside it: a GEMM covering the first half of the slot
+            {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
+             "ts": t_us, "dur": round(slot / 2, 3), "args": {"stream": 7, "device": 0, "correlation": c + 10**6}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t_us - 8,
+             "dur": 2, "args": {"correlation": c + 10**6}},
+        ]
+
+
+def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> tuple[dict[int, list[dict]], dict]:
+    """The events of every rank and the ground truth."""
+    elem = model.elem_bytes
+    ranks = {r: Rank(r, slow_rank) for r in range(plan.world)}
+    truth: dict[str, list] = {}
+    mb = model.micro_batches
+    exps = {r: predict_rank(model, plan, r) for r in ranks}
+    act = model.micro_batch * model.seq * model.hidden * elem
+    pp_slot = slot_us(act)
+    pp_len = 2 * plan.pp * mb * pp_slot if plan.pp > 1 else 0
+    dptp_len = max(sum(slot_us(size) for e in exp if e.group != "PP"
+                       for size in split(e.bytes, e.count, elem * (plan.dp if e.group == "DP" else plan.tp)))
+                   for exp in exps.values())
+    step_len = pp_len + dptp_len + 2000
+    for r, rk in ranks.items():
+        exp = exps[r]
+        truth[str(r)] = sorted([[e.collective, e.group, e.count * steps, e.bytes * steps] for e in exp])
+        stage, _, _ = coords(plan, r)
+        gr = groups_of(plan, r)
+        seqs = {role: 0 for role in gr}
+        for st in range(steps):
+            base = 1000 + st * step_len
+            rk.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{st + 1}", "pid": 1,
+                              "tid": 1, "ts": base - 500, "dur": step_len - 1000})
+            # point-to-point first, at times both ends compute alike: forward j from stage s to s+1 in
+            # slot s*mb + j, backward j from s+1 to s in slot (pp + pp-1-s)*mb + j
+            for e in exp:
+                if e.group != "PP":
+                    continue
+                size = e.bytes // e.count
+                for direction in ("fwd", "bwd"):
+                    for j in range(mb):
+                        if e.collective == "send":
+                            peer_stage = stage + 1 if direction == "fwd" else stage - 1
+                        else:
+                            peer_stage = stage - 1 if direction == "fwd" else stage + 1
+                        if not 0 <= peer_stage < plan.pp:
+                            continue
+                        src, dst = (stage, peer_stage) if e.collective == "send" else (peer_stage, stage)
+                        lo = min(src, dst)
+                        slot = lo * mb + j if direction == "fwd" else (plan.pp + plan.pp - 1 - lo) * mb + j
+                        src_rank, dst_rank = (gr["PP"]["ranks"][src], gr["PP"]["ranks"][dst])
+                        seqs["PP"] += 1
+                        rk.collective(base + slot * pp_slot, pp_slot, e.collective, size, elem,
+                                      {"pg_name": gr["PP"]["pg_name"], "ranks": [src_rank, dst_rank]}, "PP",
+                                      seqs["PP"], stable_id("p2p", src_rank, dst_rank, st, direction, j),
+                                      (src_rank, dst_rank))
+            t = base + pp_len
+            for role in ("DP", "TP"):
+                for e in exp:
+                    if e.group != role:
+                        continue
+                    for size in split(e.bytes, e.count, elem * len(gr[role]["ranks"])):
+                        seqs[role] += 1
+                        rk.collective(t, slot_us(size), e.collective, size, elem, gr[role], role, seqs[role],
+                                      stable_id(gr[role]["pg_name"], seqs[role]), None)
+                        t += slot_us(size)
+    return {r: rk.events for r, rk in ranks.items()}, truth
+
+
+def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> dict:
+    os.makedirs(out, exist_ok=True)
+    events, per_rank = job(plan, model, steps, slow_rank)
+    for r, evs in events.items():
+        gr = groups_of(plan, r)
+        pg_config = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
+                      "pg_size": plan.world, "ranks": list(range(plan.world))}]
+        pg_config += [{"pg_name": g["pg_name"], "pg_desc": role, "backend_config": "cuda:nccl",
+                       "pg_size": len(g["ranks"]), "ranks": g["ranks"]} for role, g in gr.items()
+                      if len(g["ranks"]) > 1]
+        doc = {"schemaVersion": 1,
+               "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984}],
+               "distributedInfo": {"backend": "nccl", "rank": r, "world_size": plan.world,
+                                   "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"},
+               "traceEvents": evs, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
+        with gzip.open(os.path.join(out, f"rank{r}_trace.json.gz"), "wt", compresslevel=1) as f:
+            json.dump(doc, f)
+    truth = {"plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero}, "steps": steps,
+             "slow_rank": slow_rank, "transfer": {"gbps": GBPS, "latency_us": LATENCY_US},
+             "ranks": per_rank}
+    with open(os.path.join(out, TRUTH), "w") as f:
+        json.dump(truth, f)
+    return truth
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, required=True, help="world size; must equal the plan's tp x pp x dp")
+    ap.add_argument("--plan", required=True, help="e.g. tp8-pp4-dp32, dp8-z3")
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--model", default="gpt2-small", choices=sorted(PRESETS))
+    ap.add_argument("--slow-rank", type=int, default=None, help="the late rank [default: the last]")
+    ap.add_argument("-o", "--out", required=True)
+    a = ap.parse_args(argv)
+    plan = parse_plan(a.plan)
+    if plan.world != a.ranks:
+        raise SystemExit(f"--plan {a.plan} has {plan.world} ranks, not --ranks {a.ranks}")
+    preset = dict(PRESETS[a.model])
+    if plan.pp > 1:
+        preset["micro_batches"] = 2 * plan.pp
+    model = GPTShape(**preset)
+    slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
+    write(a.out, plan, model, a.steps, slow)
+    print(f"{a.out}: {a.ranks} traces and {TRUTH} (slow rank {slow})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
