@@ -24,6 +24,8 @@ from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA
 # Derived per rank at ingest, in this order (each may use the ones before it).
 FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "comm_segments",
                     "comm_overlap", "_comm_exposure"]
+# Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
+REDUCED: list[str] = ["collective_waits", "collective_instances", "stragglers"]
 FACTS_DIR = "facts"
 
 # Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
@@ -41,7 +43,7 @@ def facts_key() -> str:
     """Changes whenever a rule that the stored facts depend on changes: a run whose facts carry another
     key is re-derived from its events."""
     h = hashlib.sha256(_sql.load("views", "macros").text.encode())
-    for name in FACTS:
+    for name in FACTS + REDUCED:
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
     return h.hexdigest()[:16]
@@ -82,6 +84,27 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
         con.close()
 
 
+def reduce_run(run_dir: str) -> None:
+    """The cross-rank facts of a run whose per-rank facts are in place under ``run_dir``: matching,
+    waits, stragglers, written as facts/NAME/all.parquet."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({_quote(os.path.join(run_dir, 'traces.parquet'))})")
+        define_base(con)
+        glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
+        con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
+        for name in REDUCED:
+            con.execute(_sql.load("views", name).text)
+            con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
+            con.execute(f"DROP VIEW {name}")
+            con.execute(f"ALTER TABLE _m RENAME TO {name}")
+            dest = os.path.join(run_dir, FACTS_DIR, name)
+            os.makedirs(dest, exist_ok=True)
+            con.execute(f"COPY {name} TO {_quote(os.path.join(dest, 'all.parquet'))} (FORMAT parquet)")
+    finally:
+        con.close()
+
+
 def place_facts(rank_dir: str, run_dir: str, rank: int) -> None:
     """Move one rank's fact files (from derive_rank) into the run's layout: facts/NAME/rank-R.parquet."""
     for name in FACTS:
@@ -115,6 +138,9 @@ def rederive_run(run_dir: str) -> None:
             one = os.path.join(tmp, f"_rank-{rank}")
             derive_rank(part, rank, t, [p for p in pgs if p["rank"] == rank], one)
             place_facts(one, tmp, rank)
+        shutil.copy(os.path.join(run_dir, "traces.parquet"), os.path.join(tmp, "traces.parquet"))
+        reduce_run(tmp)
+        os.remove(os.path.join(tmp, "traces.parquet"))
         # the facts directory is replaced whole, then the manifest says which rules made it
         old = os.path.join(run_dir, f".facts.old-{os.getpid()}")
         facts = os.path.join(run_dir, FACTS_DIR)

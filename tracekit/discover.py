@@ -50,8 +50,9 @@ def rank_from_name(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def resolve_rank(path: str, header: dict, given: int | None = None) -> tuple[int, str]:
-    """(rank, source): an explicit rank, else distributedInfo.rank, else the file name; else an error."""
+def resolve_rank(path: str, header: dict, given: int | None = None, single: bool = False) -> tuple[int, str]:
+    """(rank, source): an explicit rank, else distributedInfo.rank, else the file name, else rank 0 when
+    the file is the only input (as HTA does); else an error."""
     if given is not None:
         return given, "option"
     info = header.get("distributedInfo")
@@ -60,11 +61,67 @@ def resolve_rank(path: str, header: dict, given: int | None = None) -> tuple[int
     named = rank_from_name(path)
     if named is not None:
         return named, "file name"
+    if single:
+        return 0, "single file"
     raise RankError(
         f"{path}: cannot tell which rank this trace is: it has no distributedInfo.rank and its name holds "
         "no rank number (rank-3, rank3, rank_3, worker3). Rename the file, or give the rank: "
-        f"--rank {os.path.basename(path)}=N (API: ranks={{path: N}})"
+        f"--rank {os.path.basename(path)}=N (the file's name or path; API: ranks={{path: N}})"
     )
+
+
+def match_rank_options(given: dict, files: list[str]) -> dict[str, int]:
+    """--rank FILE=N entries -> {absolute input path: N}. FILE is a path, or the bare name of one input;
+    an entry that matches no input, or a name that several inputs share, is an error."""
+    out: dict[str, int] = {}
+    for key, rank in given.items():
+        full = os.path.abspath(key)
+        if full in files:
+            out[full] = rank
+            continue
+        same = [f for f in files if os.path.basename(f) == os.path.basename(key)] if os.sep not in str(key) else []
+        if len(same) == 1:
+            out[same[0]] = rank
+        elif same:
+            raise RankError(f"--rank {key}={rank}: {len(same)} inputs are named {key} ({', '.join(same[:4])}); "
+                            "give the path instead")
+        else:
+            raise RankError(f"--rank {key}={rank}: no input is {key}; the inputs are "
+                            f"{', '.join(os.path.basename(f) for f in files[:8])}{' ...' if len(files) > 8 else ''}")
+    return out
+
+
+_ITERATION = re.compile(r"(?:^|/)iteration_(\d+)(?:/|$)")
+
+
+def iterations_of(files: list[str]) -> dict[int, list[str]]:
+    """Files by profiling cycle, for the layout tracekit.profiler writes (DIR/iteration_N/...)."""
+    out: dict[int, list[str]] = {}
+    for f in files:
+        m = _ITERATION.search(os.path.dirname(f).replace(os.sep, "/") + "/")
+        if m:
+            out.setdefault(int(m.group(1)), []).append(f)
+    return out
+
+
+def pick_iteration(files: list[str], iteration: int | None) -> list[str]:
+    """Keep the files of one profiling cycle: the one asked for, or the only one there is. Several
+    cycles in one input and none chosen is an error that lists them."""
+    cycles = iterations_of(files)
+    if iteration is not None:
+        if iteration not in cycles:
+            raise TracekitError(f"--iteration {iteration}: no iteration_{iteration} among the inputs; there are "
+                                f"{_list_cycles(cycles) or 'no iteration_N directories'}")
+        return cycles[iteration]
+    if len(cycles) > 1:
+        raise TracekitError(f"the inputs hold {len(cycles)} profiling cycles: {_list_cycles(cycles)}. A run is one "
+                            "cycle: pick one with --iteration N, or ingest each iteration_N directory into its "
+                            "own run (torch.profiler.schedule(..., repeat=1) records one cycle)")
+    return files
+
+
+def _list_cycles(cycles: dict[int, list[str]]) -> str:
+    return ", ".join(f"iteration_{n} ({len(fs)} files)" for n, fs in sorted(cycles.items()))
 
 
 def check_unique_ranks(ranked: list[tuple[str, int]]) -> None:

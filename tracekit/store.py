@@ -14,7 +14,7 @@ from .errors import QueryError, RunError
 from .ingestion.run_writer import MANIFEST
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
-from .derive import FACT_TABLES, FACTS, FACTS_DIR, define_base, facts_key, rederive_run
+from .derive import FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run
 
 # name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
 TABLES = {
@@ -25,9 +25,9 @@ TABLES = {
                        "process groups from distributedInfo.pg_config, one row per (rank, group)"),
 }
 # The public views, in this order (later views may use earlier ones). Those in derive.FACTS were derived
-# per rank at ingest and are read from facts/; the others are computed here, from events (flows,
-# thread_names, counters) or from the facts (collectives' size buckets, exposure labels, cross-rank
-# matching).
+# per rank at ingest, those in derive.REDUCED across ranks at its end, and are read from facts/; the
+# others are computed here, from events (flows, thread_names, counters) or from the facts
+# (collectives' size buckets, exposure labels).
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
                     "collective_instances", "stragglers"]
@@ -86,7 +86,7 @@ class Run:
         memory on big runs, so a query only pays for the views it names."""
         if name in self._created:
             return
-        if name in FACTS:
+        if name in FACTS or name in REDUCED:
             glob = os.path.join(self.path, FACTS_DIR, name, "*.parquet")
             self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
             self._created.add(name)

@@ -89,9 +89,35 @@ def test_duplicate_rank_and_missing_rank(tmp_path, capsys):
     assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 3
     assert "two traces claim rank 0" in capsys.readouterr().err
     write_trace(d / "b.json", [ev("k", 1)])
-    assert main(["ingest", str(d / "b.json"), "-o", str(tmp_path / "run")]) == 3
+    # several files, one without a rank anywhere: an error that says how to give it
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 3
     assert "--rank b.json=N" in capsys.readouterr().err
-    assert main(["ingest", str(d / "b.json"), "-o", str(tmp_path / "run"), "--rank", f"{d / 'b.json'}=4"]) == 0
+    # by path, or by its bare name from anywhere
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run"), "--rank", f"{d / 'b.json'}=4"]) == 0
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run2"), "--rank", "b.json=4"]) == 0
+    assert tracekit.open(tmp_path / "run2").ranks == [0, 4]
+    # an entry that matches no input is an error, not silently ignored
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run3"), "--rank", "c.json=4"]) == 3
+    assert "no input is c.json" in capsys.readouterr().err
+
+
+def test_a_single_trace_without_a_rank_is_rank_0(tmp_path):
+    write_trace(tmp_path / "trace.json", [ev("k", 1)])
+    run = tracekit.ingest([tmp_path / "trace.json"], tmp_path / "run", jobs=1)
+    assert run.sql("SELECT rank, rank_source FROM traces").to_pylist() == [{"rank": 0, "rank_source": "single file"}]
+
+
+def test_several_profiling_cycles(tmp_path, capsys):
+    for it in (4, 6):
+        for r in (0, 1):
+            (tmp_path / "p" / f"iteration_{it}").mkdir(parents=True, exist_ok=True)
+            write_trace(tmp_path / "p" / f"iteration_{it}" / f"rank{r}_trace.json.gz", [ev("k", it)], header=dist(r))
+    assert main(["ingest", str(tmp_path / "p"), "-o", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "2 profiling cycles: iteration_4 (2 files), iteration_6 (2 files)" in err and "--iteration N" in err
+    assert main(["ingest", str(tmp_path / "p"), "-o", str(tmp_path / "run"), "--iteration", "6"]) == 0
+    run = tracekit.open(tmp_path / "run")
+    assert run.sql("SELECT DISTINCT ts_ns FROM events").to_pylist() == [{"ts_ns": 6000}]
 
 
 def test_open_a_trace_directory_uses_a_cache(two_ranks, tmp_path, monkeypatch):

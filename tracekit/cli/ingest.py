@@ -22,14 +22,17 @@ def _parse_ranks(values):
               help="skip: record a bad file and its reason in manifest.json and go on.")
 @click.option("--force", is_flag=True, help="Rebuild even when the run already holds these exact inputs.")
 @click.option("--rank", "rank", multiple=True, metavar="FILE=N",
-              help="Give the rank of a file that has no distributedInfo and no rank in its name.")
+              help="Give the rank of a file that has no distributedInfo and no rank in its name (FILE: its path or "
+                   "its bare name). One file alone is rank 0.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stdout is a terminal].")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run each file as a task on a Dask cluster: tcp://host:port of a running `dask scheduler` "
                    "(-o must be on storage every worker sees), or `local` for a LocalCluster of --jobs workers.")
+@click.option("--iteration", type=int, default=None, metavar="N",
+              help="Ingest only DIR/iteration_N (a profile directory that holds several profiling cycles).")
 @click.option("--rederive", is_flag=True,
               help="PATHS is one run: derive its per-rank facts again from its own events (no traces needed).")
-def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, rederive):
+def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, iteration, rederive):
     """Turn trace files (one per rank) into a Parquet run directory.
 
     PATHS are .json / .json.gz files, directories (searched recursively) or globs.
@@ -58,7 +61,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, red
     if out is None:
         raise click.UsageError("Missing option '-o' / '--out'.")
     built = ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
-                       show_progress=progress, scheduler=scheduler)
+                       show_progress=progress, scheduler=scheduler, iteration=iteration)
     m = read_manifest(os.path.abspath(out))
     if not built:
         n = len(m["inputs"]) + len(m["failures"])

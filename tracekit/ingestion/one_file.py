@@ -36,7 +36,7 @@ def _writer_thread(path: str, q: "queue.Queue", errors: list):
 
 
 def ingest_file(path: str, part_path: str, rank: int | None = None, progress=None,
-                chunk_bytes: int = CHUNK_BYTES) -> dict:
+                chunk_bytes: int = CHUNK_BYTES, single: bool = False) -> dict:
     """Write ``part_path`` (Parquet, events schema without rank) and return the trace's description.
 
     ``progress(json_bytes, events)`` is called after every batch with the increments.
@@ -71,7 +71,7 @@ def ingest_file(path: str, part_path: str, rank: int | None = None, progress=Non
     if progress is not None:
         progress(reader.source.json_bytes - last_bytes, 0)
     header = reader.header
-    rank_value, rank_source = resolve_rank(path, header, rank)
+    rank_value, rank_source = resolve_rank(path, header, rank, single)
     return describe(path, header, reader, rank_value, rank_source, dict(phases))
 
 

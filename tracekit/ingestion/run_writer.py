@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
-from ..discover import check_unique_ranks, find_traces
+from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
-from ..derive import derive_rank, facts_key, place_facts
+from ..derive import derive_rank, facts_key, place_facts, reduce_run
 from .one_file import ingest_file
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
@@ -60,8 +60,8 @@ def is_up_to_date(run_dir: str, files: list[str]) -> bool:
 
 def _task(args):
     """One input file: parse it into its events part, then derive that rank's facts beside it."""
-    path, part, rank = args
-    res = ingest_file(path, part, rank=rank, progress=make_sink())
+    path, part, rank, single = args
+    res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single)
     r = res["trace"]["rank"]
     derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts")
     return res
@@ -75,7 +75,8 @@ def write_json_atomic(path: str, doc: dict) -> None:
 
 
 def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
-               ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None) -> bool:
+               ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None,
+               iteration: int | None = None) -> bool:
     """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date.
 
     Each file is one task (parse + that rank's facts): in a local process pool of ``jobs`` processes, or,
@@ -83,7 +84,7 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     LocalCluster of ``jobs`` workers), on a Dask cluster."""
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
-    files = find_traces(list(paths))
+    files = pick_iteration(find_traces(list(paths)), iteration)
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
@@ -92,7 +93,7 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
                             "replaces its directory, so choose another -o (or remove that directory yourself)")
     if not force and os.path.isdir(out) and is_up_to_date(out, files):
         return False
-    given = {os.path.abspath(k): v for k, v in (ranks or {}).items()}
+    given = match_rank_options(ranks or {}, files)
     tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "events", "_parts"))
@@ -107,14 +108,14 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
 
 def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None):
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(files)))
-    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f))
+    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f), len(files) == 1)
              for i, f in enumerate(files)]
     results: list[tuple[str, str, dict]] = []
     failures: list[dict] = []
     total = sum(os.path.getsize(f) for f in files)
     with IngestProgress(len(files), total, show_progress) as prog:
         def done(task, fut_result=None, exc=None, worker="local"):
-            path, part, _ = task
+            path, part = task[:2]
             if exc is None:
                 fut_result["worker"] = worker
                 results.append((path, part, fut_result))
@@ -180,6 +181,7 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
     pgs = [pg for r in results for pg in r[2]["process_groups"]]
     pq.write_table(pa.Table.from_pylist(traces, schema=TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
     pq.write_table(pa.Table.from_pylist(pgs, schema=PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
+    reduce_run(tmp)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),

@@ -35,7 +35,7 @@ WITH keyed AS (
            END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
                 WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
-    FROM collectives c),
+    FROM _collectives c),
 pos AS (
     SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
     FROM keyed WHERE match_method = 'order'),
