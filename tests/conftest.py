@@ -9,16 +9,40 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_TRACES = pathlib.Path(os.environ.get("TRACEKIT_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
 
 
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _missing() -> str:
+    return f"real traces not found at {SHARED_TRACES} (../shared/traces beside the checkout)"
+
+
 def shared_traces() -> pathlib.Path:
+    """../shared/traces; a test that needs it skips without it, except in CI, where it fails."""
     if not SHARED_TRACES.is_dir():
-        pytest.skip(f"real traces not found at {SHARED_TRACES} (../shared/traces beside the checkout)")
+        if IN_CI:
+            pytest.fail(_missing() + ": CI must have them")
+        pytest.skip(_missing())
     return SHARED_TRACES
 
 
 def all_shared_files():
+    """Every trace file under ../shared/traces, for parametrize; without them one parameter that skips
+    (fails in CI) so that the missing traces are reported, not silently collected as no test."""
     if not SHARED_TRACES.is_dir():
-        return []
+        return [pytest.param(None, marks=pytest.mark.skipif(not IN_CI, reason=_missing()), id="shared-traces-missing")]
     return sorted(p for p in SHARED_TRACES.rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_tmp(tmp_path_factory):
+    """Tests never write outside their tmp dirs: tracekit's run cache goes to one of them."""
+    old = os.environ.get("TRACEKIT_CACHE")
+    os.environ["TRACEKIT_CACHE"] = str(tmp_path_factory.mktemp("tracekit-cache"))
+    yield
+    if old is None:
+        del os.environ["TRACEKIT_CACHE"]
+    else:
+        os.environ["TRACEKIT_CACHE"] = old
 
 
 def write_trace(path, events, header=None, tail=None, compress=None, indent=None):

@@ -3,20 +3,34 @@ helper that records the training configuration in the trace so that ``tracekit v
 
     from tracekit.profiler import trace_handler, record_config
     with torch.profiler.profile(schedule=..., on_trace_ready=trace_handler("traces/")) as prof:
-        record_config(prof, {"model": {...}, "plan": {...}})
+        record_config(prof, {"model": {"layers": 2, ...}, "plan": {"dp": 2}})   # any time
         ...
 
-torch is imported lazily: importing tracekit never imports torch.
+The config (checked by :func:`check_config`, which names a wrong key):
+
+- ``model``: the fields of :class:`tracekit.model.GPTShape` (layers, hidden, heads, vocab, seq,
+  micro_batch; optional micro_batches, dtype, tied_head, fused_qkv);
+- ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
+  bucket_cap_mb, first_bucket_mb), plus ``groups`` ({role: process group name}, roles DP, TP, PP, which
+  lets validate tell the groups apart), and the free labels ``scheme`` and ``batch``;
+- optional ``steps`` (profiled steps), ``world`` (world size) and ``markers`` (from
+  :func:`mark_process_groups`).
+
+torch is imported lazily: importing tracekit never imports torch. See examples/quickstart.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 import os
+import shutil
 
 from .discover import TRACE_PATH_TEMPLATE
 
 CONFIG_KEY = "tracekit_config"
+_PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
 MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements: sizes a model rarely sends
 MARKERS_PER_GROUP = 8  # at once, so that every Gloo worker thread of the group takes at least one
 
@@ -45,7 +59,11 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
         rank = _rank()
         path = trace_path(trace_dir, step, rank)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        prof.export_chrome_trace(path)
+        config = _PENDING.get(id(prof))
+        if config is None:
+            prof.export_chrome_trace(path)
+        else:
+            _export_with(prof, path, {CONFIG_KEY: config})
         if ingest_to is not None:
             import torch.distributed as dist
 
@@ -59,9 +77,61 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
     return handler
 
 
+def _export_with(prof, path: str, keys: dict) -> None:
+    """Export the trace with extra top-level keys. Kineto drops metadata added outside the active
+    steps, so the keys are written into the exported JSON here, right after its opening brace, without
+    parsing the (possibly huge) rest."""
+    plain = path[:-3] + ".tmp" if path.endswith(".gz") else path + ".tmp"
+    prof.export_chrome_trace(plain)
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with open(plain, "rb") as src, opener(path, "wb") as dst:
+            head = src.read(4096).lstrip()
+            if not head.startswith(b"{"):
+                raise ValueError(f"{plain}: the exported trace does not start with an object")
+            dst.write(b"{" + b"".join(json.dumps(k).encode() + b": " + json.dumps(v, sort_keys=True).encode() + b", "
+                                      for k, v in keys.items()))
+            dst.write(head[1:])
+            shutil.copyfileobj(src, dst, 1 << 22)
+    finally:
+        os.remove(plain)
+
+
+def check_config(config: dict) -> dict:
+    """The config as record_config stores it, checked: a clear TracekitError names a wrong key or value."""
+    from .errors import TracekitError
+    from .model.config import GPTShape, Plan
+
+    if not isinstance(config, dict):
+        raise TracekitError(f"record_config: the config must be a dict, not {type(config).__name__}")
+    top = {"model", "plan", "steps", "world", "markers"}
+    for k in config:
+        if k not in top:
+            raise TracekitError(f"record_config: unknown key {k!r}; the config takes {', '.join(sorted(top))}")
+    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch"})):
+        given = config.get(part)
+        if not isinstance(given, dict):
+            raise TracekitError(f"record_config: the config needs a {part!r} dict "
+                                f"(fields: {', '.join(f.name for f in dataclasses.fields(cls))})")
+        known = {f.name for f in dataclasses.fields(cls)} | extra
+        for k in given:
+            if k not in known:
+                raise TracekitError(f"record_config: {part}.{k} is not a field; {part} takes "
+                                    f"{', '.join(sorted(known))}")
+    from .model.config import from_recorded
+    from_recorded(config)  # types and ranges (a missing field, heads not dividing hidden, ...)
+    try:
+        json.dumps(config)
+    except TypeError as exc:
+        raise TracekitError(f"record_config: the config must be plain JSON data ({exc})") from None
+    return config
+
+
 def record_config(prof, config: dict) -> None:
-    """Store ``config`` (model dims, batch, sequence, dtype, parallelism plan) in the trace's metadata."""
-    prof.add_metadata_json(CONFIG_KEY, json.dumps(config, sort_keys=True))
+    """Record ``config`` (model dims, batch, sequence, dtype, parallelism plan) in the traces that
+    :func:`trace_handler` writes for ``prof``. Call it at any time while the profiler is open (before the
+    first step too); it is checked at once (:func:`check_config`)."""
+    _PENDING[id(prof)] = check_config(config)
 
 
 def mark_process_groups(groups) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -10,6 +9,7 @@ import re
 import duckdb
 import pyarrow as pa
 
+from . import cache
 from .errors import QueryError, RunError
 from .ingestion.run_writer import MANIFEST
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
@@ -108,6 +108,13 @@ class Run:
         except duckdb.Error as exc:
             raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
 
+    def __repr__(self) -> str:
+        inputs = self.manifest.get("inputs", [])
+        events = sum(i.get("events", 0) for i in inputs)
+        ranks = sorted(i.get("rank") for i in inputs)
+        shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+        return f"Run({self.path!r}: {len(ranks)} ranks [{shown}], {events:,} events, {len(inputs)} inputs)"
+
     @property
     def ranks(self) -> list[int]:
         return [r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]
@@ -132,12 +139,6 @@ def _references(text: str, exclude: str | None = None) -> list[str]:
     return [v for v in VIEWS + _HELPERS if v in words and v != exclude]
 
 
-def cache_dir_for(paths: list[str]) -> str:
-    root = os.environ.get("TRACEKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracekit")
-    key = hashlib.sha256("\0".join(sorted(os.path.abspath(p) for p in paths)).encode()).hexdigest()[:16]
-    return os.path.join(root, f"run-{key}")
-
-
 def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
@@ -146,6 +147,8 @@ def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> R
     paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
     if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):
         return Run(paths[0], size_buckets=size_buckets)
-    out = cache_dir_for(paths)
+    out = cache.dir_for(paths)
     ingest_run(paths, out, **ingest_options)
+    cache.touch(out)
+    cache.enforce_cap(keep=out)
     return Run(out, size_buckets=size_buckets)

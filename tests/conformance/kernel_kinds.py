@@ -7,12 +7,13 @@ import csv
 import sys
 
 import tracekit
-from tests.conftest import all_shared_files
+from tests.conftest import shared_traces
 
 
 def kernel_kinds(tmpdir) -> list[tuple[str, str, str]]:
     out = set()
-    for i, path in enumerate(all_shared_files()):
+    files = sorted(p for p in shared_traces().rglob("*") if p.name.endswith((".json", ".json.gz")))
+    for i, path in enumerate(files):
         run = tracekit.ingest([path], f"{tmpdir}/k{i}", ranks={str(path): 0}, jobs=1)
         for name, cat, kind in run.con.execute("SELECT DISTINCT name, cat, kind FROM gpu_kernels").fetchall():
             out.add((name, cat, kind))

@@ -34,3 +34,37 @@ def test_library_never_imports_torch():
     code = "import sys, tracekit, tracekit.profiler, tracekit.model, tracekit.validate; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().lower()) is False
+
+
+def test_config_recorded_before_the_first_step_is_kept(tmp_path):
+    """Kineto drops metadata added outside the active steps; record_config works at any time."""
+    from tracekit.profiler import record_config, trace_handler
+    from tracekit.validate import recorded_config
+
+    cfg = {"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},
+           "plan": {"dp": 1, "groups": {"DP": "0"}}, "steps": 1}
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=1, repeat=1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=trace_handler(str(tmp_path / "t"))) as prof:
+        record_config(prof, cfg)  # in the wait phase
+        for _ in range(3):
+            torch.ones(4) @ torch.ones(4)
+            prof.step()
+    run = tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    assert recorded_config(run) == cfg
+
+
+@pytest.mark.parametrize("cfg, words", [
+    ({"model": {"layers": 1}, "plan": {"dp": 1}, "stepz": 1}, "unknown key 'stepz'"),
+    ({"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2, "hiden": 8},
+      "plan": {"dp": 1}}, "model.hiden is not a field"),
+    ({"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},
+      "plan": {"dp": 1, "groups": {1, 2}}}, "plain JSON data"),
+    ({"model": {"layers": 1, "hidden": 8, "heads": 3, "vocab": 16, "seq": 4, "micro_batch": 2},
+      "plan": {"dp": 1}}, "hidden 8 must be divisible by heads 3"),
+])
+def test_a_wrong_config_is_named(cfg, words):
+    from tracekit.errors import TracekitError
+    from tracekit.profiler import check_config
+    with pytest.raises(TracekitError, match=words):
+        check_config(cfg)

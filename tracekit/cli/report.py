@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import inspect
+
 import click
 import pyarrow as pa
 
@@ -40,3 +42,7 @@ def report_cmd(run, name, by, limit, buckets, fmt, output):
     given = {k: v for k, v in (("by", by), ("limit", limit)) if v is not None}
     table = rep.run(api_open(run, size_buckets=parse_edges(buckets)), **given)
     emit(table, fmt, output, title=f"{name} — {rep.summary}")
+
+
+# `tracekit report --help` lists the reports, one line each, from the registry
+report_cmd.help = inspect.cleandoc(report_cmd.help) + "\n\n\b\nReports:\n" + "\n".join(f"  {r.name:12s} {r.summary}" for r in REGISTRY.values())

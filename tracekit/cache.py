@@ -1,0 +1,97 @@
+"""The run cache: trace files or directories opened directly (``tracekit report traces/ summary``) are
+ingested into ``~/.cache/tracekit`` (or ``$TRACEKIT_CACHE``) and reused while the inputs are unchanged.
+
+The cache keeps at most ``$TRACEKIT_CACHE_MAX_MB`` (default 4096) megabytes: after each new entry the
+least recently used runs are removed until it fits (the one just used always stays).
+``tracekit cache list`` shows it, ``tracekit cache clear`` empties it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+
+USED = ".last_used"  # touched whenever a cached run is opened
+
+
+def root() -> str:
+    return os.environ.get("TRACEKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracekit")
+
+
+def dir_for(paths: list[str]) -> str:
+    key = hashlib.sha256("\0".join(sorted(os.path.abspath(p) for p in paths)).encode()).hexdigest()[:16]
+    return os.path.join(root(), f"run-{key}")
+
+
+def _size(d: str) -> int:
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs
+               if not os.path.islink(os.path.join(r, f)))
+
+
+def _last_used(d: str) -> float:
+    try:
+        return os.path.getmtime(os.path.join(d, USED))
+    except OSError:
+        return os.path.getmtime(d) if os.path.exists(d) else 0.0
+
+
+def entries() -> list[dict]:
+    """The cached runs, most recently used first: path, inputs, size, last use."""
+    out = []
+    base = root()
+    if not os.path.isdir(base):
+        return out
+    for name in os.listdir(base):
+        d = os.path.join(base, name)
+        if not (name.startswith("run-") and os.path.isdir(d)):
+            continue
+        try:
+            with open(os.path.join(d, "manifest.json")) as f:
+                inputs = [i["path"] for i in json.load(f).get("inputs", [])]
+        except (OSError, ValueError):
+            inputs = []
+        out.append({"run": d, "inputs": len(inputs), "first_input": inputs[0] if inputs else None,
+                    "mb": round(_size(d) / 1e6, 3),
+                    "last_used": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_last_used(d)))})
+    return sorted(out, key=lambda e: e["last_used"], reverse=True)
+
+
+def touch(run_dir: str) -> None:
+    try:
+        with open(os.path.join(run_dir, USED), "w"):
+            pass
+    except OSError:
+        pass
+
+
+def enforce_cap(keep: str) -> list[str]:
+    """Remove least recently used runs until the cache fits its cap; never ``keep``. Returns the removed."""
+    cap = float(os.environ.get("TRACEKIT_CACHE_MAX_MB", "4096")) * 1e6
+    runs = [(os.path.join(root(), n)) for n in os.listdir(root()) if n.startswith("run-")] if os.path.isdir(root()) else []
+    sizes = {d: _size(d) for d in runs}
+    total = sum(sizes.values())
+    removed = []
+    for d in sorted(runs, key=_last_used):
+        if total <= cap:
+            break
+        if os.path.abspath(d) == os.path.abspath(keep):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        total -= sizes[d]
+        removed.append(d)
+    return removed
+
+
+def clear() -> int:
+    """Remove every cached run; returns how many."""
+    n = 0
+    base = root()
+    if os.path.isdir(base):
+        for name in os.listdir(base):
+            if name.startswith("run-"):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+                n += 1
+    return n

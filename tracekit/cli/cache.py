@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import click
+import pyarrow as pa
+
+from .. import cache
+from ..render import emit
+from .options import output_options
+
+
+@click.group("cache")
+def cache_cmd():
+    """The cache of runs that opening trace files directly fills (~/.cache/tracekit or $TRACEKIT_CACHE;
+    capped at $TRACEKIT_CACHE_MAX_MB, default 4096, least recently used first out).
+
+    \b
+    Example:
+      tracekit cache list
+      tracekit cache clear
+    """
+
+
+@cache_cmd.command("list")
+@output_options
+def list_cmd(fmt, output):
+    """The cached runs, most recently used first."""
+    rows = cache.entries()
+    if not rows:
+        click.echo(f"{cache.root()}: empty")
+        return
+    emit(pa.Table.from_pylist(rows), fmt, output, title=f"cache — {cache.root()}")
+
+
+@cache_cmd.command("clear")
+def clear_cmd():
+    """Remove every cached run (traces and run directories elsewhere are not touched)."""
+    click.echo(f"{cache.root()}: removed {cache.clear()} cached runs")
