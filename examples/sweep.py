@@ -28,7 +28,11 @@ SCHEMES = {"ddp": 2, "zero1": 2, "fsdp": 2, "tp": 2, "tp-sp": 2, "pp": 2}
 
 def train(scheme: str, out: pathlib.Path, **dims) -> pathlib.Path:
     trace_dir = out / "traces" / "-".join([scheme] + [f"{k}{v}" for k, v in sorted(dims.items())])
-    if not trace_dir.exists():
+    label = f"{scheme} {' '.join(f'{k}={v}' for k, v in sorted(dims.items()))}"
+    if trace_dir.exists():
+        print(f"  {label}: traces already in {trace_dir}", flush=True)
+    else:
+        print(f"  {label}: training on {SCHEMES[scheme]} ranks -> {trace_dir}", flush=True)
         args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(SCHEMES[scheme]),
                 str(HERE / "gpt" / "train.py"), "--parallel", scheme, "--trace-dir", str(trace_dir), "--steps", "1"]
         for k, v in dims.items():
@@ -59,6 +63,7 @@ def main(argv=None) -> int:
     seqs = [16, 32] if args.quick else [16, 32, 64]
     hiddens = [32, 64] if args.quick else [32, 64, 128]
     results, runs = [], {}
+    print(f"sweep: {len(schemes) * (len(seqs) + len(hiddens))} runs of {', '.join(schemes)} into {out}/", flush=True)
     for s in schemes:
         for seq in seqs:
             r, run = measure(s, out, seq=seq, hidden=64)

@@ -85,8 +85,9 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
 
 
 def reduce_run(run_dir: str) -> None:
-    """The cross-rank facts of a run whose per-rank facts are in place under ``run_dir``: matching,
-    waits, stragglers, written as facts/NAME/all.parquet."""
+    """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
+    (matching, waits, stragglers), then each per-rank fact compacted into one file, facts/NAME/all.parquet
+    (a query then opens a few files, not one per rank: at 1024 ranks that is what keeps a report fast)."""
     con = duckdb.connect()
     try:
         con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({_quote(os.path.join(run_dir, 'traces.parquet'))})")
@@ -101,6 +102,14 @@ def reduce_run(run_dir: str) -> None:
             dest = os.path.join(run_dir, FACTS_DIR, name)
             os.makedirs(dest, exist_ok=True)
             con.execute(f"COPY {name} TO {_quote(os.path.join(dest, 'all.parquet'))} (FORMAT parquet)")
+        for name in FACTS:
+            d = os.path.join(run_dir, FACTS_DIR, name)
+            parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
+            con.execute(f"COPY (SELECT * FROM read_parquet({_quote(os.path.join(d, 'rank-*.parquet'))}, "
+                        f"union_by_name = true)) TO {_quote(os.path.join(d, 'all.parquet'))} "
+                        "(FORMAT parquet, ROW_GROUP_SIZE 122880)")
+            for f in parts:
+                os.remove(os.path.join(d, f))
     finally:
         con.close()
 

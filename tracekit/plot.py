@@ -30,9 +30,13 @@ FROM collectives WHERE bytes IS NOT NULL GROUP BY collective, size_bucket_lo ORD
 def message_sizes(runs: dict, path: str, title: str = "Message sizes per collective") -> str:
     """One panel per run (scheme): count of collectives per size bucket, a bar group per collective."""
     plt = _plt()
+    data = {label: run.sql(SIZES_SQL).to_pylist() for label, run in runs.items()}
+    empty = [label for label, rows in data.items() if not rows]
+    if empty:
+        raise TracekitError(f"no message sizes to plot for {', '.join(map(str, empty))}: no collective there has "
+                            "a size (no communication, or traces recorded without record_shapes=True)")
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False)
-    for ax, (label, run) in zip(axes[:, 0], runs.items()):
-        rows = run.sql(SIZES_SQL).to_pylist()
+    for ax, (label, rows) in zip(axes[:, 0], data.items()):
         buckets = sorted({(r["size_bucket_lo"], r["size_bucket"]) for r in rows})
         colls = sorted({r["collective"] for r in rows})
         width = 0.8 / max(len(colls), 1)
@@ -40,7 +44,9 @@ def message_sizes(runs: dict, path: str, title: str = "Message sizes per collect
             counts = {r["size_bucket_lo"]: r["n"] for r in rows if r["collective"] == c}
             ax.bar([j + i * width for j in range(len(buckets))], [counts.get(lo, 0) for lo, _ in buckets],
                    width, label=c)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(buckets))], [b for _, b in buckets], fontsize=7)
+        # bucket labels turned, so that neighbours never overlap
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(buckets))], [b for _, b in buckets], fontsize=7,
+                      rotation=35, ha="right")
         ax.set_title(label, fontsize=9)
         ax.set_ylabel("collectives")
         ax.legend(fontsize=7)
@@ -56,6 +62,8 @@ def overlap(run, path: str) -> str:
     plt = _plt()
     rows = run.sql("SELECT rank, compute_ns, overlap_ns, exposed_comm_ns FROM comm_overlap WHERE step IS NULL "
                    "ORDER BY rank").to_pylist()
+    if not rows:
+        raise TracekitError(f"{run.path}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
     fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.2))
     ranks = [str(r["rank"]) for r in rows]
     ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731

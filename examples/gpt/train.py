@@ -87,7 +87,13 @@ def main(argv=None) -> int:
             tokens = torch.randint(0, cfg.vocab_size, (plan["batch"], args.seq + 1), generator=gen).to(device)
             step_fn(tokens[:, :-1], tokens[:, 1:])
             prof.step()
+            if rank == 0:
+                print(f"{args.parallel}: step {it + 1}/{2 + args.steps}" + (" (profiled)" if it >= 2 else ""),
+                      flush=True)
     dist.barrier()
+    if rank == 0:
+        print(f"{args.parallel}: traces of {world} ranks in {os.path.abspath(args.trace_dir)}; "
+              f"next: tracekit validate {args.trace_dir}", flush=True)
     dist.destroy_process_group()
     return 0
 

@@ -71,14 +71,36 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
 
     # a pipe or a log gets the whole table, not one folded to 80 columns
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
-    t = Table(title=title, show_lines=False)
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}
-    for c in table.column_names:
-        t.add_column(c, justify="right" if c in numeric else "left", overflow="fold")
-    for row in table.to_pylist():
-        t.add_row(*[_cell(row[c]) for c in table.column_names])
+    rows = [[_cell(row[c]) for c in table.column_names] for row in table.to_pylist()]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
+    if rows and sum(widths) + 3 * len(widths) + 1 > console.width:
+        _print_vertical(table.column_names, rows, numeric, title, console)
+        return
+    t = Table(title=title, show_lines=False)
+    for c in table.column_names:  # a number is never broken across lines
+        t.add_column(c, justify="right" if c in numeric else "left",
+                     no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold")
+    for r in rows:
+        t.add_row(*r)
     console.print(t)
+
+
+def _print_vertical(columns, rows, numeric, title, console) -> None:
+    """A table too wide for the terminal, one record per block (as psql's \\x): no number is broken."""
+    from rich.table import Table
+
+    if title:
+        console.print(title, style="italic")
+    name_w = max(len(c) for c in columns)
+    for i, r in enumerate(rows):
+        t = Table(show_header=False, box=None, padding=(0, 1), title=f"-[ row {i + 1} ]-", title_justify="left")
+        t.add_column(width=name_w, no_wrap=True, style="bold")
+        t.add_column(overflow="fold")
+        for c, v in zip(columns, r):
+            t.add_row(c, v)
+        console.print(t)
 
 
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
@@ -103,6 +125,8 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
         pq.write_table(table, out)
         return
     if fmt == "table":
+        if table.num_rows == 0 and note:
+            return  # the note (on stderr) says why; an empty grid says nothing
         if out is not None:
             from rich.console import Console
             with open(out, "w") as f:

@@ -50,13 +50,35 @@ class Report:
         text = self.sql.text
         used = {k: v for k, v in values.items() if f"${k}" in text}
         table = run.sql(text, used or None)
-        if self.left_out:
+        note = None
+        if self.left_out and len(run.ranks) == 1:
+            note = "this run has one rank: there is nothing to match across ranks"
+        elif self.left_out:
             counts = run.sql(_sql.load("reports", self.left_out).text).to_pylist()
             if counts:
                 note = "left out: " + ", ".join(f"{r['instances']:,} {r['status']}" for r in counts)
                 note += " (collective_instances.status; docs/definitions.md)"
-                table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})
+        if note is None and values.get("by") == "step" and not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
+            note = ("the traces hold no ProfilerStep, so every row is step -1 (outside steps): profile with "
+                    "torch.profiler.schedule and call prof.step() once per training step")
+        if note is None and table.num_rows == 0:
+            note = why_empty(run, self.name, values)
+        if note:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})
         return table
+
+
+def why_empty(run, name: str, values: dict) -> str:
+    """Why a report has no rows, in words a user can act on."""
+    def count(q: str) -> int:
+        return run.sql(f"SELECT count(*) AS n FROM {q}").to_pylist()[0]["n"]
+
+    if count("comm_intervals") == 0:
+        return ("no rows: the traces hold no GPU kernel and no Gloo op (was CUDA activity recorded? "
+                "torch.profiler's activities need ProfilerActivity.CUDA)")
+    if count("collectives") == 0:
+        return "no rows: the traces hold no communication (no NCCL/RCCL kernel, no Gloo collective)"
+    return "no rows"
 
 
 NOTE_KEY = b"tracekit.note"

@@ -7,19 +7,21 @@
 -- @column exposed_comm_ms: communication not hidden by compute, ms
 -- @column overlap_pct: 100 · overlap / comm, %
 -- @column collectives: communication kernels (or Gloo ops), count
--- @column comm_gb: bytes moved as nccl-tests counts them, GB (1e9 bytes); NULL parts are left out
+-- @column comm_mb: bytes moved as nccl-tests counts them, MB (1e6 bytes: 402 KB shows as 0.402, 40 GB as 40,000.000); NULL parts are left out
 -- @column top_collective: the collective type with the most total time on this rank
-SELECT o.rank,
-       (SELECT count(*) FROM steps s WHERE s.rank = o.rank) AS steps,
+WITH st AS (SELECT rank, count(*) AS n FROM steps GROUP BY rank),
+by_coll AS (SELECT rank, collective, count(*) AS n, sum(bytes) AS b, sum(dur_ns) AS t
+            FROM _collectives GROUP BY rank, collective),
+c AS (SELECT rank, sum(n) AS n, sum(b) AS b, arg_max(collective, t) AS top FROM by_coll GROUP BY rank)
+SELECT o.rank, coalesce(st.n, 0) AS steps,
        o.window_ns / 1e6 AS window_ms,
        100.0 * o.busy_ns / nullif(o.window_ns, 0) AS busy_pct,
        o.comm_ns / 1e6 AS comm_ms,
        o.exposed_comm_ns / 1e6 AS exposed_comm_ms,
        o.overlap_pct,
-       (SELECT count(*) FROM collectives c WHERE c.rank = o.rank) AS collectives,
-       (SELECT sum(bytes) / 1e9 FROM collectives c WHERE c.rank = o.rank) AS comm_gb,
-       (SELECT arg_max(collective, t) FROM (SELECT collective, sum(dur_ns) AS t FROM collectives c
-                                            WHERE c.rank = o.rank GROUP BY collective)) AS top_collective
-FROM comm_overlap o
+       CAST(coalesce(c.n, 0) AS BIGINT) AS collectives,
+       c.b / 1e6 AS comm_mb,
+       c.top AS top_collective
+FROM comm_overlap o LEFT JOIN st USING (rank) LEFT JOIN c USING (rank)
 WHERE o.step IS NULL
 ORDER BY o.rank;

@@ -1,0 +1,62 @@
+"""Output people can read: tables that fit the terminal without breaking a number, reports that say
+why they are empty, exact values in csv/json."""
+
+import json
+
+import pytest
+from rich.console import Console
+
+import tracekit
+from tests.conftest import dist, write_trace
+from tests.tracegen import kernel, step
+from tracekit.cli.main import main
+from tracekit.render import print_rich
+
+
+@pytest.fixture
+def one_rank(tmp_path):
+    evs = [step(1, 0, 100)]
+    evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 10, 20, launch=(9, 1),
+                  **{"Collective name": "allreduce", "In msg nelems": 123457, "Out msg nelems": 123457,
+                     "dtype": "Float", "Group size": 1})
+    write_trace(tmp_path / "trace.json", evs, header=dist(0, world=1))
+    return tracekit.ingest([tmp_path / "trace.json"], tmp_path / "run", jobs=1)
+
+
+def test_wide_table_in_80_columns_never_breaks_a_number(one_rank, capsys):
+    table = tracekit.report(one_rank, "summary")
+    print_rich(table, "summary", Console(width=80, force_terminal=False))
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    row = table.to_pylist()[0]
+    # every value appears whole on one line: window 20 us = 0.020 ms, 493,828 bytes = 0.494 MB
+    lines = [line.split() for line in out.splitlines()]
+    assert ["window_ms", "0.020"] in lines and ["comm_mb", "0.494"] in lines
+    assert row["comm_mb"] == pytest.approx(0.493828)
+
+
+def test_csv_and_json_carry_exact_values(one_rank, capsys):
+    assert main(["report", one_rank.path, "summary", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["comm_mb"] == 0.493828 and row["window_ms"] == 0.02
+    assert main(["sql", one_rank.path, "SELECT bytes, dur_ns FROM collectives", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["bytes,dur_ns", "493828,20000"]
+
+
+def test_one_rank_has_nothing_to_match(one_rank, capsys):
+    assert main(["report", one_rank.path, "skew"]) == 0
+    captured = capsys.readouterr()
+    assert "this run has one rank: there is nothing to match across ranks" in captured.err
+    assert "instance_key" not in captured.out  # no empty grid
+
+
+def test_empty_reports_say_why(tmp_path, capsys):
+    write_trace(tmp_path / "t.json", kernel("gemm", 0, 10), header=dist(0, world=1))  # no step, no comm
+    run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
+    assert main(["report", run.path, "overlap", "--by", "step"]) == 0
+    assert "no ProfilerStep" in capsys.readouterr().err
+    assert main(["report", run.path, "collectives"]) == 0
+    assert "no communication" in capsys.readouterr().err
+    assert main(["plot", run.path, "-o", str(tmp_path / "p.png")]) != 0
+    assert "no collective there has a size" in capsys.readouterr().err
+    assert not (tmp_path / "p.png").exists()
