@@ -62,6 +62,16 @@ def _quote(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
+def _materialize(con: duckdb.DuckDBPyConnection, name: str, parquet: str) -> None:
+    """Run view ``name``'s .sql once into a table of that name (the views after it read the table, not
+    the rule again) and write it to ``parquet``."""
+    con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
+    con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
+    con.execute(f"DROP VIEW {name}")
+    con.execute(f"ALTER TABLE _m RENAME TO {name}")
+    con.execute(f"COPY {name} TO {_quote(parquet)} (FORMAT parquet)")
+
+
 def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str) -> None:
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact."""
     os.makedirs(out_dir, exist_ok=True)
@@ -75,11 +85,7 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
         for name in FACTS:
-            con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
-            con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
-            con.execute(f"DROP VIEW {name}")
-            con.execute(f"ALTER TABLE _m RENAME TO {name}")
-            con.execute(f"COPY {name} TO {_quote(os.path.join(out_dir, name + '.parquet'))} (FORMAT parquet)")
+            _materialize(con, name, os.path.join(out_dir, name + ".parquet"))
     finally:
         con.close()
 
@@ -95,13 +101,9 @@ def reduce_run(run_dir: str) -> None:
         glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
         con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
         for name in REDUCED:
-            con.execute(_sql.load("views", name).text)
-            con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
-            con.execute(f"DROP VIEW {name}")
-            con.execute(f"ALTER TABLE _m RENAME TO {name}")
             dest = os.path.join(run_dir, FACTS_DIR, name)
             os.makedirs(dest, exist_ok=True)
-            con.execute(f"COPY {name} TO {_quote(os.path.join(dest, 'all.parquet'))} (FORMAT parquet)")
+            _materialize(con, name, os.path.join(dest, "all.parquet"))
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
