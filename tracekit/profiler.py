@@ -12,7 +12,7 @@ The config (checked by :func:`check_config`, which names a wrong key):
   micro_batch; optional micro_batches, dtype, tied_head, fused_qkv);
 - ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
   bucket_cap_mb, first_bucket_mb), plus ``groups`` ({role: process group name}, roles DP, TP, PP, which
-  lets validate tell the groups apart), and the free labels ``scheme`` and ``batch``;
+  lets validate tell the groups apart), and the free labels ``scheme``, ``batch`` and ``schedule``;
 - optional ``steps`` (profiled steps), ``world`` (world size) and ``markers`` (from
   :func:`mark_process_groups`).
 
@@ -108,7 +108,7 @@ def check_config(config: dict) -> dict:
     for k in config:
         if k not in top:
             raise TracekitError(f"record_config: unknown key {k!r}; the config takes {', '.join(sorted(top))}")
-    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch"})):
+    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch", "schedule"})):
         given = config.get(part)
         if not isinstance(given, dict):
             raise TracekitError(f"record_config: the config needs a {part!r} dict "
