@@ -44,3 +44,23 @@ def test_pipeline_gpipe_schedule_too(tmp_path):
     rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
     assert {(r["collective"], r["measured_count"], r["bytes_error_pct"]) for r in rows} == \
         {("send", 8, 0.0), ("recv", 8, 0.0)}
+
+
+def test_readme_validate_sample_is_what_the_default_command_prints(tmp_path):
+    """The README shows `train.py --parallel fsdp` (default steps) then `tracekit validate`: same numbers."""
+    import re
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("```\ncollective  group  predicted_count"):]
+    shown = [line.split() for line in block.split("```")[1].strip().splitlines()[1:]]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = tmp_path / "fsdp"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           str(ROOT / "examples" / "gpt" / "train.py"), "--parallel", "fsdp", "--trace-dir", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
+    printed = [[r["collective"], r["group"], f"{r['predicted_count']}", f"{r['measured_count']}",
+                f"{r['count_error_pct']:.3f}", f"{r['predicted_bytes']:,}", f"{r['measured_bytes']:,}",
+                f"{r['bytes_error_pct']:.3f}"] for r in rows]
+    assert shown == printed
+    assert re.search(r"--parallel fsdp --trace-dir traces/fsdp\ntracekit validate traces/fsdp", readme)

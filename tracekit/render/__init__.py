@@ -69,12 +69,12 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
 
     import sys
 
-    # a pipe or a log gets the whole table, not one folded to 80 columns
-    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}
     rows = [[_cell(row[c]) for c in table.column_names] for row in table.to_pylist()]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
+    # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
+    console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, sum(widths) + 3 * len(widths) + 1)))
     if rows and sum(widths) + 3 * len(widths) + 1 > console.width:
         _print_vertical(table.column_names, rows, numeric, title, console)
         return
