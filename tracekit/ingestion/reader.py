@@ -31,7 +31,7 @@ _POS = re.compile(r"\(byte (\d+)\)")
 _AT = re.compile(r"at `\$\[(\d+)\](.*)`")
 
 _events_decoder = msgspec.json.Decoder(list[TraceEvent])
-_loose_decoder = msgspec.json.Decoder(list[dict])
+_loose_decoder = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
 
 
 @dataclass
@@ -149,7 +149,7 @@ class TraceReader:
         except msgspec.ValidationError as exc:
             msg = str(exc)
             if "unknown field" in msg:
-                return self._decode_loose(body, index)
+                return self._decode_loose(body, index, base + pos)
             raise type_error(self.path, index, msg) from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
@@ -157,22 +157,38 @@ class TraceReader:
                 return None  # that '}' closed a nested object or sat in a string
             raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=base + pos + _byte(msg)) from None
 
-    def _decode_loose(self, body, index) -> EventBatch:
-        """Slow path for events with non-standard top-level keys: keep those keys in `extra`."""
+    def _decode_loose(self, body, index, offset) -> EventBatch | None:
+        """Slow path for events with non-standard top-level keys: keep those keys in `extra`. Every value
+        stays raw JSON text (msgspec.Raw), so nothing is re-encoded: the known keys are decoded exactly
+        as on the fast path, the unknown ones kept byte for byte."""
         try:
             raw = _loose_decoder.decode(body)
         except msgspec.ValidationError as exc:
             raise type_error(self.path, index, str(exc)) from None
+        except msgspec.DecodeError as exc:  # the same cases as on the fast path
+            msg = str(exc)
+            if _ends_early(msg, len(body)):
+                return None
+            raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=offset + _byte(msg)) from None
         extra = []
         known = set(TraceEvent.__struct_fields__)
+        parts = []
         for ev in raw:
-            other = {k: ev.pop(k) for k in list(ev) if k not in known}
-            extra.append(msgspec.json.encode(other).decode() if other else None)
+            other = [(k, v) for k, v in ev.items() if k not in known]
+            extra.append(_object(other) if other else None)
+            parts.append(_object([(k, v) for k, v in ev.items() if k in known]))
         try:
-            events = msgspec.json.decode(msgspec.json.encode(raw), type=list[TraceEvent])
+            events = msgspec.json.decode(b"[" + b",".join(parts) + b"]", type=list[TraceEvent])
         except msgspec.ValidationError as exc:
             raise type_error(self.path, index, str(exc)) from None
-        return EventBatch(index, events, extra)
+        texts = []
+        for i, e in enumerate(extra):
+            try:
+                texts.append(e.decode() if e is not None else None)
+            except UnicodeDecodeError:
+                raise self._fail("invalid UTF-8 in the value of a non-standard key; fix or drop that event",
+                                 index=index + i) from None
+        return EventBatch(index, events, texts)
 
     def _raise_unterminated(self, buf, pos, base, index):
         tail = bytes(buf[pos:pos + 60]).strip()
@@ -220,6 +236,11 @@ class TraceReader:
             raise self._fail("the top level of the JSON is not an object")
         header.pop("traceEvents", None)
         self.header = header
+
+
+def _object(items) -> bytes:
+    """A JSON object from (key, raw JSON value) pairs, the values' text untouched."""
+    return b"{" + b",".join(msgspec.json.encode(k) + b":" + bytes(v) for k, v in items) + b"}"
 
 
 def _ends_early(msg: str, body_len: int) -> bool:
