@@ -97,7 +97,23 @@ class Run:
         self._con.execute(text)
         self._created.add(name)
 
+    def read_only(self) -> "Run":
+        """Close the doors for SQL from an untrusted prompt (``tracekit sql`` does this unless --unsafe):
+        only SELECT/EXPLAIN statements; no file outside the run can be read (DuckDB's
+        enable_external_access off, allowed_directories the run), no extension installed or loaded, and
+        the configuration locked so that no statement can open them again."""
+        for name in VIEWS:
+            self._ensure_view(name)
+        self._con.execute(f"SET allowed_directories = [{_quote(self.path + os.sep)}]")
+        for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
+            self._con.execute(f"SET {setting} = false")
+        self._con.execute("SET lock_configuration = true")
+        self._read_only = True
+        return self
+
     def sql(self, query: str, params=None) -> pa.Table:
+        if getattr(self, "_read_only", False):
+            _check_read_only(self._con, query)
         for name in _references(query):
             self._ensure_view(name)
         try:
@@ -127,6 +143,22 @@ class Run:
 
     def __exit__(self, *exc):
         self.close()
+
+
+_READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+
+
+def _check_read_only(con, query: str) -> None:
+    try:
+        kinds = [s.type for s in con.extract_statements(query)]
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL failed: {exc}") from None
+    bad = [k for k in kinds if k not in _READ_ONLY]
+    if bad:
+        kind = str(bad[0]).split(".")[-1]
+        raise QueryError(f"tracekit sql only reads the run: a {kind} statement is not allowed here (SELECT and "
+                         "EXPLAIN are); `tracekit sql --unsafe` lifts every limit (writes, other files, "
+                         "extensions), or use the Python API")
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
