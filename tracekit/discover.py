@@ -5,12 +5,14 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 
 from .errors import RankError, TracekitError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 # torchtitan-style layout written by tracekit.profiler and read back here.
 TRACE_PATH_TEMPLATE = "iteration_{step}/rank{rank}_trace.json.gz"
+MAX_RANK = 1 << 31  # ranks are int64 in the run; no job comes near 2^31 ranks
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -25,9 +27,19 @@ def find_traces(paths: list[str]) -> list[str]:
                 dirs[:] = [d for d in dirs if ".tmp-" not in d and not _is_run(os.path.join(root, d))]
                 if _is_run(root):
                     continue
-                found += [os.path.join(root, f) for f in files if f.endswith(TRACE_SUFFIXES)]
+                for f in files:
+                    full = os.path.join(root, f)
+                    if not f.endswith(TRACE_SUFFIXES):
+                        continue
+                    if os.path.isfile(full):  # follows links: a FIFO, a device, a looping or broken link is not
+                        found.append(full)
+                    else:
+                        print(f"tracekit: skipping {full}: not a regular file", file=sys.stderr)
         elif os.path.isfile(p):
             found.append(p)
+        elif os.path.exists(p) or os.path.islink(p):
+            raise TracekitError(f"{p}: not a regular file (a FIFO, a device, or a link that leads nowhere); "
+                                "give trace files or directories")
         else:
             matches = [m for m in glob.glob(p, recursive=True) if os.path.isfile(m)]
             if not matches:
@@ -56,10 +68,19 @@ def resolve_rank(path: str, header: dict, given: int | None = None, single: bool
     if given is not None:
         return given, "option"
     info = header.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return info["rank"], "distributedInfo"
+    if isinstance(info, dict) and "rank" in info and info["rank"] is not None:
+        r = info["rank"]
+        if isinstance(r, str) and r.isdigit() and len(r) < 12:  # some writers quote it
+            r = int(r)
+        if type(r) is not int or not 0 <= r < MAX_RANK:
+            raise RankError(f"{path}: distributedInfo.rank is {r!r}, not a rank (an integer from 0 to {MAX_RANK - 1}); "
+                            f"give the rank: --rank {os.path.basename(path)}=N")
+        return r, "distributedInfo"
     named = rank_from_name(path)
     if named is not None:
+        if named >= MAX_RANK:
+            raise RankError(f"{path}: the rank in its name, {named}, is too large; give the rank: "
+                            f"--rank {os.path.basename(path)}=N")
         return named, "file name"
     if single:
         return 0, "single file"
@@ -75,6 +96,8 @@ def match_rank_options(given: dict, files: list[str]) -> dict[str, int]:
     an entry that matches no input, or a name that several inputs share, is an error."""
     out: dict[str, int] = {}
     for key, rank in given.items():
+        if type(rank) is not int or not 0 <= rank < MAX_RANK:
+            raise RankError(f"--rank {key}={rank}: a rank is an integer from 0 to {MAX_RANK - 1}")
         full = os.path.abspath(key)
         if full in files:
             out[full] = rank

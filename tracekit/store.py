@@ -48,8 +48,14 @@ class Run:
         if not os.path.isfile(manifest):
             raise RunError(f"{self.path}: not a tracekit run (no {MANIFEST}); create one with "
                            f"`tracekit ingest TRACES -o {path}`")
-        with open(manifest) as f:
-            self.manifest = json.load(f)
+        try:
+            with open(manifest) as f:
+                self.manifest = json.load(f)
+            if not isinstance(self.manifest, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{manifest}: damaged or unreadable ({exc}); ingest the traces again into this "
+                           f"directory with --force, or into a new one") from None
         if self.manifest.get("schema_version") != SCHEMA_VERSION:
             raise RunError(f"{self.path}: run schema version {self.manifest.get('schema_version')} is not "
                            f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")

@@ -78,7 +78,8 @@ def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
         return pa.array(values, pa.int64()), pa.nulls(len(values), pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         ints = [v if type(v) is int and -_INT64_MAX <= v <= _INT64_MAX else None for v in values]
-        texts = [None if v is None or type(v) is int else str(v) for v in values]
+        # a string, or an integer past 64 bits: its exact text
+        texts = [None if v is None or (type(v) is int and -_INT64_MAX <= v <= _INT64_MAX) else str(v) for v in values]
         return pa.array(ints, pa.int64()), pa.array(texts, pa.string())
 
 
@@ -100,11 +101,16 @@ def _text(r):
     return msgspec.json.decode(b) if b[:1] == b'"' else b.decode()
 
 
-def _arg_column(vals: list, col: str, kind: str) -> pa.Array:
+def _arg_column(vals: list, col: str, kind: str, key: str, path: str, start: int) -> pa.Array:
     if vals.count(None) == len(vals):
         return pa.nulls(len(vals), EVENTS_SCHEMA.field(col).type)
     if kind in ("int", "float", "str"):
-        return pa.array(vals, EVENTS_SCHEMA.field(col).type)
+        try:
+            return pa.array(vals, EVENTS_SCHEMA.field(col).type)
+        except OverflowError:
+            i = next(i for i, v in enumerate(vals) if type(v) is int and not -_INT64_MAX <= v <= _INT64_MAX)
+            raise TraceFormatError(f"{path} (event #{start + i} of traceEvents): args['{key}'] = {vals[i]} does "
+                                   "not fit in 64 bits; fix or drop that event") from None
     if kind == "int_or_text":
         try:
             return pa.array(vals, pa.int64())
@@ -115,6 +121,28 @@ def _arg_column(vals: list, col: str, kind: str) -> pa.Array:
     if kind == "json":
         return raw_to_strings(vals)
     return pa.array([None if v is None else _text(v) for v in vals], pa.string())  # text
+
+
+def _utf8(raw) -> bool:
+    try:
+        bytes(raw).decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _bad_args(raw_args: list, path: str, start: int, exc: Exception) -> TraceFormatError:
+    for i, a in enumerate(raw_args):
+        if a is None:
+            continue
+        try:
+            msgspec.json.decode(bytes(a), type=KinetoArgs)
+        except msgspec.DecodeError as one:
+            return TraceFormatError(f"{path} (event #{start + i} of traceEvents): unreadable args: "
+                                    f"{str(one).split(' (byte')[0]}; fix or drop that event")
+        except msgspec.ValidationError:
+            continue
+    return TraceFormatError(f"{path} (events from #{start} of traceEvents): unreadable args: {exc}")
 
 
 def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
@@ -136,6 +164,8 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
         args = _args_decoder.decode(b"[" + b",".join([_EMPTY if a is None else a for a in raw_args]) + b"]")
     except msgspec.ValidationError as exc:
         raise type_error(path, start, str(exc), args=True) from None
+    except msgspec.DecodeError as exc:  # e.g. invalid UTF-8 in a typed arg: find the event
+        raise _bad_args(raw_args, path, start, exc) from None
     cols = {
         "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
         "ph": pa.array(phs, pa.string()),
@@ -150,8 +180,14 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     }
     # transpose structs -> columns in C: one astuple per event, then zip(*)
     by_col = list(zip(*map(astuple, args))) if n else [()] * len(KINETO_ARGS)
-    for (col, _key, kind, _), vals in zip(KINETO_ARGS, by_col):
-        cols[col] = _arg_column(list(vals), col, kind)
+    for (col, key, kind, _), vals in zip(KINETO_ARGS, by_col):
+        cols[col] = _arg_column(list(vals), col, kind, key, path, start)
     cols["args"] = raw_to_strings(raw_args)
+    try:  # args are kept as written: text that is not UTF-8 would break every later read of the run
+        cols["args"].validate(full=True)
+    except pa.ArrowInvalid:
+        bad = next(i for i, a in enumerate(raw_args) if a is not None and not _utf8(a))
+        raise TraceFormatError(f"{path} (event #{start + bad} of traceEvents): its args hold text that is not "
+                               "valid UTF-8; fix or drop that event") from None
     cols["extra"] = pa.array(batch.extra if batch.extra is not None else [None] * n, pa.string())
     return pa.RecordBatch.from_arrays([cols[f.name] for f in EVENTS_SCHEMA], schema=EVENTS_SCHEMA)

@@ -75,42 +75,57 @@ def ingest_file(path: str, part_path: str, rank: int | None = None, progress=Non
     return describe(path, header, reader, rank_value, rank_source, dict(phases))
 
 
+def _int64(v):
+    """An integer that fits the int64 columns, else None (booleans are not integers here)."""
+    return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
+
+
+def _text(v):
+    """A string field as text: a string, a number or a bool as written; an object or a list: None."""
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    return v if isinstance(v, str) else msgspec.json.encode(v).decode()
+
+
 def describe(path, header: dict, reader: TraceReader, rank: int, rank_source: str, phases: dict) -> dict:
+    """The trace's row in `traces` and its process groups. Header fields of an unexpected type are left
+    NULL (the whole header stays in `metadata` as written)."""
     info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
-    devices = header.get("deviceProperties") or []
+    devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
     host = header.get("host_name") or header.get("hostname") or header.get("hostName")
     base = header.get("baseTimeNanoseconds")
     pgs = []
-    for pg in info.get("pg_config") or []:
+    pg_config = info.get("pg_config")
+    for pg in pg_config if isinstance(pg_config, list) else []:
         if not isinstance(pg, dict):
             continue
         ranks = pg.get("ranks")
         pgs.append({
             "rank": rank,
-            "pg_name": None if pg.get("pg_name") is None else str(pg.get("pg_name")),
-            "pg_desc": pg.get("pg_desc"),
-            "backend_config": pg.get("backend_config"),
-            "pg_size": pg.get("pg_size") if isinstance(pg.get("pg_size"), int) else None,
-            "ranks": [r for r in ranks if isinstance(r, int)] if isinstance(ranks, list) else None,
+            "pg_name": _text(pg.get("pg_name")),
+            "pg_desc": _text(pg.get("pg_desc")),
+            "backend_config": _text(pg.get("backend_config")),
+            "pg_size": _int64(pg.get("pg_size")),
+            "ranks": [r for r in ranks if _int64(r) is not None] if isinstance(ranks, list) else None,
         })
     trace = {
         "rank": rank,
         "rank_source": rank_source,
-        "world_size": info.get("world_size") if isinstance(info.get("world_size"), int) else None,
-        "backend": info.get("backend"),
-        "nccl_version": None if info.get("nccl_version") is None else str(info.get("nccl_version")),
-        "host_name": None if host is None else str(host),
+        "world_size": _int64(info.get("world_size")),
+        "backend": _text(info.get("backend")),
+        "nccl_version": _text(info.get("nccl_version")),
+        "host_name": _text(host),
         "path": os.path.abspath(path),
         "file_bytes": reader.source.file_bytes,
         "json_bytes": reader.source.json_bytes,
         "sha256": reader.sha256,
         "event_count": reader.event_count,
         "phase_counts": msgspec.json.encode(dict(sorted(phases.items(), key=lambda kv: str(kv[0])))).decode(),
-        "schema_version": header.get("schemaVersion") if isinstance(header.get("schemaVersion"), int) else None,
-        "base_time_ns": base if isinstance(base, int) else None,
-        "display_time_unit": header.get("displayTimeUnit"),
+        "schema_version": _int64(header.get("schemaVersion")),
+        "base_time_ns": _int64(base),
+        "display_time_unit": _text(header.get("displayTimeUnit")),
         "device_properties": msgspec.json.encode(devices).decode(),
-        "gpu_name": devices[0].get("name") if devices and isinstance(devices[0], dict) else None,
+        "gpu_name": _text(devices[0].get("name")) if devices and isinstance(devices[0], dict) else None,
         "metadata": msgspec.json.encode(header).decode(),
     }
     return {"trace": trace, "process_groups": pgs}

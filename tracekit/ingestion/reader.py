@@ -132,7 +132,7 @@ class TraceReader:
                 raise self._fail(
                     "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
                     f"found {bytes(buf[start:start + 20])!r}", offset=start)
-            m = _KEY.search(buf)
+            m = self._top_level_key(buf)
             if m:
                 return buf, m.start(), m.end()
             if not data or len(buf) > _MAX_HEADER:
@@ -141,6 +141,19 @@ class TraceReader:
                 raise self._fail(
                     "this JSON has no \"traceEvents\" array, so it is not a Chrome/Kineto trace. "
                     "Pass the .json/.json.gz files that torch.profiler wrote")
+
+    @staticmethod
+    def _top_level_key(buf):
+        """The first "traceEvents": [ that is a key of the top-level object, not of a nested one (a
+        header may hold its own "traceEvents", e.g. under distributedInfo): the text before a top-level
+        key, closed with an empty array and '}', is a whole JSON object."""
+        for m in _KEY.finditer(buf):
+            try:
+                msgspec.json.decode(bytes(buf[:m.start()]) + b'"traceEvents":[]}')
+            except msgspec.DecodeError:
+                continue
+            return m
+        return None
 
     def _decode(self, buf, pos, cut, base, index) -> EventBatch | None:
         body = b"[" + memoryview(buf)[pos:cut + 1] + b"]"

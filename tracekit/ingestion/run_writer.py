@@ -53,9 +53,19 @@ def is_up_to_date(run_dir: str, files: list[str]) -> bool:
         return False
     for f in files:
         entry = known[f]
-        if entry.get("bytes") != os.path.getsize(f) or entry.get("sha256") != sha256_of(f):
-            return False
+        try:
+            if entry.get("bytes") != os.path.getsize(f) or entry.get("sha256") != sha256_of(f):
+                return False
+        except OSError:
+            return False  # unreadable now: ingest again, and say why there
     return True
+
+
+def _or_none(fn, path):
+    try:
+        return fn(path)
+    except OSError:
+        return None
 
 
 def _task(args):
@@ -91,6 +101,10 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
         raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MANIFEST}); a run "
                             "replaces its directory, so choose another -o (or remove that directory yourself)")
+    inside = [f for f in files if f.startswith(out + os.sep)]
+    if inside:
+        raise TracekitError(f"{inside[0]} is inside the output run {out}, which ingest replaces whole (the input "
+                            "would be deleted): choose another -o, or move the traces out first")
     if not force and os.path.isdir(out) and is_up_to_date(out, files):
         return False
     given = match_rank_options(ranks or {}, files)
@@ -101,6 +115,10 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
         results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
         _finish(tmp, results, failures, executor)
         _swap(tmp, out)
+    except OSError as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ...
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise TracekitError(f"cannot write the run {out}: {exc.strerror or exc}{where}; nothing was replaced "
+                            "(an earlier run there is intact). Free space, or choose another -o") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return True
@@ -112,7 +130,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
              for i, f in enumerate(files)]
     results: list[tuple[str, str, dict]] = []
     failures: list[dict] = []
-    total = sum(os.path.getsize(f) for f in files)
+    total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
     with IngestProgress(len(files), total, show_progress) as prog:
         def done(task, fut_result=None, exc=None, worker="local"):
             path, part = task[:2]
@@ -120,14 +138,14 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
                 fut_result["worker"] = worker
                 results.append((path, part, fut_result))
             elif isinstance(exc, TracekitError) and on_error == "skip":
-                failures.append({"path": path, "bytes": os.path.getsize(path), "sha256": sha256_of(path),
-                                 "reason": str(exc)})
+                failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
+                                 "sha256": _or_none(sha256_of, path), "reason": str(exc)})
                 if os.path.exists(part):
                     os.remove(part)
                 shutil.rmtree(part[:-len(".parquet")] + "-facts", ignore_errors=True)
             else:
                 raise exc
-            prog.file_done(os.path.getsize(path))
+            prog.file_done(_or_none(os.path.getsize, path) or 0)
 
         if scheduler:
             from .on_dask import run_on_dask

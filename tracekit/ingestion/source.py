@@ -43,8 +43,12 @@ class TraceSource:
 
     def __init__(self, path: str):
         self.path = path
-        self.file_bytes = os.path.getsize(path)
-        self._hashing = _Hashing(open(path, "rb"))
+        try:
+            self.file_bytes = os.path.getsize(path)
+            self._hashing = _Hashing(open(path, "rb"))
+        except OSError as exc:
+            raise TraceFormatError(f"{path}: cannot read it ({exc.strerror}); check that it exists and that "
+                                   "you may read it, or pass --on-error skip to ingest the other files") from None
         head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
         self.compressed = head == b"\x1f\x8b"
         self._stream = gzip.GzipFile(fileobj=self._hashing, mode="rb") if self.compressed else self._hashing
