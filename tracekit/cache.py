@@ -94,4 +94,6 @@ def clear() -> int:
             if name.startswith("run-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
                 n += 1
+            elif name.startswith(".run-") and name.endswith(".lock"):  # the writers' lock files
+                os.remove(os.path.join(base, name))
     return n

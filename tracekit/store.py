@@ -42,8 +42,11 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
-        self.path = os.path.abspath(path)
+        self.path = os.path.realpath(path)  # a reader holds the directory it opened, not a name
         self.size_buckets = size_buckets
+        if not os.path.exists(self.path):
+            from .ingestion.guard import recover
+            recover(self.path)
         manifest = os.path.join(self.path, MANIFEST)
         if not os.path.isfile(manifest):
             raise RunError(f"{self.path}: not a tracekit run (no {MANIFEST}); create one with "
@@ -183,6 +186,9 @@ def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> R
     from .ingestion.run_writer import ingest_run
 
     paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+    if len(paths) == 1 and not os.path.exists(paths[0]):
+        from .ingestion.guard import recover
+        recover(os.path.abspath(paths[0]))  # an ingest that died mid-swap left the previous run beside it
     if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):
         return Run(paths[0], size_buckets=size_buckets)
     out = cache.dir_for(paths)

@@ -161,3 +161,63 @@ def test_disk_full_while_writing_keeps_the_earlier_run(tmp_path, capsys, monkeyp
     assert code == 1 and "cannot write the run" in err and "No space left on device" in err
     assert (tmp_path / "r" / "manifest.json").read_text() == before
     assert not [d for d in os.listdir(tmp_path) if ".tmp-" in d]  # nothing half-built left behind
+
+
+def test_a_second_ingest_into_the_same_run_fails_clearly(tmp_path, capsys):
+    import fcntl
+    p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
+    with open(tmp_path / ".r.lock", "a+") as held:  # what a running ingest into r holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        code, err = ingest(capsys, p, "-o", tmp_path / "r")
+    assert code == 1 and "another tracekit ingest is writing this run (pid 4242)" in err
+    assert not (tmp_path / "r").exists()
+    assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0  # released: it goes through
+
+
+def test_leftovers_of_a_dead_ingest_are_cleaned_and_an_interrupted_swap_undone(tmp_path, capsys):
+    p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
+    assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0
+    dead = 2**22 + 12345  # beyond pid_max's default: no such process
+    # killed between its two renames: the old run moved aside, the new one not yet in
+    os.replace(tmp_path / "r", tmp_path / f"r.old-{dead}")
+    (tmp_path / f".r.tmp-{dead}").mkdir()
+    run = tracekit.open(tmp_path / "r")  # a reader finds the run back in place
+    assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    assert sorted(os.listdir(tmp_path)) == [".r.lock", "r", "rank0.json"]  # the dead one's tmp is gone too
+    (tmp_path / f".r.tmp-{dead}").mkdir()
+    assert main(["ingest", str(p), "-o", str(tmp_path / "r"), "--force"]) == 0
+    assert not [e for e in os.listdir(tmp_path) if ".tmp-" in e or ".old-" in e]
+
+
+def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
+    p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
+    assert main(["ingest", str(p), "-o", str(tmp_path / "real")]) == 0
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert main(["ingest", str(p), "-o", str(tmp_path / "link"), "--force"]) == 0
+    assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == str(tmp_path / "real")
+    assert (tmp_path / "real" / "manifest.json").exists()
+
+
+def test_pool_workers_die_with_a_killed_ingest(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    psutil = pytest.importorskip("psutil")
+    big = ",".join(K + "}" for _ in range(150000))
+    for r in range(4):
+        trace(tmp_path, big, f'"distributedInfo":{{"rank":{r}}}', name=f"rank{r}.json")
+    proc = subprocess.Popen([sys.executable, "-m", "tracekit.cli.main", "ingest", str(tmp_path), "-o",
+                             str(tmp_path / "run"), "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(parent.children()) < 2:
+        time.sleep(0.05)
+    workers = parent.children(recursive=True)
+    assert workers, "the ingest started no pool workers"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    gone, alive = psutil.wait_procs(workers, timeout=15)
+    assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE], "workers outlived their parent"

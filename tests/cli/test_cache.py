@@ -29,7 +29,7 @@ def test_cache_is_capped_least_recently_used_first(tmp_path, monkeypatch, capsys
     assert tracekit.open(a).path == ra.path  # a used again: now b is the least recently used
     time.sleep(0.05)
     rc = tracekit.open(c)
-    left = sorted(os.listdir(tmp_path / "cache"))
+    left = sorted(n for n in os.listdir(tmp_path / "cache") if n.startswith("run-"))
     assert left == sorted(os.path.basename(p) for p in (ra.path, rc.path)) and os.path.basename(rb.path) not in left
     assert main(["cache", "list", "--format", "csv"]) == 0
     listed = capsys.readouterr().out

@@ -16,6 +16,9 @@ _QUEUE = None  # set in each worker by worker_init
 def worker_init(q) -> None:
     global _QUEUE
     _QUEUE = q
+    if multiprocessing.parent_process() is not None:  # a pool worker, not the main process (jobs=1)
+        from .guard import die_with_parent
+        die_with_parent()
 
 
 def make_sink():

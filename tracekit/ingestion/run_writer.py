@@ -20,6 +20,7 @@ from .. import __version__
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
 from ..derive import derive_rank, facts_key, place_facts, reduce_run
+from .guard import recover, writer_lock
 from .one_file import ingest_file
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
@@ -96,6 +97,14 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = os.path.abspath(out)
+    if os.path.islink(out):  # a link to a run: update the run it points to, keep the link
+        out = os.path.realpath(out)
+    with writer_lock(out):
+        recover(out)
+        return _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler)
+
+
+def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler) -> bool:
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
