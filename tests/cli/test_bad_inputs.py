@@ -221,3 +221,14 @@ def test_pool_workers_die_with_a_killed_ingest(tmp_path):
     proc.wait()
     gone, alive = psutil.wait_procs(workers, timeout=15)
     assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE], "workers outlived their parent"
+
+
+@pytest.mark.parametrize("where", ["args", "unknown key", "header"])
+def test_nesting_too_deep_is_an_input_error(tmp_path, capsys, where):
+    deep = "[" * 5000 + "]" * 5000
+    if where == "header":
+        p = trace(tmp_path, K + "}", '"deep":' + deep)
+    else:
+        p = trace(tmp_path, K + (',"args":{"x":' + deep + "}}" if where == "args" else ',"zz":' + deep + "}"))
+    code, err = ingest(capsys, p, "-o", tmp_path / "run")
+    assert code == 2 and str(p) in err and "nested deeper than the JSON decoder allows" in err

@@ -137,6 +137,9 @@ def _bad_args(raw_args: list, path: str, start: int, exc: Exception) -> TraceFor
             continue
         try:
             msgspec.json.decode(bytes(a), type=KinetoArgs)
+        except RecursionError:
+            return TraceFormatError(f"{path} (event #{start + i} of traceEvents): its args nest deeper than the "
+                                    "JSON decoder allows (about 1,000 levels); fix or drop that event")
         except msgspec.DecodeError as one:
             return TraceFormatError(f"{path} (event #{start + i} of traceEvents): unreadable args: "
                                     f"{str(one).split(' (byte')[0]}; fix or drop that event")
@@ -164,7 +167,7 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
         args = _args_decoder.decode(b"[" + b",".join([_EMPTY if a is None else a for a in raw_args]) + b"]")
     except msgspec.ValidationError as exc:
         raise type_error(path, start, str(exc), args=True) from None
-    except msgspec.DecodeError as exc:  # e.g. invalid UTF-8 in a typed arg: find the event
+    except (msgspec.DecodeError, RecursionError) as exc:  # invalid UTF-8 in a typed arg, deep nesting: find the event
         raise _bad_args(raw_args, path, start, exc) from None
     cols = {
         "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),

@@ -31,6 +31,8 @@ _POS = re.compile(r"\(byte (\d+)\)")
 _AT = re.compile(r"at `\$\[(\d+)\](.*)`")
 
 _events_decoder = msgspec.json.Decoder(list[TraceEvent])
+_TOO_DEEP = ("holds a value nested deeper than the JSON decoder allows (about 1,000 levels of arrays or "
+             "objects); no Kineto trace does: the file is damaged or not a trace")
 _loose_decoder = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
 
 
@@ -142,14 +144,15 @@ class TraceReader:
                     "this JSON has no \"traceEvents\" array, so it is not a Chrome/Kineto trace. "
                     "Pass the .json/.json.gz files that torch.profiler wrote")
 
-    @staticmethod
-    def _top_level_key(buf):
+    def _top_level_key(self, buf):
         """The first "traceEvents": [ that is a key of the top-level object, not of a nested one (a
         header may hold its own "traceEvents", e.g. under distributedInfo): the text before a top-level
         key, closed with an empty array and '}', is a whole JSON object."""
         for m in _KEY.finditer(buf):
             try:
                 msgspec.json.decode(bytes(buf[:m.start()]) + b'"traceEvents":[]}')
+            except RecursionError:
+                raise self._fail("the metadata before traceEvents " + _TOO_DEEP) from None
             except msgspec.DecodeError:
                 continue
             return m
@@ -159,6 +162,8 @@ class TraceReader:
         body = b"[" + memoryview(buf)[pos:cut + 1] + b"]"
         try:
             return EventBatch(index, _events_decoder.decode(body), None)
+        except RecursionError:
+            raise self._fail(_TOO_DEEP, offset=base + pos, index=index) from None
         except msgspec.ValidationError as exc:
             msg = str(exc)
             if "unknown field" in msg:
@@ -176,6 +181,8 @@ class TraceReader:
         as on the fast path, the unknown ones kept byte for byte."""
         try:
             raw = _loose_decoder.decode(body)
+        except RecursionError:
+            raise self._fail(_TOO_DEEP, offset=offset, index=index) from None
         except msgspec.ValidationError as exc:
             raise type_error(self.path, index, str(exc)) from None
         except msgspec.DecodeError as exc:  # the same cases as on the fast path
@@ -239,6 +246,8 @@ class TraceReader:
         text = prefix + b'"traceEvents":[]' + bytes(rest)
         try:
             header = msgspec.json.decode(text)
+        except RecursionError:
+            raise self._fail("the top-level metadata around traceEvents " + _TOO_DEEP) from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
             if "truncated" in msg:
