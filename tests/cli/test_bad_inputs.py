@@ -232,3 +232,19 @@ def test_nesting_too_deep_is_an_input_error(tmp_path, capsys, where):
         p = trace(tmp_path, K + (',"args":{"x":' + deep + "}}" if where == "args" else ',"zz":' + deep + "}"))
     code, err = ingest(capsys, p, "-o", tmp_path / "run")
     assert code == 2 and str(p) in err and "nested deeper than the JSON decoder allows" in err
+
+
+def test_hostile_shapes_are_linear_and_bounded(tmp_path, capsys, monkeypatch):
+    """A string full of "},{", events full of [{}, {}, ...], and a gap or a string past the event limit
+    (TRACEKIT_MAX_EVENT_MB, lowered here to 1 MB): exact results, or a clear error, never a hang."""
+    sep = trace(tmp_path, K + ',"zz":"' + "},{" * 300_000 + '"},' + K + "}", name="rank0.json")
+    objs = trace(tmp_path, ",".join(K + ',"zz":[' + ",".join(["{}"] * 300) + "]}" for _ in range(200)), name="rank1.json")
+    for p, n in ((sep, 2), (objs, 200)):
+        run = tracekit.ingest([p], tmp_path / f"run-{n}", jobs=1)
+        assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": n}]
+    monkeypatch.setenv("TRACEKIT_MAX_EVENT_MB", "1")
+    gap = trace(tmp_path, K + "}," + " " * (10 << 20) + K + "}", name="rank2.json")  # past one 8 MB read
+    big = trace(tmp_path, K + ',"zz":"' + "x" * (10 << 20) + '"}', name="rank3.json")
+    for p in (gap, big):
+        code, err = ingest(capsys, p, "-o", tmp_path / "run-x")
+        assert code == 2 and "longer than 1 MB" in err and "TRACEKIT_MAX_EVENT_MB=2" in err

@@ -25,6 +25,18 @@ from .source import TraceSource
 
 CHUNK_BYTES = 8 << 20
 _MAX_HEADER = 256 << 20
+MAX_EVENT_MB = 256  # default bound on one event or one gap between events; TRACEKIT_MAX_EVENT_MB sets it
+
+
+def max_event_limit() -> int:
+    """Bytes one event (or the whitespace between two) may take: $TRACEKIT_MAX_EVENT_MB, default 256.
+    Past it the file is refused with a clear error, so that memory stays bounded on hostile input."""
+    import os
+    try:
+        mb = int(os.environ.get("TRACEKIT_MAX_EVENT_MB", MAX_EVENT_MB))
+    except ValueError:
+        mb = MAX_EVENT_MB
+    return max(1, mb) << 20
 _WS = b" \t\r\n"
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _POS = re.compile(r"\(byte (\d+)\)")
@@ -46,9 +58,10 @@ class EventBatch:
 class TraceReader:
     """Iterate over ``EventBatch``es; afterwards ``header`` holds the top-level metadata."""
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES):
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, max_event_bytes: int | None = None):
         self.path = path
         self.chunk_bytes = chunk_bytes
+        self.max_event_bytes = max_event_bytes or max_event_limit()
         self.source = TraceSource(path)
         self.header: dict = {}
         self.array_format = False  # Chrome's JSON Array Format: the file is the event list itself
@@ -81,6 +94,7 @@ class TraceReader:
         prefix = b"" if self.array_format else bytes(buf[:prefix_end])
         eof = False
         index = 0
+        stalled = 0  # reads since the last cut
         # empty array
         p = _skip_ws(buf, pos)
         while p >= len(buf) and not eof:
@@ -93,29 +107,67 @@ class TraceReader:
             self._finish(prefix, buf, suffix_start, base)
             return
         while True:
-            advanced = False
-            for cut, nxt, is_end in _candidates(buf, pos, open_end=eof and self.array_format):
-                batch = self._decode(buf, pos, cut, base, index)
-                if batch is None:
-                    continue  # that '}' closed a nested object or sat in a string: try an earlier one
+            found = self._first_cut(buf, pos, base, index, eof)
+            if found is not None:
+                batch, nxt, is_end = found
                 yield batch
                 index += len(batch.events)
                 self.event_count = index
                 if is_end:
                     self._finish(prefix, buf, nxt + 1, base)
                     return
-                pos, advanced = nxt, True
-                break
+                pos = nxt
+                stalled = 0
+            elif eof:
+                self._raise_unterminated(buf, pos, base, index)
+            else:
+                stalled += 1
             if eof:
-                if not advanced:
-                    self._raise_unterminated(buf, pos, base, index)
                 continue
             del buf[:pos]  # keep memory bounded: drop what was decoded
             base += pos
             pos = 0
-            data = self._more()
+            if stalled and len(buf) >= self.max_event_bytes:
+                raise self._fail(
+                    f"one event (or the space between two) is longer than {self.max_event_bytes >> 20} MB; no "
+                    "profiler writes such events, so the file is damaged or hostile. If it is real, raise the "
+                    f"limit: TRACEKIT_MAX_EVENT_MB={2 * (self.max_event_bytes >> 20)}", offset=base, index=index)
+            # no cut in what we hold: read as much again as we hold, so that a long event costs
+            # O(log size) attempts, not one per chunk
+            want = max(self.chunk_bytes, len(buf)) if stalled else self.chunk_bytes
+            data = self.source.read(max(1, min(want, self.max_event_bytes - len(buf) + self.chunk_bytes)))
             eof = not data
             buf += data
+
+    def _first_cut(self, buf, pos, base, index, eof):
+        """The latest cut after which ``buf[pos:cut]`` decodes as whole events: (batch, next, is_end), or
+        None. Candidates are tried latest first at exponentially growing distance (1st, 2nd, 4th, 8th,
+        ...): a failed decode means that '}' closed a nested object or sat in a string, and any earlier
+        event boundary will do, so a batch costs O(log k) decodes, never one per '}'. At the end of the
+        file every candidate is tried, latest first, before the file is called unterminated."""
+        cands = _candidates(buf, pos, open_end=eof and self.array_format)
+        seen: list = []
+        probe = 0
+        while True:
+            while len(seen) <= probe:
+                c = next(cands, None)
+                if c is None:
+                    break
+                seen.append(c)
+            if probe >= len(seen):
+                break
+            cut, nxt, is_end = seen[probe]
+            batch = self._decode(buf, pos, cut, base, index)
+            if batch is not None:
+                return batch, nxt, is_end
+            probe = probe * 2 + 1
+        if not eof:
+            return None
+        for cut, nxt, is_end in seen + list(cands):  # the end: leave no boundary untried
+            batch = self._decode(buf, pos, cut, base, index)
+            if batch is not None:
+                return batch, nxt, is_end
+        return None
 
     def _find_array(self):
         buf = bytearray()
@@ -299,36 +351,43 @@ def type_error(path: str, start: int, msg: str, args: bool = False) -> TraceForm
                             f"{what}. Fix or drop that event")
 
 
+_NON_WS = re.compile(rb"[^ \t\r\n]")
+
+
 def _skip_ws(buf, i: int) -> int:
-    n = len(buf)
-    while i < n and buf[i] in _WS:
-        i += 1
-    return i
+    """The first non-whitespace position at or after i (len(buf) if none), at C speed: a file may hold
+    gigabytes of whitespace."""
+    m = _NON_WS.search(buf, i)
+    return m.start() if m else len(buf)
+
+
+# A boundary between two events: '}' then ',' then '{' opening an object whose first key starts ('"').
+# Inside a JSON string a '"' is escaped, so a string full of "},{" holds one candidate at most (at its
+# closing quote), not one per "},{".
+_BOUNDARY = re.compile(rb'\}[ \t\r\n]*(?:,[ \t\r\n]*\{[ \t\r\n]*"|\])')
 
 
 def _candidates(buf, lo: int, open_end: bool = False):
-    """Yield (cut, next, is_end), latest first: `cut` is a '}' followed by ',' + '{' or by ']'.
+    """Yield (cut, next, is_end), latest first: `cut` is a '}' followed by ',' + '{' (the next event) or
+    by ']'. Found by a regex over windows growing back from the end, so the cost is in C and in
+    proportion to how far back the search has to go.
 
     With ``open_end`` (the end of a file in Chrome's array format, whose closing ']' may be missing) the
     last '}' before only whitespace (and a trailing comma) also ends the array.
     """
     hi = len(buf)
-    i = buf.rfind(b"}", lo, hi)
-    tries = 0
-    if open_end and i >= lo and bytes(buf[i + 1:]).strip() in (b"", b","):
-        tries += 1
-        yield i, hi, True
-        i = buf.rfind(b"}", lo, i)
-    while i >= lo and tries < 256:
-        j = _skip_ws(buf, i + 1)
-        if j < hi:
-            c = buf[j]
-            if c == 44:  # ','
-                k = _skip_ws(buf, j + 1)
-                if k < hi and buf[k] == 123:  # '{'
-                    tries += 1
-                    yield i, k, False
-            elif c == 93:  # ']'
-                tries += 1
-                yield i, j, True
-        i = buf.rfind(b"}", lo, i)
+    last = buf.rfind(b"}", lo, hi)
+    if open_end and last >= lo and bytes(buf[last + 1:]).strip() in (b"", b","):
+        yield last, hi, True
+        hi = last
+    end, width = hi, 1 << 16
+    while end > lo:
+        begin = max(lo, end - width)
+        found = [m for m in _BOUNDARY.finditer(buf, begin, hi) if m.start() < end]
+        for m in reversed(found):
+            text = m.group()
+            if text.endswith(b"]"):
+                yield m.start(), m.end() - 1, True
+            else:
+                yield m.start(), m.start() + text.rindex(b"{"), False
+        end, width = begin, width * 4
