@@ -253,6 +253,9 @@ class TraceReader:
             events = msgspec.json.decode(b"[" + b",".join(parts) + b"]", type=list[TraceEvent])
         except msgspec.ValidationError as exc:
             raise type_error(self.path, index, str(exc)) from None
+        except msgspec.DecodeError as exc:  # a value the raw pass did not read, e.g. invalid UTF-8
+            bad = next((i for i, part in enumerate(parts) if not _decodes(part)), 0)
+            raise self._fail(f"malformed JSON: {str(exc).split(' (byte')[0]}", index=index + bad) from None
         texts = []
         for i, e in enumerate(extra):
             try:
@@ -310,6 +313,14 @@ class TraceReader:
             raise self._fail("the top level of the JSON is not an object")
         header.pop("traceEvents", None)
         self.header = header
+
+
+def _decodes(part: bytes) -> bool:
+    try:
+        msgspec.json.decode(part, type=TraceEvent)
+        return True
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
 
 
 def _object(items) -> bytes:
