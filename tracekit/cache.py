@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
+
+from .ingestion.guard import remove_run
 
 USED = ".last_used"  # touched whenever a cached run is opened
 
@@ -46,7 +47,7 @@ def entries() -> list[dict]:
         return out
     for name in os.listdir(base):
         d = os.path.join(base, name)
-        if not (name.startswith("run-") and os.path.isdir(d)):
+        if not (name.startswith("run-") and os.path.isdir(d)):  # a run: tracekit's link to its version
             continue
         try:
             with open(os.path.join(d, "manifest.json")) as f:
@@ -79,7 +80,7 @@ def enforce_cap(keep: str) -> list[str]:
             break
         if os.path.abspath(d) == os.path.abspath(keep):
             continue
-        shutil.rmtree(d, ignore_errors=True)
+        remove_run(d)
         total -= sizes[d]
         removed.append(d)
     return removed
@@ -92,7 +93,7 @@ def clear() -> int:
     if os.path.isdir(base):
         for name in os.listdir(base):
             if name.startswith("run-"):
-                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+                remove_run(os.path.join(base, name))
                 n += 1
             elif name.startswith(".run-") and name.endswith(".lock"):  # the writers' lock files
                 os.remove(os.path.join(base, name))

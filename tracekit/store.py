@@ -42,7 +42,8 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
-        self.path = os.path.realpath(path)  # a reader holds the directory it opened, not a name
+        self.name = os.path.abspath(path)  # the run as the user names it
+        self.path = os.path.realpath(path)  # the version it reads: a reader keeps it, whatever replaces the run
         self.size_buckets = size_buckets
         if not os.path.exists(self.path):
             from .ingestion.guard import recover
@@ -138,7 +139,7 @@ class Run:
         events = sum(i.get("events", 0) for i in inputs)
         ranks = sorted(i.get("rank") for i in inputs)
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
-        return f"Run({self.path!r}: {len(ranks)} ranks [{shown}], {events:,} events, {len(inputs)} inputs)"
+        return f"Run({self.name!r}: {len(ranks)} ranks [{shown}], {events:,} events, {len(inputs)} inputs)"
 
     @property
     def ranks(self) -> list[int]:

@@ -177,18 +177,37 @@ def test_a_second_ingest_into_the_same_run_fails_clearly(tmp_path, capsys):
 
 
 def test_leftovers_of_a_dead_ingest_are_cleaned_and_an_interrupted_swap_undone(tmp_path, capsys):
+    import shutil
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
     assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0
     dead = 2**22 + 12345  # beyond pid_max's default: no such process
-    # killed between its two renames: the old run moved aside, the new one not yet in
-    os.replace(tmp_path / "r", tmp_path / f"r.old-{dead}")
-    (tmp_path / f".r.tmp-{dead}").mkdir()
+    # a killed ingest: an unfinished version and a link it never switched
+    (tmp_path / f".r.v-{dead}-1").mkdir()
+    (tmp_path / f".r.link-{dead}").symlink_to(f".r.v-{dead}-1")
+    run = tracekit.open(tmp_path / "r")
+    assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    assert main(["ingest", str(p), "-o", str(tmp_path / "r"), "--force"]) == 0
+    assert not [e for e in os.listdir(tmp_path) if f"-{dead}" in e]
+    # a run of the old layout (a real directory) whose swap was killed between its two renames
+    real = tmp_path / os.readlink(tmp_path / "r")
+    os.unlink(tmp_path / "r")
+    shutil.move(str(real), str(tmp_path / f"r.old-{dead}"))
     run = tracekit.open(tmp_path / "r")  # a reader finds the run back in place
     assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
-    assert sorted(os.listdir(tmp_path)) == [".r.lock", "r", "rank0.json"]  # the dead one's tmp is gone too
-    (tmp_path / f".r.tmp-{dead}").mkdir()
-    assert main(["ingest", str(p), "-o", str(tmp_path / "r"), "--force"]) == 0
-    assert not [e for e in os.listdir(tmp_path) if ".tmp-" in e or ".old-" in e]
+
+
+def test_a_reader_keeps_the_run_it_opened_while_it_is_replaced(tmp_path):
+    p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
+    old = tracekit.ingest([p], tmp_path / "r", jobs=1)
+    assert (tmp_path / "r").is_symlink()  # the run is a link to its current version
+    trace(tmp_path, K + "}," + K + "}", '"distributedInfo":{"rank":0}')
+    new = tracekit.ingest([p], tmp_path / "r", jobs=1)
+    assert old.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]  # still its version
+    assert new.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
+    versions = sorted(e for e in os.listdir(tmp_path) if e.startswith(".r.v-"))
+    assert len(versions) == 2  # the current one and the previous, for readers still on it
+    tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
+    assert len([e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]) == 2  # older ones go
 
 
 def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
@@ -197,7 +216,7 @@ def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert main(["ingest", str(p), "-o", str(tmp_path / "link"), "--force"]) == 0
     assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == str(tmp_path / "real")
-    assert (tmp_path / "real" / "manifest.json").exists()
+    assert (tmp_path / "real" / "manifest.json").exists() and (tmp_path / "real").is_symlink()
 
 
 def test_pool_workers_die_with_a_killed_ingest(tmp_path):

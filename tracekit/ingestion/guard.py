@@ -1,6 +1,15 @@
-"""What keeps concurrent and interrupted ingests from hurting a run: one writer at a time (a lock file
-beside the run), the leftovers of a dead ingest cleaned up (or, if it died between the two renames of
-its swap, the previous run put back), and pool workers that die with their parent."""
+"""What keeps concurrent and interrupted ingests from hurting a run, and readers from seeing half of one.
+
+- Versions: a run ``NAME`` is a symbolic link to a sibling directory ``.NAME.v-PID-NS`` that holds one
+  complete build. An ingest builds a new version beside it and switches the link with one rename
+  (atomic on POSIX): a reader sees the old run or the new one, never none and never a mix, and keeps the
+  directory it opened (``Run`` resolves the link once). The previous version stays until the next
+  ingest, for readers still on it; older ones are removed.
+- One writer at a time: a lock file ``.NAME.lock`` beside the run.
+- Leftovers of a dead ingest (an unfinished version, a link it had not switched yet, a run of the old
+  layout it had moved aside) are cleaned up, or put back, by the next ingest or reader.
+- Pool workers die with their parent.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +22,79 @@ import sys
 
 from ..errors import TracekitError
 
-_LEFTOVER = re.compile(r"^(?:\.(?P<tmp>.+)\.tmp-(?P<p1>\d+)|(?P<old>.+)\.old-(?P<p2>\d+))$")
+_LEFTOVER = re.compile(r"^(?:\.(?P<tmp>.+)\.(?:tmp|link)-(?P<p1>\d+)|(?P<old>.+)\.old-(?P<p2>\d+)"
+                       r"|\.(?P<ver>.+)\.v-(?P<p3>\d+)-\d+)$")
+MANIFEST = "manifest.json"
+
+
+def version_dir(out: str) -> str:
+    """A new, unused version directory for run ``out`` (not created)."""
+    import time
+
+    parent, name = os.path.split(out)
+    return os.path.join(parent, f".{name}.v-{os.getpid()}-{time.time_ns()}")
+
+
+def is_ours(out: str) -> bool:
+    """``out`` is a run link that tracekit made (it points at a sibling .NAME.v-* directory)."""
+    if not os.path.islink(out):
+        return False
+    target = os.readlink(out)
+    return os.sep not in target and target.startswith(f".{os.path.basename(out)}.v-")
+
+
+def resolve_output(out: str) -> str:
+    """The run to write for -o ``out``: a user's link to a run is followed to that run (and stays a
+    link); tracekit's own run link is the run."""
+    seen = 0
+    while os.path.islink(out) and not is_ours(out) and seen < 40:
+        out = os.path.abspath(os.path.join(os.path.dirname(out), os.readlink(out)))
+        seen += 1
+    return out
+
+
+def switch(version: str, out: str) -> None:
+    """Make run ``out`` the complete build in ``version``: one atomic rename of a new link over the old
+    one. A run of the old layout (a real directory) is moved aside first, once."""
+    parent, name = os.path.split(out)
+    link = os.path.join(parent, f".{name}.link-{os.getpid()}")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(os.path.basename(version), link)
+    previous = os.path.realpath(out) if is_ours(out) else None
+    if os.path.isdir(out) and not os.path.islink(out):  # the old layout, or an empty directory
+        aside = f"{out}.old-{os.getpid()}"
+        os.replace(out, aside)
+        os.replace(link, out)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(link, out)
+    _prune(out, keep={os.path.realpath(version), previous})
+
+
+def _prune(out: str, keep: set) -> None:
+    """Remove finished versions of ``out`` other than ``keep`` (the current and the previous one)."""
+    parent, name = os.path.split(out)
+    for e in os.listdir(parent):
+        m = _LEFTOVER.match(e)
+        path = os.path.join(parent, e)
+        if m and m.group("ver") == name and os.path.realpath(path) not in keep \
+                and os.path.isfile(os.path.join(path, MANIFEST)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_run(out: str) -> None:
+    """Remove run ``out`` whole: its link and every version of it."""
+    parent, name = os.path.split(out)
+    if os.path.islink(out):
+        os.unlink(out)
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    for e in os.listdir(parent):
+        m = _LEFTOVER.match(e)
+        if m and name in (m.group("ver"), m.group("tmp"), m.group("old")):
+            p = os.path.join(parent, e)
+            os.unlink(p) if os.path.islink(p) else shutil.rmtree(p, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
@@ -37,14 +118,19 @@ def recover(out: str) -> None:
         return
     for e in entries:
         m = _LEFTOVER.match(e)
-        if not m or (m.group("tmp") or m.group("old")) != name:
+        if not m or (m.group("tmp") or m.group("old") or m.group("ver")) != name:
             continue
-        pid = int(m.group("p1") or m.group("p2"))
+        pid = int(m.group("p1") or m.group("p2") or m.group("p3"))
         if pid == os.getpid() or _alive(pid):
             continue
         path = os.path.join(parent, e)
-        if m.group("old") and not os.path.exists(out):
-            os.replace(path, out)  # the interrupted swap's previous run: back in place
+        if m.group("ver"):
+            if not os.path.isfile(os.path.join(path, MANIFEST)):  # a build that never finished
+                shutil.rmtree(path, ignore_errors=True)
+        elif m.group("old") and not os.path.lexists(out):
+            os.replace(path, out)  # the old layout's interrupted swap: the previous run back in place
+        elif os.path.islink(path):
+            os.unlink(path)
         else:
             shutil.rmtree(path, ignore_errors=True)
 

@@ -20,7 +20,7 @@ from .. import __version__
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
 from ..derive import derive_rank, facts_key, place_facts, reduce_run
-from .guard import recover, writer_lock
+from .guard import recover, resolve_output, switch, version_dir, writer_lock
 from .one_file import ingest_file
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
@@ -96,9 +96,7 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     files = pick_iteration(find_traces(list(paths)), iteration)
-    out = os.path.abspath(out)
-    if os.path.islink(out):  # a link to a run: update the run it points to, keep the link
-        out = os.path.realpath(out)
+    out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     with writer_lock(out):
         recover(out)
         return _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler)
@@ -110,26 +108,29 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
         raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MANIFEST}); a run "
                             "replaces its directory, so choose another -o (or remove that directory yourself)")
-    inside = [f for f in files if f.startswith(out + os.sep)]
+    real = os.path.realpath(out)
+    inside = [f for f in files if f.startswith(out + os.sep) or os.path.realpath(f).startswith(real + os.sep)]
     if inside:
         raise TracekitError(f"{inside[0]} is inside the output run {out}, which ingest replaces whole (the input "
                             "would be deleted): choose another -o, or move the traces out first")
     if not force and os.path.isdir(out) and is_up_to_date(out, files):
         return False
     given = match_rank_options(ranks or {}, files)
-    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = version_dir(out)  # built beside the run, switched in whole when complete (see guard.py)
     os.makedirs(os.path.join(tmp, "events", "_parts"))
+    switched = False
     try:
         results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
         _finish(tmp, results, failures, executor)
-        _swap(tmp, out)
+        switch(tmp, out)
+        switched = True
     except OSError as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ...
         where = f" ({exc.filename})" if exc.filename else ""
         raise TracekitError(f"cannot write the run {out}: {exc.strerror or exc}{where}; nothing was replaced "
                             "(an earlier run there is intact). Free space, or choose another -o") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not switched:
+            shutil.rmtree(tmp, ignore_errors=True)
     return True
 
 
@@ -221,14 +222,3 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
         "failures": failures,
     }
     write_json_atomic(os.path.join(tmp, MANIFEST), manifest)
-
-
-def _swap(tmp: str, out: str) -> None:
-    """Put the finished run in place; an old run is moved aside first and removed only after."""
-    old = None
-    if os.path.exists(out):
-        old = out + f".old-{os.getpid()}"
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
