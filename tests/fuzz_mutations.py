@@ -19,6 +19,8 @@ INSERTS = [b"},{", b'"', b"[", b"]", b"{", b"}", b",", b"\xff", b"\\", b"1e400",
 def mutate(text: bytes, kind: str, at: float, pick: int) -> bytes:
     """One mutation at relative position ``at`` (0..1): truncate, flip a byte, insert a token, delete or
     duplicate a slice."""
+    if not text:  # an earlier mutation left nothing: only an insert can change that
+        return INSERTS[pick % len(INSERTS)] if kind == "insert" else text
     i = min(len(text) - 1, max(0, int(at * len(text))))
     if kind == "truncate":
         return text[:i]
