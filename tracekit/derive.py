@@ -58,7 +58,8 @@ def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None =
     con.execute(_sql.load("views", "macros").text)
 
 
-def _quote(path: str) -> str:
+def sql_string(path: str) -> str:
+    """A path as a SQL string literal (DuckDB cannot bind a file name in DDL)."""
     return "'" + path.replace("'", "''") + "'"
 
 
@@ -69,7 +70,7 @@ def _materialize(con: duckdb.DuckDBPyConnection, name: str, parquet: str) -> Non
     con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
     con.execute(f"DROP VIEW {name}")
     con.execute(f"ALTER TABLE _m RENAME TO {name}")
-    con.execute(f"COPY {name} TO {_quote(parquet)} (FORMAT parquet)")
+    con.execute(f"COPY {name} TO {sql_string(parquet)} (FORMAT parquet)")
 
 
 def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str) -> None:
@@ -78,7 +79,7 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
     con = duckdb.connect(config={"threads": 1})
     try:
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
-                    f"FROM read_parquet({_quote(events_parquet)})")
+                    f"FROM read_parquet({sql_string(events_parquet)})")
         con.register("_traces", pa.Table.from_pylist([trace], schema=TRACES_SCHEMA))
         con.register("_pgs", pa.Table.from_pylist(process_groups, schema=PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
@@ -96,10 +97,10 @@ def reduce_run(run_dir: str) -> None:
     (a query then opens a few files, not one per rank: at 1024 ranks that is what keeps a report fast)."""
     con = duckdb.connect()
     try:
-        con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({_quote(os.path.join(run_dir, 'traces.parquet'))})")
+        con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({sql_string(os.path.join(run_dir, 'traces.parquet'))})")
         define_base(con)
         glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
-        con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
+        con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
         for name in REDUCED:
             dest = os.path.join(run_dir, FACTS_DIR, name)
             os.makedirs(dest, exist_ok=True)
@@ -107,8 +108,8 @@ def reduce_run(run_dir: str) -> None:
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
-            con.execute(f"COPY (SELECT * FROM read_parquet({_quote(os.path.join(d, 'rank-*.parquet'))}, "
-                        f"union_by_name = true)) TO {_quote(os.path.join(d, 'all.parquet'))} "
+            con.execute(f"COPY (SELECT * FROM read_parquet({sql_string(os.path.join(d, 'rank-*.parquet'))}, "
+                        f"union_by_name = true)) TO {sql_string(os.path.join(d, 'all.parquet'))} "
                         "(FORMAT parquet, ROW_GROUP_SIZE 122880)")
             for f in parts:
                 os.remove(os.path.join(d, f))

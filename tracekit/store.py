@@ -14,7 +14,7 @@ from .errors import QueryError, RunError
 from .ingestion.run_writer import MANIFEST
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
-from .derive import FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run
+from .derive import FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run, sql_string
 
 # name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
 TABLES = {
@@ -32,10 +32,6 @@ VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
                     "collective_instances", "stragglers"]
 _HELPERS = ["_collectives", "_comm_exposure"]
-
-
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "''") + "'"
 
 
 class Run:
@@ -84,11 +80,11 @@ class Run:
     def _create_tables(self) -> None:
         glob = os.path.join(self.path, TABLES["events"][0])
         self._con.execute(
-            f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({_quote(glob)}, "
+            f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(glob)}, "
             "hive_partitioning = true, hive_types = {'rank': BIGINT})")
         for name in ("traces", "process_groups"):
             self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
-                             f"{_quote(os.path.join(self.path, TABLES[name][0]))})")
+                             f"{sql_string(os.path.join(self.path, TABLES[name][0]))})")
         define_base(self._con, self.size_buckets)
 
     def _ensure_view(self, name: str) -> None:
@@ -98,7 +94,7 @@ class Run:
             return
         if name in FACTS or name in REDUCED:
             glob = os.path.join(self.path, FACTS_DIR, name, "*.parquet")
-            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_quote(glob)}, union_by_name = true)")
+            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
             self._created.add(name)
             return
         text = _sql.load("views", name).text
@@ -114,7 +110,7 @@ class Run:
         the configuration locked so that no statement can open them again."""
         for name in VIEWS:
             self._ensure_view(name)
-        self._con.execute(f"SET allowed_directories = [{_quote(self.path + os.sep)}]")
+        self._con.execute(f"SET allowed_directories = [{sql_string(self.path + os.sep)}]")
         for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
             self._con.execute(f"SET {setting} = false")
         self._con.execute("SET lock_configuration = true")
