@@ -267,3 +267,23 @@ def test_hostile_shapes_are_linear_and_bounded(tmp_path, capsys, monkeypatch):
     for p in (gap, big):
         code, err = ingest(capsys, p, "-o", tmp_path / "run-x")
         assert code == 2 and "longer than 1 MB" in err and "TRACEKIT_MAX_EVENT_MB=2" in err
+
+
+def test_an_unreadable_file_is_named_and_skippable(tmp_path, capsys, monkeypatch):
+    """EACCES cannot be made as root (CI runs as root), so the open is made to fail as it would."""
+    import builtins
+    good = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}', name="a.json")
+    bad = trace(tmp_path, K + "}", '"distributedInfo":{"rank":1}', name="b.json")
+    real_open = builtins.open
+
+    def guarded(file, *a, **k):
+        if str(file) == str(bad):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *a, **k)
+    monkeypatch.setattr(builtins, "open", guarded)
+    code, err = ingest(capsys, tmp_path, "-o", tmp_path / "run", "--jobs", "1")
+    assert code == 2 and f"{bad}: cannot read it (Permission denied)" in err
+    code, err = ingest(capsys, tmp_path, "-o", tmp_path / "run", "--jobs", "1", "--on-error", "skip")
+    assert code == 0 and "cannot read it" in err
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert [i["path"] for i in m["inputs"]] == [str(good)] and m["failures"][0]["path"] == str(bad)
