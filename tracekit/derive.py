@@ -19,6 +19,7 @@ import pyarrow as pa
 from . import sql as _sql
 from .comms.buckets import bucket_rows
 from .comms.dtypes import dtype_rows
+from .errors import TracekitError
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA
 
 # Derived per rank at ingest, in this order (each may use the ones before it).
@@ -86,7 +87,12 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
         for name in FACTS:
-            _materialize(con, name, os.path.join(out_dir, name + ".parquet"))
+            try:
+                _materialize(con, name, os.path.join(out_dir, name + ".parquet"))
+            except duckdb.Error as exc:  # the events are written; their facts could not be: say which
+                raise TracekitError(f"{trace.get('path')}: could not derive its {name.lstrip('_')} "
+                                    f"(rank {rank}): {str(exc).splitlines()[0]}; this is likely a tracekit "
+                                    "bug: report it with the file, or pass --on-error skip") from None
     finally:
         con.close()
 
