@@ -1,0 +1,3 @@
+from .base import Report
+
+REPORT = Report("doctor", "health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix")

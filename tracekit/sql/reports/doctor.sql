@@ -1,0 +1,101 @@
+-- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
+-- nothing to report gives one row: check 'all', severity 'ok'.
+-- @column check: which check found it
+-- @column severity: warning (some numbers are missing or weaker), info, or ok
+-- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
+-- @column finding: what was found, with counts
+-- @column fix: what to do about it
+WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version FROM traces),
+world AS (SELECT max(world_size) AS n FROM tr),
+missing AS (
+    SELECT array_to_string(list(CAST(r AS VARCHAR) ORDER BY r)[1:16], ',')
+           || CASE WHEN count(*) > 16 THEN ',...' ELSE '' END AS ranks, count(*) AS n
+    FROM world, range(0, coalesce(world.n, 0)) AS t(r)
+    WHERE r NOT IN (SELECT rank FROM tr)),
+step_sets AS (
+    SELECT tr.rank, coalesce(string_agg(CAST(s.step AS VARCHAR), ',' ORDER BY s.step), '') AS steps
+    FROM tr LEFT JOIN steps s USING (rank) GROUP BY tr.rank),
+usual AS (SELECT mode(steps) AS steps FROM step_sets),
+kernels AS (
+    SELECT rank, count(*) FILTER (WHERE launch_ts_ns IS NULL AND cat = 'kernel') AS no_launch,
+           count(*) FILTER (WHERE cat = 'kernel') AS n
+    FROM gpu_kernels GROUP BY rank),
+sizes AS (
+    SELECT rank, count(*) FILTER (WHERE bytes IS NULL) AS unsized,
+           count(*) FILTER (WHERE meta_source = 'kernel name only') AS name_only, count(*) AS n
+    FROM _collectives GROUP BY rank),
+clocks AS (
+    SELECT count(*) FILTER (WHERE end_skew_ns > transfer_ns) AS off, max(end_skew_ns) AS worst, count(*) AS n
+    FROM collective_instances WHERE status = 'clean'),
+unclean AS (  -- on a one-rank run every instance is a single rank: nothing to say
+    SELECT status, count(*) AS n FROM collective_instances
+    WHERE status <> 'clean' AND NOT (status = 'single rank' AND (SELECT count(*) FROM tr) = 1) GROUP BY status),
+tail AS (  -- GPU time after the last ProfilerStep's span: the profile stopped inside a step's work
+    SELECT k.rank, count(*) AS n FROM gpu_kernels k
+    JOIN (SELECT rank, max(end_ns) AS last_end FROM steps GROUP BY rank) l USING (rank)
+    WHERE k.launch_ts_ns >= l.last_end GROUP BY k.rank),
+graphs AS (SELECT rank, count(*) AS n FROM events WHERE ph = 'X' AND name = 'cudaGraphLaunch' GROUP BY rank),
+findings AS (
+    SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
+           format('{} of {} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
+           'ingest every rank''s trace: matching, skew and stragglers need all of them' AS fix
+    FROM missing WHERE n > 0
+    UNION ALL
+    SELECT 'step sets differ', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} ranks profiled other steps than the rest ({})', count(*), any_value(usual.steps)),
+           'profile the same steps on every rank (one torch.profiler.schedule for all)'
+    FROM step_sets, usual WHERE step_sets.steps <> usual.steps HAVING count(*) > 0
+    UNION ALL
+    SELECT 'no ProfilerStep', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} ranks have no ProfilerStep: per-step figures are all step -1', count(*)),
+           'profile with torch.profiler.schedule and call prof.step() once per training step'
+    FROM step_sets WHERE steps = '' HAVING count(*) > 0
+    UNION ALL
+    SELECT 'no message sizes', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} of {} collectives have no size (bytes and busbw NULL)', sum(unsized), sum(n)),
+           'profile with record_shapes=True (newer PyTorch also records sizes on the NCCL kernels)'
+    FROM sizes WHERE unsized > 0 HAVING count(*) > 0
+    UNION ALL
+    SELECT 'NCCL kernels without metadata', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} comm kernels are known by their name only (no args, no launching op)', sum(name_only)),
+           'profile CPU activity too (ProfilerActivity.CPU) so that the launching ops are recorded'
+    FROM sizes WHERE name_only > 0 HAVING count(*) > 0
+    UNION ALL
+    SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} of {} GPU kernels have no CPU launch event (dropped CPU events)', sum(no_launch), sum(n)),
+           'profile fewer steps or fewer CPU events at once; their step comes from the kernel''s own time'
+    FROM kernels WHERE no_launch > 0 HAVING count(*) > 0
+    UNION ALL
+    SELECT 'clock offset', 'warning', '',
+           format('{} of {} matched collectives end further apart across ranks than the transfer lasts '
+                  '(up to {} us): the ranks'' clocks disagree', off, n, round(worst / 1e3, 1)),
+           'compare skew only within a node, or align the clocks; start skews are not trustworthy here'
+    FROM clocks WHERE off > 0
+    UNION ALL
+    SELECT 'unmatched collectives', 'warning', '',
+           format('{} collective instances are not clean: {}', sum(n), string_agg(format('{} {}', n, status), ', ')),
+           'see collective_instances.status; skew and stragglers leave them out'
+    FROM unclean HAVING count(*) > 0
+    UNION ALL
+    SELECT 'trace cut short', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} GPU kernels were launched after the last ProfilerStep ended', sum(n)),
+           'their time counts as step -1; profile whole steps'
+    FROM tail HAVING count(*) > 0
+    UNION ALL
+    SELECT 'CUDA graphs', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} cudaGraphLaunch calls: their kernels share one launch', sum(n)),
+           'per-kernel launch times and steps inside a graph come from the graph launch'
+    FROM graphs HAVING count(*) > 0
+    UNION ALL
+    SELECT 'mixed versions', 'warning', '',
+           format('the traces differ in {}', concat_ws(', ',
+               CASE WHEN count(DISTINCT schema_version) > 1 THEN 'Kineto schemaVersion' END,
+               CASE WHEN count(DISTINCT backend) > 1 THEN 'backend' END,
+               CASE WHEN count(DISTINCT nccl_version) > 1 THEN 'NCCL version' END)),
+           'profile every rank with the same PyTorch and NCCL build'
+    FROM tr HAVING count(DISTINCT schema_version) > 1 OR count(DISTINCT backend) > 1
+                   OR count(DISTINCT nccl_version) > 1)
+SELECT * FROM findings
+UNION ALL
+SELECT 'all', 'ok', '', 'no finding', '' WHERE NOT EXISTS (SELECT 1 FROM findings)
+ORDER BY CASE severity WHEN 'warning' THEN 1 WHEN 'info' THEN 2 ELSE 3 END, "check";
