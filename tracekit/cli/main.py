@@ -9,6 +9,7 @@ import click
 from .. import __version__
 from ..errors import TracekitError
 from .cache import cache_cmd
+from .diff import diff_cmd
 from .doctor import doctor_cmd
 from .ingest import ingest_cmd
 from .model import model_cmd
@@ -18,7 +19,7 @@ from .schema import schema_cmd
 from .sql import sql_cmd
 from .validate import validate_cmd
 
-COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd, plot_cmd, cache_cmd, doctor_cmd]
+COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd, plot_cmd, cache_cmd, doctor_cmd, diff_cmd]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
