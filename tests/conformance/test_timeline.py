@@ -1,0 +1,47 @@
+"""tracekit timeline on the 8-rank DLRM job: valid JSON Object Format, every rank a process with its
+kernels, the added tracks, and tracekit can ingest it back."""
+
+import gzip
+import json
+
+import tracekit
+from tests.conftest import shared_traces
+from tracekit.cli.main import main
+
+
+def test_dlrm_timeline_has_every_rank_and_the_added_tracks(tmp_path):
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    kernels = {}  # per rank, the kernels the raw traces hold
+    for f in sorted(d.glob("*.json")):
+        doc = json.loads(f.read_text())
+        kernels[doc["distributedInfo"]["rank"]] = sum(1 for e in doc["traceEvents"]
+                                                      if e.get("ph") == "X" and e.get("cat") == "kernel")
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    out = tmp_path / "job.json.gz"
+    assert main(["timeline", str(tmp_path / "run"), "-o", str(out)]) == 0
+    doc = json.loads(gzip.decompress(out.read_bytes()))  # valid JSON, Object Format
+    evs = doc["traceEvents"]
+    names = {(e["pid"], e["args"]["name"]) for e in evs if e["ph"] == "M" and e["name"] == "thread_name"}
+    for r in range(8):
+        assert (r, "tracekit: exposed communication") in names and (r, "tracekit: collective instances") in names
+        got = sum(1 for e in evs if e["ph"] == "X" and e["pid"] == r and e.get("cat") == "kernel")
+        assert got == kernels[r], r
+    (n_clean,) = run.con.execute("SELECT count(*) FROM collective_instances WHERE status = 'clean'").fetchone()
+    slices = [e for e in evs if e["ph"] == "X" and e["tid"] == 900002]
+    assert len(slices) == 8 * n_clean == 64
+    assert sum(1 for e in evs if e["ph"] == "s") == sum(1 for e in evs if e["ph"] == "f") == 7 * n_clean
+    back = tracekit.ingest([out], tmp_path / "back", jobs=1)
+    assert back.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": len(evs)}]
+    assert back.sql("SELECT count(*) AS n FROM gpu_kernels WHERE cat = 'kernel'").to_pylist() == \
+        [{"n": sum(kernels.values())}]
+
+
+def test_kernels_only_and_a_step_range(tmp_path):
+    d = shared_traces() / "hta_nccl_parser_config"
+    run = tracekit.ingest([d], tmp_path / "run", jobs=1)
+    out = tmp_path / "one.json"
+    assert main(["timeline", str(tmp_path / "run"), "-o", str(out), "--steps", "5:5", "--kernels-only"]) == 0
+    evs = json.loads(out.read_text())["traceEvents"]
+    (n,) = run.con.execute("SELECT count(*) FROM gpu_kernels WHERE step = 5 AND kind IN ('comm', 'compute')").fetchone()
+    assert sum(1 for e in evs if e["ph"] == "X" and e.get("cat") == "kernel") == n > 0
+    assert not [e for e in evs if e["ph"] == "X" and e.get("cat") == "cpu_op"]

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import click
+
+from ..api import open as api_open
+from ..errors import TracekitError
+from ..timeline import write_timeline
+
+
+@click.command("timeline")
+@click.argument("run", type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The merged trace to write (.json or .json.gz).")
+@click.option("--steps", default=None, metavar="A:B", help="Keep only steps A to B (kernels by launching step).")
+@click.option("--kernels-only", is_flag=True, help="Only comm and compute kernels (no CPU ops): for large jobs.")
+def timeline_cmd(run, output, steps, kernels_only):
+    """One Chrome/Perfetto trace of the whole job: a process per rank with its GPU streams and CPU
+    threads, plus tracekit's tracks: exposed communication, one slice per collective instance across
+    its ranks with flow arrows between them, and the rank that arrived last marked.
+
+    \b
+    Example:
+      tracekit timeline run/ -o job.json.gz
+      tracekit timeline run/ -o job.json.gz --steps 3:4 --kernels-only
+    """
+    rng = None
+    if steps:
+        a, sep, b = steps.partition(":")
+        if not (a.isdigit() and (b.isdigit() or not sep)):
+            raise TracekitError(f"--steps {steps}: expected A:B (or A), e.g. --steps 3:4")
+        rng = (int(a), int(b or a))
+    counts = write_timeline(api_open(run), output, rng, kernels_only)
+    click.echo(f"{output}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
+               f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
+               "open it in https://ui.perfetto.dev or chrome://tracing")

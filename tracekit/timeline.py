@@ -1,0 +1,152 @@
+"""One Chrome/Perfetto trace of the whole job (`tracekit timeline RUN -o merged.json.gz`).
+
+Each rank is a process (pid = rank); its GPU streams and CPU threads are its tracks. tracekit adds, per
+rank, a track of exposed communication (`comm_segments`: comm running, no compute) and a track with one
+slice per clean collective instance spanning its ranks' first start to last end, flow arrows linking the
+ranks of each instance, and an instant event on the rank that arrived last. `steps` keeps only kernels
+and ops of a step range; `kernels_only` keeps only comm and compute kernels (so that a 1,024-rank job
+stays openable). Times are written exactly (microseconds with three decimals, from the nanoseconds).
+The output is JSON Object Format with `traceEvents`: tracekit (and HTA, Perfetto) read it back.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+from .errors import TracekitError
+
+EXPOSED_TID = 900001
+INSTANCE_TID = 900002
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}" if ns >= 0 else f"-{_us(-ns)}"
+
+
+def _ev(ph: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int | None = None, cat: str = "",
+        args: dict | None = None, extra: str = "") -> str:
+    out = (f'{{"ph":"{ph}","cat":{json.dumps(cat)},"name":{json.dumps(name)},"pid":{pid},"tid":{tid},'
+           f'"ts":{_us(ts_ns)}')
+    if dur_ns is not None:
+        out += f',"dur":{_us(max(dur_ns, 0))}'
+    if args:
+        out += ',"args":' + json.dumps(args, default=str)
+    return out + extra + "}"
+
+
+def _meta(pid: int, tid: int | None, name: str) -> str:
+    kind = "thread_name" if tid is not None else "process_name"
+    return json.dumps({"ph": "M", "name": kind, "pid": pid, "tid": 0 if tid is None else tid,
+                       "args": {"name": name}})
+
+
+def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_only: bool = False) -> dict:
+    """Write the merged trace to ``out`` (.json or .json.gz); returns counts of what was written."""
+    lo, hi = steps if steps else (None, None)
+    in_range = "TRUE" if steps is None else f"step BETWEEN {int(lo)} AND {int(hi)}"
+    kinds = "kind IN ('comm', 'compute')" if kernels_only else "kind IN ('comm', 'compute', 'memory', 'other')"
+    counts = {"kernels": 0, "cpu_ops": 0, "exposed": 0, "instances": 0, "flows": 0, "stragglers": 0}
+    opener = gzip.open if out.endswith(".gz") else open
+    tmp = f"{out}.tmp-{os.getpid()}"
+    first = [True]
+    try:
+        with opener(tmp, "wt") as f:
+            def put(text: str) -> None:
+                f.write(("" if first[0] else ",\n") + text)
+                first[0] = False
+
+            f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
+                    '"traceEvents":[\n')
+            tracks: dict[tuple[int, str], int] = {}
+            for (rank,) in run.con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
+                put(_meta(rank, None, f"rank {rank}"))
+                put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))
+                put(_meta(rank, INSTANCE_TID, "tracekit: collective instances"))
+            q = (f"SELECT rank, device, stream, name, cat, kind, ts_ns, dur_ns, step FROM gpu_kernels "
+                 f"WHERE {kinds} AND {in_range} ORDER BY rank, ts_ns")
+            for rank, device, stream, name, cat, kind, ts, dur, step in _rows(run, q):
+                key = (rank, f"GPU {device} stream {stream}")
+                if key not in tracks:
+                    tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
+                    put(_meta(rank, tracks[key], key[1]))
+                put(_ev("X", name, rank, tracks[key], ts, dur, cat=cat, args={"kind": kind, "step": step}))
+                counts["kernels"] += 1
+            if not kernels_only:
+                span = "TRUE" if steps is None else (
+                    f"EXISTS (SELECT 1 FROM steps s WHERE s.rank = e.rank AND s.step BETWEEN {int(lo)} AND {int(hi)} "
+                    "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
+                q = (f"SELECT rank, pid, tid, name, cat, ts_ns, dur_ns FROM events e WHERE ph = 'X' "
+                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} "
+                     "ORDER BY rank, ts_ns")
+                for rank, pid, tid, name, cat, ts, dur in _rows(run, q):
+                    key = (rank, f"CPU {pid} thread {tid}")
+                    if key not in tracks:
+                        tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
+                        put(_meta(rank, tracks[key], key[1]))
+                    put(_ev("X", name or "", rank, tracks[key], ts, dur, cat=cat or ""))
+                    counts["cpu_ops"] += 1
+            seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
+            q = (f"SELECT rank, ts_ns, end_ns FROM comm_segments WHERE comm_active > 0 AND compute_active = 0 "
+                 f"AND {seg_range} ORDER BY rank, ts_ns")
+            for rank, ts, end in _merged(_rows(run, q)):
+                put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
+                counts["exposed"] += 1
+            _instances(run, put, counts, steps)
+            f.write("\n]}\n")
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise TracekitError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return counts
+
+
+def _instances(run, put, counts: dict, steps) -> None:
+    rng = "" if steps is None else (
+        f"AND i.instance_key IN (SELECT w.instance_key FROM collective_waits w JOIN _collectives c "
+        f"USING (rank, event_index) WHERE c.step BETWEEN {int(steps[0])} AND {int(steps[1])})")
+    q = ("SELECT i.instance_key, i.collective, i.bytes, i.start_skew_ns, i.last_rank, i.first_start_ns, "
+         "i.last_start_ns, list(w.rank ORDER BY w.rank), max(w.end_ns) "
+         "FROM collective_instances i JOIN collective_waits w USING (instance_key) "
+         f"WHERE i.status = 'clean' {rng} GROUP BY ALL ORDER BY i.first_start_ns")
+    flow = 0
+    for key, coll, nbytes, skew, last, first_ns, last_ns, ranks, end_ns in _rows(run, q):
+        args = {"instance": key, "bytes": nbytes, "start_skew_us": skew / 1e3, "last_rank": last}
+        for r in ranks:
+            put(_ev("X", coll, r, INSTANCE_TID, first_ns, end_ns - first_ns, cat="tracekit", args=args))
+        counts["instances"] += 1
+        for a, b in zip(ranks, ranks[1:]):  # an arrow from each rank of the instance to the next
+            flow += 1
+            put(_ev("s", coll, a, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow}'))
+            put(_ev("f", coll, b, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow},"bp":"e"'))
+            counts["flows"] += 1
+        if len(ranks) > 1 and skew > 0:
+            put(_ev("i", f"straggler: rank {last} arrived last", last, INSTANCE_TID, last_ns, cat="tracekit",
+                    args={"waited_us": skew / 1e3}, extra=',"s":"t"'))
+            counts["stragglers"] += 1
+
+
+def _rows(run, query: str, batch: int = 50000):
+    cur = run.con.execute(query)
+    while True:
+        rows = cur.fetchmany(batch)
+        if not rows:
+            return
+        yield from rows
+
+
+def _merged(rows):
+    """Adjacent segments of one rank merged into one slice."""
+    cur = None
+    for rank, ts, end in rows:
+        if cur and cur[0] == rank and cur[2] == ts:
+            cur[2] = end
+            continue
+        if cur:
+            yield tuple(cur)
+        cur = [rank, ts, end]
+    if cur:
+        yield tuple(cur)
