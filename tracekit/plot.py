@@ -114,7 +114,58 @@ def measured_vs_predicted(rows: list[dict], path: str) -> str:
     ax.set_xlabel("predicted bytes")
     ax.set_ylabel("measured bytes")
     ax.set_title("Measured vs predicted volume")
-    ax.legend(fontsize=6)
+    if any(p[2] for p in pts):
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def overlap_by_step(run, path: str) -> str:
+    """Per step (summed over ranks): communication hidden by compute and exposed, in ms."""
+    plt = _plt()
+    rows = run.sql("SELECT step, CAST(sum(overlap_ns) AS DOUBLE) AS o, CAST(sum(exposed_comm_ns) AS DOUBLE) AS e "
+                   "FROM comm_overlap "
+                   "WHERE step IS NOT NULL GROUP BY step ORDER BY step").to_pylist()
+    if not rows:
+        raise TracekitError(f"{run.path}: nothing to plot per step: no interval at all")
+    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.2))
+    steps = [str(r["step"]) for r in rows]
+    ax.bar(steps, [r["o"] / 1e6 for r in rows], label="comm hidden by compute")
+    ax.bar(steps, [r["e"] / 1e6 for r in rows], bottom=[r["o"] / 1e6 for r in rows], label="exposed comm")
+    ax.set_xlabel("step (-1: outside steps)")
+    ax.set_ylabel("ms, all ranks")
+    ax.legend(fontsize=7)
+    ax.set_title("Communication per step")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def skew_heatmap(run, path: str, limit: int = 60) -> str:
+    """Rank x collective instance (clean ones, in time order): how long each rank waited for the last."""
+    plt = _plt()
+    rows = run.sql("SELECT w.rank, i.first_start_ns, w.wait_ns FROM collective_waits w "
+                   "JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' "
+                   "ORDER BY i.first_start_ns").to_pylist()
+    if not rows:
+        raise TracekitError(f"{run.path}: no clean collective instance to draw (one rank, or none matched)")
+    starts = sorted({r["first_start_ns"] for r in rows})[:limit]
+    col = {t: i for i, t in enumerate(starts)}
+    ranks = sorted({r["rank"] for r in rows})
+    grid = [[float("nan")] * len(starts) for _ in ranks]
+    for r in rows:
+        if r["first_start_ns"] in col:
+            grid[ranks.index(r["rank"])][col[r["first_start_ns"]]] = r["wait_ns"] / 1e3
+    fig, ax = plt.subplots(figsize=(min(12, 2 + 0.18 * len(starts)), 1.2 + 0.3 * len(ranks)))
+    im = ax.imshow(grid, aspect="auto", cmap="viridis")
+    ax.set_yticks(range(len(ranks)), [str(r) for r in ranks], fontsize=7)
+    ax.set_xlabel("collective instance (time order)")
+    ax.set_ylabel("rank")
+    fig.colorbar(im, ax=ax, label="wait for the last rank, µs")
+    ax.set_title("Skew: who waited for whom")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -63,6 +63,18 @@ def to_markdown(table: pa.Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def to_html(table: pa.Table) -> str:
+    """An HTML <table> of the rows (numbers formatted as in the terminal), escaped."""
+    import html
+
+    numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+               or pa.types.is_decimal(f.type)}
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
+    body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(_cell(r[c]))}</td>'
+                                    for c in table.column_names) + "</tr>" for r in table.to_pylist())
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     from rich.console import Console
     from rich.table import Table

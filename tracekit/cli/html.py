@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import click
+
+from ..api import open as api_open
+from ..html_report import write_html
+
+
+@click.command("html")
+@click.argument("run", type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The page to write.")
+def html_cmd(run, output):
+    """A one-page, self-contained HTML report (no network): summary, collectives, overlap, exposed by
+    group, skew, validate when the run carries a config, and their plots.
+
+    \b
+    Example:
+      tracekit html run/ -o report.html
+    """
+    click.echo(write_html(api_open(run), output))
