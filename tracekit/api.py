@@ -36,3 +36,33 @@ def report(run, name: str, **params):
     if not isinstance(run, Run):
         run = open_run(run)
     return run_report(run, name, **params)
+
+
+def _run(run) -> Run:
+    return run if isinstance(run, Run) else open_run(run)
+
+
+def doctor(run):
+    """Health checks of a run (the `doctor` report): one row per finding with its severity and a fix."""
+    return report(run, "doctor")
+
+
+def diff(run_a, run_b):
+    """Run B against run A per collective x process group x size bucket and per step -> pyarrow.Table."""
+    from .compare import diff as _diff
+
+    return _diff(_run(run_a), _run(run_b))
+
+
+def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool = False) -> dict:
+    """Write one Chrome/Perfetto trace of the whole job to ``out``; returns what it holds."""
+    from .merged_trace import write_timeline
+
+    return write_timeline(_run(run), os.fspath(out), steps, kernels_only)
+
+
+def html(run, out) -> str:
+    """Write the one-page HTML report of a run to ``out``."""
+    from .html_report import write_html
+
+    return write_html(_run(run), os.fspath(out))

@@ -7,7 +7,7 @@ import pathlib
 
 import tracekit
 from tracekit.cli.main import main
-from tracekit.diff import diff
+from tracekit.compare import diff
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

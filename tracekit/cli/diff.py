@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from ..api import open as api_open
-from ..diff import diff
+from ..compare import diff
 from ..render import emit
 from .options import output_options
 

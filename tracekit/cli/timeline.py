@@ -4,7 +4,7 @@ import click
 
 from ..api import open as api_open
 from ..errors import TracekitError
-from ..timeline import write_timeline
+from ..merged_trace import write_timeline
 
 
 @click.command("timeline")

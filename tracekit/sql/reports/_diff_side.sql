@@ -2,12 +2,12 @@
 -- step, the figures compared (see diff.sql for the columns).
 SELECT 'collective' AS scope, collective || ' · ' || group_label || ' · ' || coalesce(size_bucket, 'unknown size') AS key,
        min(size_bucket_lo) AS sort_lo, count(*) AS count, sum(bytes) AS bytes, sum(dur_ns) / 1e6 AS time_ms,
-       sum(exposed_ns) / 1e6 AS exposed_ms,
+       CAST(NULL AS DOUBLE) AS comm_ms, sum(exposed_ns) / 1e6 AS exposed_ms,
        (SELECT quantile_cont(c.busbw_gbps, 0.5) FROM collectives c
         WHERE c.collective = x.collective AND c.size_bucket IS NOT DISTINCT FROM x.size_bucket) AS busbw_gbps
 FROM comm_exposure x GROUP BY collective, group_label, size_bucket
 UNION ALL
 SELECT 'step', 'step ' || o.step, NULL, count(*), NULL,
-       avg(s.dur_ns) / 1e6, avg(o.exposed_comm_ns) / 1e6, NULL
+       avg(s.dur_ns) / 1e6, avg(o.comm_ns) / 1e6, avg(o.exposed_comm_ns) / 1e6, NULL
 FROM comm_overlap o LEFT JOIN steps s ON s.rank = o.rank AND s.step = o.step
 WHERE o.step IS NOT NULL GROUP BY o.step;

@@ -13,6 +13,8 @@
 -- @column time_ms_b: the same in B, ms
 -- @column time_ms_delta: time_ms_b − time_ms_a, ms
 -- @column time_ratio: time_ms_b / time_ms_a (NULL when A has none)
+-- @column comm_ms_a: step rows: mean communication time (union of comm kernels) per rank in A, ms
+-- @column comm_ms_b: the same in B, ms
 -- @column busbw_gbps_a: median bus bandwidth per kernel in A, GB/s
 -- @column busbw_gbps_b: the same in B, GB/s
 -- @column exposed_ms_a: exposed communication in A (step rows: mean over ranks), ms
@@ -24,6 +26,7 @@ SELECT coalesce(b.scope, a.scope) AS scope, coalesce(b.key, a.key) AS key,
        a.time_ms AS time_ms_a, b.time_ms AS time_ms_b,
        coalesce(b.time_ms, 0) - coalesce(a.time_ms, 0) AS time_ms_delta,
        b.time_ms / nullif(a.time_ms, 0) AS time_ratio,
+       a.comm_ms AS comm_ms_a, b.comm_ms AS comm_ms_b,
        a.busbw_gbps AS busbw_gbps_a, b.busbw_gbps AS busbw_gbps_b,
        a.exposed_ms AS exposed_ms_a, b.exposed_ms AS exposed_ms_b,
        coalesce(b.exposed_ms, 0) - coalesce(a.exposed_ms, 0) AS exposed_ms_delta

@@ -24,9 +24,10 @@ sizes AS (
     SELECT rank, count(*) FILTER (WHERE bytes IS NULL) AS unsized,
            count(*) FILTER (WHERE meta_source = 'kernel name only') AS name_only, count(*) AS n
     FROM _collectives GROUP BY rank),
-clocks AS (
+clocks AS (  -- NCCL kernels of one instance end together when the clocks agree (Gloo ops on CPU need not)
     SELECT count(*) FILTER (WHERE end_skew_ns > transfer_ns) AS off, max(end_skew_ns) AS worst, count(*) AS n
-    FROM collective_instances WHERE status = 'clean'),
+    FROM collective_instances
+    WHERE status = 'clean' AND EXISTS (SELECT 1 FROM gpu_kernels WHERE kind = 'comm')),
 unclean AS (  -- on a one-rank run every instance is a single rank: nothing to say
     SELECT status, count(*) AS n FROM collective_instances
     WHERE status <> 'clean' AND NOT (status = 'single rank' AND (SELECT count(*) FROM tr) = 1) GROUP BY status),
