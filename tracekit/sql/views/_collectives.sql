@@ -57,7 +57,7 @@ gloo_threads AS (
     FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
     WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
 gloo AS (
-    SELECT o.rank, st.step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
+    SELECT o.rank, CASE WHEN tk_in_span(o.ts_ns, st.ts_ns, st.end_ns) THEN st.step END AS step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
            o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
            coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
            o.group_size AS gs_op, o.pg_ranks,
@@ -70,7 +70,7 @@ gloo AS (
            o.event_index
     FROM comm_ops o
     LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
-    LEFT JOIN steps st ON st.rank = o.rank AND tk_in_span(o.ts_ns, st.ts_ns, st.end_ns)
+    ASOF LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns >= st.ts_ns
     WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
 allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
 -- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):

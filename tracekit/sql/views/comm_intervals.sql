@@ -33,6 +33,7 @@ WHERE g.kind IN ('comm', 'compute', 'memory')
 UNION ALL
 SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM _collectives WHERE meta_source = 'gloo op'
 UNION ALL
-SELECT c.rank, st.step, 'compute', c.ts_ns, c.end_ns, CAST(NULL AS BIGINT)
+SELECT c.rank, CASE WHEN tk_in_span(c.ts_ns, st.ts_ns, st.end_ns) THEN st.step END, 'compute', c.ts_ns, c.end_ns,
+       CAST(NULL AS BIGINT)
 FROM cpu_compute c
-LEFT JOIN steps st ON st.rank = c.rank AND tk_in_span(c.ts_ns, st.ts_ns, st.end_ns);
+ASOF LEFT JOIN steps st ON st.rank = c.rank AND c.ts_ns >= st.ts_ns;

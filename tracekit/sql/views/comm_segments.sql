@@ -16,31 +16,52 @@
 -- @column compute_step: step owning the segment's compute time, the same way (NULL without compute)
 -- @column busy_step: step owning the segment's busy time: the smallest step of all its active intervals (NULL when idle)
 CREATE OR REPLACE VIEW comm_segments AS
-WITH pts AS (
-    SELECT rank, ts_ns AS t, (kind = 'comm')::INT AS dc, (kind = 'compute')::INT AS dp,
-           (kind = 'memory')::INT AS dm FROM comm_intervals
+-- The sweep also carries, per kind, the sum and the sum of squares of the active intervals' steps: where
+-- they show that all active intervals of a kind share one step (n·Σs² = (Σs)²), that step is the owner.
+-- Only segments where intervals of several steps are active at once (rare) are resolved by a join.
+WITH iv AS (SELECT rank, kind, coalesce(step, -1) AS s, ts_ns, end_ns FROM comm_intervals),
+pts AS (
+    SELECT rank, ts_ns AS t, 1 AS sign, kind, s FROM iv
     UNION ALL
-    SELECT rank, end_ns, -(kind = 'comm')::INT, -(kind = 'compute')::INT, -(kind = 'memory')::INT
-    FROM comm_intervals),
-agg AS (SELECT rank, t, sum(dc) AS dc, sum(dp) AS dp, sum(dm) AS dm FROM pts GROUP BY ALL),
+    SELECT rank, end_ns, -1, kind, s FROM iv),
+agg AS (
+    SELECT rank, t,
+           sum(sign) FILTER (WHERE kind = 'comm') AS dc, sum(sign * s) FILTER (WHERE kind = 'comm') AS sc,
+           sum(sign * s * s) FILTER (WHERE kind = 'comm') AS qc,
+           sum(sign) FILTER (WHERE kind = 'compute') AS dp, sum(sign * s) FILTER (WHERE kind = 'compute') AS sp,
+           sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
+           sum(sign) FILTER (WHERE kind = 'memory') AS dm,
+           sum(sign * s) AS sa, sum(sign * s * s) AS qa
+    FROM pts GROUP BY rank, t),
 run AS (
-    SELECT rank, t, sum(dc) OVER w AS nc, sum(dp) OVER w AS np, sum(dm) OVER w AS nm,
-           lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next
+    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
+           sum(coalesce(dc, 0)) OVER w AS nc, sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
+           sum(coalesce(dp, 0)) OVER w AS np, sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
+           sum(coalesce(dm, 0)) OVER w AS nm, sum(sa) OVER w AS sa, sum(qa) OVER w AS qa
     FROM agg
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 seg AS (
     SELECT rank, t AS ts_ns, t_next AS end_ns, CAST(nc AS BIGINT) AS comm_active,
-           CAST(np AS BIGINT) AS compute_active, CAST(nm AS BIGINT) AS memory_active
+           CAST(np AS BIGINT) AS compute_active, CAST(nm AS BIGINT) AS memory_active,
+           CASE WHEN nc > 0 AND qc * nc = sc * sc THEN CAST(sc // nc AS BIGINT) END AS comm_one,
+           CASE WHEN np > 0 AND qp * np = sp * sp THEN CAST(sp // np AS BIGINT) END AS compute_one,
+           CASE WHEN nc + np + nm > 0 AND qa * (nc + np + nm) = sa * sa THEN CAST(sa // (nc + np + nm) AS BIGINT) END
+               AS busy_one,
+           (nc > 0 AND qc * nc <> sc * sc) OR (np > 0 AND qp * np <> sp * sp)
+               OR (nc + np + nm > 0 AND qa * (nc + np + nm) <> sa * sa) AS mixed
     FROM run WHERE t_next > t),
-own AS (
+own AS (  -- segments where several steps are active: the smallest one, by a join
     SELECT s.rank, s.ts_ns,
-           min(coalesce(i.step, -1)) FILTER (WHERE i.kind = 'comm') AS comm_step,
-           min(coalesce(i.step, -1)) FILTER (WHERE i.kind = 'compute') AS compute_step,
-           min(coalesce(i.step, -1)) AS busy_step
+           min(i.s) FILTER (WHERE i.kind = 'comm') AS comm_step,
+           min(i.s) FILTER (WHERE i.kind = 'compute') AS compute_step,
+           min(i.s) AS busy_step
     FROM seg s
-    JOIN comm_intervals i ON i.rank = s.rank AND i.ts_ns <= s.ts_ns AND s.end_ns <= i.end_ns
-    WHERE s.comm_active + s.compute_active + s.memory_active > 0
+    JOIN iv i ON i.rank = s.rank AND i.ts_ns <= s.ts_ns AND s.end_ns <= i.end_ns
+    WHERE s.mixed
     GROUP BY s.rank, s.ts_ns)
 SELECT seg.rank, seg.ts_ns, seg.end_ns, seg.comm_active, seg.compute_active, seg.memory_active,
-       own.comm_step, own.compute_step, own.busy_step
+       CASE WHEN seg.comm_active > 0 THEN coalesce(seg.comm_one, own.comm_step) END AS comm_step,
+       CASE WHEN seg.compute_active > 0 THEN coalesce(seg.compute_one, own.compute_step) END AS compute_step,
+       CASE WHEN seg.comm_active + seg.compute_active + seg.memory_active > 0
+            THEN coalesce(seg.busy_one, own.busy_step) END AS busy_step
 FROM seg LEFT JOIN own ON own.rank = seg.rank AND own.ts_ns = seg.ts_ns;

@@ -28,8 +28,14 @@ l AS (
            arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name
     FROM events
     WHERE ph = 'X' AND correlation IS NOT NULL AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset')
-    GROUP BY rank, correlation)
-SELECT k.rank, k.event_index, k.name, k.cat, k.kind, k.device, k.stream, k.ts_ns, k.dur_ns, k.end_ns,
-       k.correlation, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name, st.step
-FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation
-LEFT JOIN steps st ON st.rank = k.rank AND tk_in_span(coalesce(l.launch_ts_ns, k.ts_ns), st.ts_ns, st.end_ns);
+    GROUP BY rank, correlation),
+kl AS (
+    SELECT k.*, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name,
+           coalesce(l.launch_ts_ns, k.ts_ns) AS t
+    FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation)
+-- one step per kernel: the latest-starting step span at or before the launch, if the launch is inside it
+-- (ASOF: never two rows for one kernel, even where step spans overlap)
+SELECT kl.rank, kl.event_index, kl.name, kl.cat, kl.kind, kl.device, kl.stream, kl.ts_ns, kl.dur_ns, kl.end_ns,
+       kl.correlation, kl.launch_ts_ns, kl.launch_pid, kl.launch_tid, kl.launch_name,
+       CASE WHEN tk_in_span(kl.t, st.ts_ns, st.end_ns) THEN st.step END AS step
+FROM kl ASOF LEFT JOIN steps st ON st.rank = kl.rank AND kl.t >= st.ts_ns;
