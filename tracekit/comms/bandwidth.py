@@ -12,6 +12,8 @@ COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"
 
 
 def busbw_factor(collective: str, n: int | None) -> float | None:
+    if collective in ("send", "recv", "sendrecv"):
+        return 1.0  # one peer, whatever the group
     if n is None or n <= 0:
         return None
     if collective == "allreduce":

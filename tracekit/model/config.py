@@ -78,10 +78,20 @@ class Plan:
         return self.dp * self.tp * self.pp
 
 
+_GPT3 = dict(vocab=50257, seq=2048, micro_batch=1, micro_batches=1, dtype="bfloat16", tied_head=True, fused_qkv=True)
+
 PRESETS = {
-    # GPT-3 175B (Brown et al. 2020, table 2.1): 96 layers, d_model 12288, 96 heads, 2048 context
-    "gpt3-175b": dict(layers=96, hidden=12288, heads=96, vocab=50257, seq=2048, micro_batch=1, micro_batches=1,
-                      dtype="bfloat16", tied_head=True, fused_qkv=True),
+    # The GPT-3 family (Brown et al. 2020, table 2.1): layers, d_model, heads; 2048 context. Two rows of the
+    # table give head counts that do not divide d_model (1.3B: 24 heads of 128 for 2048; 13B: d_model
+    # 5140 with 40 heads of 128): here 16 heads (2048 = 16 x 128) and d_model 5120 (40 x 128).
+    "gpt3-125m": dict(layers=12, hidden=768, heads=12, **_GPT3),
+    "gpt3-350m": dict(layers=24, hidden=1024, heads=16, **_GPT3),
+    "gpt3-760m": dict(layers=24, hidden=1536, heads=16, **_GPT3),
+    "gpt3-1.3b": dict(layers=24, hidden=2048, heads=16, **_GPT3),
+    "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, **_GPT3),
+    "gpt3-6.7b": dict(layers=32, hidden=4096, heads=32, **_GPT3),
+    "gpt3-13b": dict(layers=40, hidden=5120, heads=40, **_GPT3),
+    "gpt3-175b": dict(layers=96, hidden=12288, heads=96, **_GPT3),
     "gpt2-small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, micro_batch=8, dtype="bfloat16",
                        tied_head=True, fused_qkv=True),
     "example": dict(layers=2, hidden=64, heads=4, vocab=256, seq=32, micro_batch=4, micro_batches=2),
