@@ -18,6 +18,7 @@ type, role (DP/TP/PP) and bytes per step x steps; the slow rank; the transfer ba
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -27,12 +28,13 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from tracekit.comms.bandwidth import busbw_factor  # noqa: E402
 from tracekit.model.config import PRESETS, GPTShape, Plan  # noqa: E402
 from tracekit.model.predict import predict_rank  # noqa: E402
 
 TRUTH = "truth.jsonl"
 SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
-GBPS = 100  # transfer: bytes / GBPS GB/s + LATENCY_US
+GBPS = 100  # bus bandwidth: transfer = LATENCY_US + bytes x nccl-tests' bus factor(n) / GBPS GB/s
 LATENCY_US = 5
 SLOW_US = 30  # how late the slow rank arrives
 KERNEL = {"allreduce": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allgather": "ncclDevKernel_AllGather_RING_LL",
@@ -66,9 +68,17 @@ def groups_of(plan: Plan, rank: int) -> dict[str, dict]:
             "PP": {"pg_name": f"pp.{d}.{t}", "ranks": pp}}
 
 
+def transfer_us(coll: str, nbytes: int, n: int) -> float:
+    """The law of this synthetic network: a latency plus the bus traffic (message bytes x nccl-tests'
+    bus factor for a group of n: 2(n-1)/n for allreduce, (n-1)/n for allgather/reduce_scatter, 1 for
+    send/recv) at GBPS."""
+    return LATENCY_US + nbytes * busbw_factor(coll, n) / (GBPS * 1e3)
+
+
 def slot_us(nbytes: int) -> float:
-    """The time one collective of nbytes gets: transfer, the slow rank's lateness and a gap."""
-    return max(SLOT_US, SLOW_US + LATENCY_US + nbytes / (GBPS * 1e3) + 50)
+    """The time one collective of nbytes gets: its longest transfer (factor < 2), the slow rank's lateness
+    and a gap."""
+    return max(SLOT_US, SLOW_US + LATENCY_US + 2 * nbytes / (GBPS * 1e3) + 50)
 
 
 def stable_id(*parts) -> int:
@@ -100,7 +110,7 @@ class Rank:
         c = self.corr
         start = t_us + self.arrival(self.rank)
         # the transfer starts when the last rank of the group arrives; all end together
-        end = t_us + max(self.arrival(r) for r in group["ranks"]) + LATENCY_US + nbytes / (GBPS * 1e3)
+        end = t_us + max(self.arrival(r) for r in group["ranks"]) + transfer_us(coll, nbytes, len(group["ranks"]))
         gs = len(group["ranks"])
         out_n = nbytes // elem
         in_n = out_n // gs if coll == "allgather" else out_n
@@ -205,11 +215,14 @@ def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> 
                "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984}],
                "distributedInfo": {"backend": "nccl", "rank": r, "world_size": plan.world,
                                    "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"},
+               "tracekit_config": {"model": dataclasses.asdict(model),
+                                   "plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero,
+                                            "backend": "nccl"}, "steps": steps},
                "traceEvents": evs, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
         with gzip.open(os.path.join(out, f"rank{r}_trace.json.gz"), "wt", compresslevel=1) as f:
             json.dump(doc, f)
     truth = {"plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero}, "steps": steps,
-             "slow_rank": slow_rank, "transfer": {"gbps": GBPS, "latency_us": LATENCY_US},
+             "slow_rank": slow_rank, "transfer": {"bus_gbps": GBPS, "latency_us": LATENCY_US},
              "ranks": per_rank}
     with open(os.path.join(out, TRUTH), "w") as f:
         json.dump(truth, f)

@@ -170,3 +170,37 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def fitted_laws(run, path: str) -> str:
+    """Measured transfer times of clean instances against bus traffic, per collective and kind of group,
+    with the fitted law (latency + traffic / bus bandwidth) of tracekit whatif as a line."""
+    from .comms.bandwidth import busbw_factor
+    from .whatif import FIT_SQL, _roles, fit
+
+    plt = _plt()
+    laws = fit(run)
+    if not laws:
+        raise TracekitError(f"{run.path}: no clean matched instance with a size: nothing to fit")
+    roles = _roles(run)
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    pts = run.sql(FIT_SQL).to_pylist()
+    for i, f in enumerate(laws):
+        mine = [(r["bytes"] * busbw_factor(r["collective"], r["n"]), r["transfer_ns"] / 1e3) for r in pts
+                if r["collective"] == f["collective"] and roles.get(str(r["pg_name"]), r["kind"]) == f["kind"]]
+        color = f"C{i % 10}"
+        ax.scatter([x for x, _ in mine], [y for _, y in mine], s=10, color=color, alpha=0.6)
+        lo, hi = min(x for x, _ in mine), max(x for x, _ in mine)
+        xs = [lo * 0.5, hi * 2]
+        ax.plot(xs, [f["latency_us"] + x / (f["bus_gbps"] * 1e3) for x in xs], color=color,
+                label=f"{f['collective']} {f['kind']}: {f['latency_us']:.1f} us + traffic / {f['bus_gbps']:.1f} GB/s")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bus traffic, bytes (message x bus factor)")
+    ax.set_ylabel("transfer time, us")
+    ax.set_title("Fitted network laws (tracekit whatif)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,6 +1,6 @@
 """A synthetic job (benchmarks/synth_traces.py) whose ground truth is known exactly: every rank's
 collectives by type, role and bytes come from tracekit.model, one rank arrives late to everything,
-and every transfer takes LATENCY + bytes / GBPS."""
+and every transfer takes LATENCY + bytes x bus factor(n) / GBPS."""
 
 import json
 
@@ -39,8 +39,10 @@ def test_every_instance_is_matched_clean_and_the_slow_rank_found(job):
 def test_transfer_time_follows_the_bandwidth_law(job):
     run, truth = job
     law = truth["transfer"]
-    rows = run.sql("SELECT bytes, transfer_ns FROM collective_instances").to_pylist()
+    rows = run.sql("SELECT collective, bytes, expected_ranks, transfer_ns FROM collective_instances").to_pylist()
     assert rows
+    factor = {"allreduce": lambda n: 2 * (n - 1) / n, "sendrecv": lambda n: 1.0}
     for r in rows:
-        expect_ns = (law["latency_us"] + r["bytes"] / (law["gbps"] * 1e3)) * 1e3
+        expect_ns = (law["latency_us"] + r["bytes"] * factor[r["collective"]](r["expected_ranks"])
+                     / (law["bus_gbps"] * 1e3)) * 1e3
         assert r["transfer_ns"] == pytest.approx(expect_ns, abs=2)

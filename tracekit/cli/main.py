@@ -13,6 +13,7 @@ from .diff import diff_cmd
 from .doctor import doctor_cmd
 from .html import html_cmd
 from .timeline import timeline_cmd
+from .whatif import whatif_cmd
 from .ingest import ingest_cmd
 from .model import model_cmd
 from .plot import plot_cmd
@@ -22,7 +23,7 @@ from .sql import sql_cmd
 from .validate import validate_cmd
 
 COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd, plot_cmd, cache_cmd, doctor_cmd, diff_cmd,
-            timeline_cmd, html_cmd]
+            timeline_cmd, html_cmd, whatif_cmd]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
