@@ -69,6 +69,7 @@ def test_an_example_run_predicting_its_own_plan(scheme):
 def test_cli_prints_the_laws_and_draws_them(tmp_path, capsys):
     from tracekit.cli.main import main
     job(tmp_path, "tp2-pp2-dp2")
+    capsys.readouterr()  # the generator's own output
     assert main(["whatif", str(tmp_path / "run-tp2-pp2-dp2"), "--fit", "--format", "json",
                  "--plot", str(tmp_path / "fit.png")]) == 0
     laws = {(f["collective"], f["kind"]) for f in json.loads(capsys.readouterr().out)}
