@@ -61,9 +61,9 @@ def fit(run) -> list[dict]:
             slope, intercept = np.polyfit(x, y, 1)
         else:
             slope, intercept = y.sum() / x.sum(), 0.0
-        if slope <= 0:  # noise beats the size effect: all time is latency-free bandwidth
-            slope, intercept = y.sum() / x.sum(), 0.0
-        out.append({"collective": coll, "kind": kind, "points": len(p), "latency_us": max(intercept, 0.0) / 1e3,
+        if slope <= 0 or intercept < 0:  # noise beats the size effect: one bandwidth, no latency,
+            slope, intercept = y.sum() / x.sum(), 0.0  # which keeps the measured total time
+        out.append({"collective": coll, "kind": kind, "points": len(p), "latency_us": intercept / 1e3,
                     "bus_gbps": 1.0 / slope, "min_bytes": min(b for _, _, b in p), "max_bytes": max(b for _, _, b in p)})
     return out
 
@@ -90,9 +90,10 @@ def whatif(run, plan) -> pa.Table:
             row = acc.setdefault((e.group, e.collective), {"count": 0, "bytes": 0, "time_ns": 0.0, "notes": set()})
             row["count"] += e.count
             row["bytes"] += e.bytes
-            law = laws.get((e.collective, e.group))
-            if law is None and e.collective in by_coll:
-                law = max(by_coll[e.collective], key=lambda f: f["points"])
+            measured_as = "sendrecv" if e.collective in ("send", "recv") else e.collective  # p2p: one instance
+            law = laws.get((measured_as, e.group))
+            if law is None and measured_as in by_coll:
+                law = max(by_coll[measured_as], key=lambda f: f["points"])
                 row["notes"].add(f"no {e.group} group measured: the law of {law['kind']} groups")
             if law is None:
                 row["notes"].add(f"{e.collective} never measured: no time")

@@ -51,7 +51,7 @@ def test_prediction_for_another_plan_matches_a_job_run_with_it(tmp_path, other):
         assert pred[key]["time_ms"] == pytest.approx(t, rel=0.05), key  # both per rank and step
 
 
-@pytest.mark.parametrize("scheme", ["ddp", "tp"])
+@pytest.mark.parametrize("scheme", ["ddp", "fsdp", "tp", "pp"])
 def test_an_example_run_predicting_its_own_plan(scheme):
     run = tracekit.open(ROOT / "examples" / "traces" / scheme)
     cfg = json.loads(run.sql("SELECT metadata FROM traces LIMIT 1").to_pylist()[0]["metadata"])["tracekit_config"]
@@ -60,7 +60,8 @@ def test_an_example_run_predicting_its_own_plan(scheme):
     roles = {str(v): k for k, v in p["groups"].items()}
     steps = cfg["steps"]
     pred = {(r["group"], r["collective"]): r["time_ms"] for r in whatif(run, plan).to_pylist()}
-    meas = measured_ms(run, plan.world, steps, group_of=lambda g: "DP" if p["dp"] > 1 else "TP")
+    (role,) = set(p["groups"])  # the examples run one group each
+    meas = measured_ms(run, plan.world, steps, group_of=lambda g: role)
     assert meas
     for key, t in meas.items():
         assert pred[key] / 1 == pytest.approx(t, rel=0.10), (key, roles)

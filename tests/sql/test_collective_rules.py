@@ -193,3 +193,21 @@ def test_per_step_overlap_and_exposure_by_hand(tmp_path):
                    -1: (0, 10 * us, 0, 0)}
     by_step = {r["key"]: r["exposed_ms"] for r in tracekit.report(run, "exposed", by="step").to_pylist()}
     assert by_step == {"1": pytest.approx(0.070)}
+
+
+def test_send_and_recv_without_peers_pair_in_a_two_rank_group(tmp_path):
+    # Gloo's send/recv name no peer; in a group of two ranks the peer is the other rank: rank 0 sends
+    # then receives, rank 1 receives then sends (1F1B's first and last step), so by order alone the
+    # first send would meet the first recv of the wrong direction
+    cfg = [pg("0", "default_pg", [0, 1])]
+    r0 = [cpu_op("gloo:send", 10, 5, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]}),
+          cpu_op("gloo:recv", 40, 5, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]})]
+    r1 = [cpu_op("gloo:recv", 11, 6, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]}),
+          cpu_op("gloo:send", 38, 4, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]})]
+    for r, evs in ((0, r0), (1, r1)):
+        write_trace(tmp_path / f"rank{r}.json", [step(1, 0, 100)] + evs,
+                    header=dist(r, world=2, backend="gloo", pg_count=1, pg_config=cfg))
+    run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+    got = rows(run, "SELECT collective, ranks, status, first_start_ns FROM collective_instances ORDER BY first_start_ns")
+    assert got == [{"collective": "sendrecv", "ranks": "0,1", "status": "clean", "first_start_ns": 10000},
+                   {"collective": "sendrecv", "ranks": "0,1", "status": "clean", "first_start_ns": 38000}]

@@ -3,7 +3,8 @@
 -- Matching: by Comms Id when the trace has it, else by (process group, Seq), else by order. Order
 -- matching numbers the rows of each rank within their group (the process group; else the group's
 -- ranks; else the GPU stream; Gloo without a group: the default group; a send or recv with known
--- src/dst ranks: the direction src->dst, so a send on rank a pairs with the recv on rank b). The ranks'
+-- src/dst ranks (or, without them, in a group of two ranks, whose other rank is the peer): the
+-- direction src->dst, so a send on rank a pairs with the recv on rank b). The ranks'
 -- profiling windows need not start together: the sequences are aligned on the first row of the rank
 -- whose window starts last (each other rank skips its rows before the first row of the same collective
 -- and size); rows before it have no partner. A group whose ranks cannot be aligned that way, or whose
@@ -25,8 +26,16 @@
 -- @column is_last: this rank started last
 -- @column order_status: order matching only: aligned, before window (no partner: another rank's profile starts later) or unaligned (the whole group); NULL for id/seq matching
 CREATE OR REPLACE VIEW collective_waits AS
-WITH keyed AS (
-    SELECT c.*,
+WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: the peer is the other one
+    SELECT c.* REPLACE (
+               CASE WHEN src_rank IS NULL AND collective IN ('send', 'recv') AND group_size = 2
+                    THEN CASE WHEN collective = 'send' THEN rank ELSE other END ELSE src_rank END AS src_rank,
+               CASE WHEN dst_rank IS NULL AND collective IN ('send', 'recv') AND group_size = 2
+                    THEN CASE WHEN collective = 'send' THEN other ELSE rank END ELSE dst_rank END AS dst_rank)
+    FROM (SELECT *, list_filter(TRY_CAST(pg_ranks AS BIGINT[]), lambda x: x <> rank)[1] AS other
+          FROM _collectives) c),
+keyed AS (
+    SELECT c.* EXCLUDE (other),
            CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,
            CASE WHEN collective IN ('send', 'recv') AND src_rank IS NOT NULL AND dst_rank IS NOT NULL
                 THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_name, '')
@@ -35,7 +44,7 @@ WITH keyed AS (
            END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
                 WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
-    FROM _collectives c),
+    FROM peers c),
 pos AS (
     SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
     FROM keyed WHERE match_method = 'order'),
