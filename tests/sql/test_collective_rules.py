@@ -196,18 +196,22 @@ def test_per_step_overlap_and_exposure_by_hand(tmp_path):
 
 
 def test_send_and_recv_without_peers_pair_in_a_two_rank_group(tmp_path):
-    # Gloo's send/recv name no peer; in a group of two ranks the peer is the other rank: rank 0 sends
-    # then receives, rank 1 receives then sends (1F1B's first and last step), so by order alone the
-    # first send would meet the first recv of the wrong direction
+    # Gloo's send/recv name no peer; in a group of two ranks the peer is the other rank. A 1F1B pipeline
+    # of 2 micro-batches: stage 0 sends F1, F2 then receives B1, B2; stage 1 receives F1, sends B1,
+    # receives F2, sends B2. By position alone the second send of stage 0 would meet a send.
     cfg = [pg("0", "default_pg", [0, 1])]
-    r0 = [cpu_op("gloo:send", 10, 5, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]}),
-          cpu_op("gloo:recv", 40, 5, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]})]
-    r1 = [cpu_op("gloo:recv", 11, 6, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]}),
-          cpu_op("gloo:send", 38, 4, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]})]
+
+    def p2p(name, ts):
+        return cpu_op(f"gloo:{name}", ts, 1, tid=7, **{"Input Dims": [[64]], "Input type": ["float"]})
+    r0 = [p2p("send", 10), p2p("send", 20), p2p("recv", 40), p2p("recv", 60)]
+    r1 = [p2p("recv", 11), p2p("send", 39), p2p("recv", 41), p2p("send", 59)]
     for r, evs in ((0, r0), (1, r1)):
         write_trace(tmp_path / f"rank{r}.json", [step(1, 0, 100)] + evs,
                     header=dist(r, world=2, backend="gloo", pg_count=1, pg_config=cfg))
     run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
-    got = rows(run, "SELECT collective, ranks, status, first_start_ns FROM collective_instances ORDER BY first_start_ns")
-    assert got == [{"collective": "sendrecv", "ranks": "0,1", "status": "clean", "first_start_ns": 10000},
-                   {"collective": "sendrecv", "ranks": "0,1", "status": "clean", "first_start_ns": 38000}]
+    got = rows(run, "SELECT collective, ranks, status, first_start_ns, start_skew_ns FROM collective_instances "
+                    "ORDER BY first_start_ns")
+    # F1 (10/11), F2 (20/41), B1 (39/40), B2 (59/60)
+    assert [(r["collective"], r["ranks"], r["status"], r["first_start_ns"], r["start_skew_ns"]) for r in got] == [
+        ("sendrecv", "0,1", "clean", 10000, 1000), ("sendrecv", "0,1", "clean", 20000, 21000),
+        ("sendrecv", "0,1", "clean", 39000, 1000), ("sendrecv", "0,1", "clean", 59000, 1000)]
