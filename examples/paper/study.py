@@ -61,15 +61,18 @@ def totals(rows: list[dict]) -> dict:
 
 
 def human_axis(ax, axis: str = "y") -> None:
-    """Ticks in KiB/MiB/GiB on a log axis."""
-    from matplotlib.ticker import FuncFormatter
+    """Ticks at powers of two, labelled in KiB/MiB/GiB, on a log axis."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     def fmt(v, _pos):
         for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if v >= size:
                 return f"{v / size:g} {unit}"
         return f"{v:g} B"
-    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(FuncFormatter(fmt))
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    a.set_major_locator(LogLocator(base=2, numticks=12))
+    a.set_major_formatter(FuncFormatter(fmt))
+    a.set_minor_formatter(NullFormatter())
 
 
 def run(out: pathlib.Path, quick: bool) -> dict:
@@ -87,7 +90,7 @@ def run(out: pathlib.Path, quick: bool) -> dict:
     sizes = {name: per_rank(shape(base, micro_batches=2 * n if plan.pp > 1 else 1), plan)
              for name, plan in schemes(n).items()}
     result["message_sizes"] = sizes
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(9, 4))
     for i, (name, rows) in enumerate(sizes.items()):
         for r in rows:
             ax.scatter(r["message_bytes"], i, s=12 + 4 * r["count"] ** 0.5, alpha=0.6,
@@ -98,11 +101,30 @@ def run(out: pathlib.Path, quick: bool) -> dict:
     ax.set_yticks(range(len(sizes)), list(sizes))
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
-    ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="lower right")
+    ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("message size (area: messages per step)")
     ax.set_title(f"Message sizes per collective and scheme ({base}, {n} ranks, seq 2048)")
     fig.tight_layout()
     fig.savefig(out / "message_sizes.png", dpi=110)
+    plt.close(fig)
+
+    # 1b. traffic per scheme (ZeRO-1/2/3 against DP; TP and TP+SP, per layer too; PP)
+    traffic = {name: totals(rows)["traffic_bytes"] for name, rows in sizes.items()}
+    layers = PRESETS[base]["layers"]
+    result["traffic_by_scheme"] = traffic
+    result["tp_traffic_per_layer"] = {k: traffic[k] / layers for k in ("TP", "TP+SP")}
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.bar(list(traffic), list(traffic.values()), color=[f"C{i}" for i in range(len(traffic))])
+    ax.set_yscale("log")
+    human_axis(ax)
+    for i, v in enumerate(traffic.values()):
+        ax.text(i, v, f"{v / 2**30:.2f} GiB", ha="center", va="bottom", fontsize=7)
+    ax.set_ylabel("bus traffic per rank and step")
+    ax.set_title(f"Traffic per scheme ({base}, {n} ranks, seq 2048; TP per layer: "
+                 f"{traffic['TP'] / layers / 2**20:.0f} MiB, TP+SP {traffic['TP+SP'] / layers / 2**20:.0f} MiB)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "traffic_by_scheme.png", dpi=110)
     plt.close(fig)
 
     # 2. traffic against sequence length, and 3. against model size

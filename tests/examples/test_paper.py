@@ -27,7 +27,8 @@ def test_study_conclusions_follow_the_formulas(tmp_path):
     # gpt3-1.3b: 24 layers, TP allreduces 4 per layer; a p2p message is micro-batch x seq x hidden x 2 bytes
     assert c["tp_messages_per_step"] == 24 * 4
     assert c["pp_p2p_message_bytes"] == 1 * 2048 * 2048 * 2
-    for name in ("message_sizes", "traffic_vs_seq", "traffic_vs_model"):
+    assert r["traffic_by_scheme"]["ZeRO-3"] / r["traffic_by_scheme"]["DP"] == pytest.approx(1.5, rel=2e-3)
+    for name in ("message_sizes", "traffic_by_scheme", "traffic_vs_seq", "traffic_vs_model"):
         assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
