@@ -57,27 +57,34 @@ def message_sizes(runs: dict, path: str, title: str = "Message sizes per collect
     return path
 
 
-def overlap(run, path: str) -> str:
-    """Per rank: communication hidden behind compute vs exposed, and compute, in ms."""
+def _hidden_exposed(path: str, labels: list[str], hidden_ms: list, exposed_ms: list, compute_ms: list | None,
+                    xlabel: str, ylabel: str, title: str) -> str:
+    """Stacked bars: communication hidden by compute, exposed on top (and compute as a tick, if given)."""
     plt = _plt()
-    rows = run.sql("SELECT rank, compute_ns, overlap_ns, exposed_comm_ns FROM comm_overlap WHERE step IS NULL "
-                   "ORDER BY rank").to_pylist()
-    if not rows:
-        raise TracekitError(f"{run.path}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
-    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.2))
-    ranks = [str(r["rank"]) for r in rows]
-    ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731
-    ax.bar(ranks, ms("overlap_ns"), label="comm hidden by compute")
-    ax.bar(ranks, ms("exposed_comm_ns"), bottom=ms("overlap_ns"), label="exposed comm")
-    ax.plot(ranks, ms("compute_ns"), "k_", markersize=20, label="compute")
-    ax.set_xlabel("rank")
-    ax.set_ylabel("ms")
+    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(labels) + 2), 3.2))
+    ax.bar(labels, hidden_ms, label="comm hidden by compute")
+    ax.bar(labels, exposed_ms, bottom=hidden_ms, label="exposed comm")
+    if compute_ms is not None:
+        ax.plot(labels, compute_ms, "k_", markersize=20, label="compute")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
-    ax.set_title("Communication overlap")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def overlap(run, path: str) -> str:
+    """Per rank: communication hidden behind compute vs exposed, and compute, in ms."""
+    rows = run.sql("SELECT rank, compute_ns, overlap_ns, exposed_comm_ns FROM comm_overlap WHERE step IS NULL "
+                   "ORDER BY rank").to_pylist()
+    if not rows:
+        raise TracekitError(f"{run.path}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
+    ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731
+    return _hidden_exposed(path, [str(r["rank"]) for r in rows], ms("overlap_ns"), ms("exposed_comm_ns"),
+                           ms("compute_ns"), "rank", "ms", "Communication overlap")
 
 
 def lines(rows: list[dict], x: str, y: str, series: str, path: str, xlabel: str, ylabel: str, title: str) -> str:
@@ -124,24 +131,14 @@ def measured_vs_predicted(rows: list[dict], path: str) -> str:
 
 def overlap_by_step(run, path: str) -> str:
     """Per step (summed over ranks): communication hidden by compute and exposed, in ms."""
-    plt = _plt()
     rows = run.sql("SELECT step, CAST(sum(overlap_ns) AS DOUBLE) AS o, CAST(sum(exposed_comm_ns) AS DOUBLE) AS e "
                    "FROM comm_overlap "
                    "WHERE step IS NOT NULL GROUP BY step ORDER BY step").to_pylist()
     if not rows:
         raise TracekitError(f"{run.path}: nothing to plot per step: no interval at all")
-    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 2), 3.2))
-    steps = [str(r["step"]) for r in rows]
-    ax.bar(steps, [r["o"] / 1e6 for r in rows], label="comm hidden by compute")
-    ax.bar(steps, [r["e"] / 1e6 for r in rows], bottom=[r["o"] / 1e6 for r in rows], label="exposed comm")
-    ax.set_xlabel("step (-1: outside steps)")
-    ax.set_ylabel("ms, all ranks")
-    ax.legend(fontsize=7)
-    ax.set_title("Communication per step")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _hidden_exposed(path, [str(r["step"]) for r in rows], [r["o"] / 1e6 for r in rows],
+                           [r["e"] / 1e6 for r in rows], None, "step (-1: outside steps)", "ms, all ranks",
+                           "Communication per step")
 
 
 def skew_heatmap(run, path: str, limit: int = 60) -> str:
@@ -175,19 +172,16 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
 def fitted_laws(run, path: str) -> str:
     """Measured transfer times of clean instances against bus traffic, per collective and kind of group,
     with the fitted law (latency + traffic / bus bandwidth) of tracekit whatif as a line."""
-    from .comms.bandwidth import busbw_factor
-    from .whatif import FIT_SQL, _roles, fit
+    from .whatif import fit, points
 
     plt = _plt()
-    laws = fit(run)
+    pts = points(run)
+    laws = fit(run, pts)
     if not laws:
         raise TracekitError(f"{run.path}: no clean matched instance with a size: nothing to fit")
-    roles = _roles(run)
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    pts = run.sql(FIT_SQL).to_pylist()
     for i, f in enumerate(laws):
-        mine = [(r["bytes"] * busbw_factor(r["collective"], r["n"]), r["transfer_ns"] / 1e3) for r in pts
-                if r["collective"] == f["collective"] and roles.get(str(r["pg_name"]), r["kind"]) == f["kind"]]
+        mine = [(traffic, t_ns / 1e3) for traffic, t_ns, _ in pts[(f["collective"], f["kind"])]]
         color = f"C{i % 10}"
         ax.scatter([x for x, _ in mine], [y for _, y in mine], s=10, color=color, alpha=0.6)
         lo, hi = min(x for x, _ in mine), max(x for x, _ in mine)

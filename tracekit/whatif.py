@@ -44,15 +44,21 @@ def _roles(run) -> dict[str, str]:
     return out
 
 
-def fit(run) -> list[dict]:
-    """Per (collective, kind): latency (µs) and bus bandwidth (GB/s) of transfer = latency + traffic/bw."""
+def points(run) -> dict[tuple[str, str], list]:
+    """(collective, kind) -> [(bus traffic bytes, transfer ns, message bytes)] of the clean instances."""
     pts: dict[tuple[str, str], list] = {}
     roles = _roles(run)
     for r in run.sql(FIT_SQL).to_pylist():
-        r["kind"] = roles.get(str(r["pg_name"]), r["kind"])
+        kind = roles.get(str(r["pg_name"]), r["kind"])
         f = busbw_factor(r["collective"], r["n"])
         if f:
-            pts.setdefault((r["collective"], r["kind"]), []).append((r["bytes"] * f, r["transfer_ns"], r["bytes"]))
+            pts.setdefault((r["collective"], kind), []).append((r["bytes"] * f, r["transfer_ns"], r["bytes"]))
+    return pts
+
+
+def fit(run, pts: dict | None = None) -> list[dict]:
+    """Per (collective, kind): latency (µs) and bus bandwidth (GB/s) of transfer = latency + traffic/bw."""
+    pts = points(run) if pts is None else pts
     out = []
     for (coll, kind), p in sorted(pts.items()):
         x = np.array([a for a, _, _ in p], dtype=float)
