@@ -21,6 +21,13 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, path: str) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 SIZES_SQL = """
 SELECT collective, size_bucket_lo, any_value(size_bucket) AS size_bucket, count(*) AS n
 FROM collectives WHERE bytes IS NOT NULL GROUP BY collective, size_bucket_lo ORDER BY size_bucket_lo
@@ -51,10 +58,7 @@ def message_sizes(runs: dict, path: str, title: str = "Message sizes per collect
         ax.set_ylabel("collectives")
         ax.legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def _hidden_exposed(path: str, labels: list[str], hidden_ms: list, exposed_ms: list, compute_ms: list | None,
@@ -70,10 +74,7 @@ def _hidden_exposed(path: str, labels: list[str], hidden_ms: list, exposed_ms: l
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def overlap(run, path: str) -> str:
@@ -98,10 +99,7 @@ def lines(rows: list[dict], x: str, y: str, series: str, path: str, xlabel: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def measured_vs_predicted(rows: list[dict], path: str) -> str:
@@ -123,10 +121,7 @@ def measured_vs_predicted(rows: list[dict], path: str) -> str:
     ax.set_title("Measured vs predicted volume")
     if any(p[2] for p in pts):
         ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def overlap_by_step(run, path: str) -> str:
@@ -163,10 +158,7 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
     ax.set_ylabel("rank")
     fig.colorbar(im, ax=ax, label="wait for the last rank, µs")
     ax.set_title("Skew: who waited for whom")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def fitted_laws(run, path: str) -> str:
@@ -194,7 +186,4 @@ def fitted_laws(run, path: str) -> str:
     ax.set_ylabel("transfer time, us")
     ax.set_title("Fitted network laws (tracekit whatif)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
