@@ -1,11 +1,11 @@
 -- _diff_side: one run's side of `tracekit diff`: per collective x process group x size bucket, and per
 -- step, the figures compared (see diff.sql for the columns).
-SELECT 'collective' AS scope, collective || ' · ' || group_label || ' · ' || coalesce(size_bucket, 'unknown size') AS key,
-       min(size_bucket_lo) AS sort_lo, count(*) AS count, sum(bytes) AS bytes, sum(dur_ns) / 1e6 AS time_ms,
-       CAST(NULL AS DOUBLE) AS comm_ms, sum(exposed_ns) / 1e6 AS exposed_ms,
-       (SELECT quantile_cont(c.busbw_gbps, 0.5) FROM collectives c
-        WHERE c.collective = x.collective AND c.size_bucket IS NOT DISTINCT FROM x.size_bucket) AS busbw_gbps
-FROM comm_exposure x GROUP BY collective, group_label, size_bucket
+SELECT 'collective' AS scope, x.collective || ' · ' || x.group_label || ' · ' || coalesce(x.size_bucket, 'unknown size') AS key,
+       min(x.size_bucket_lo) AS sort_lo, count(*) AS count, sum(x.bytes) AS bytes, sum(x.dur_ns) / 1e6 AS time_ms,
+       CAST(NULL AS DOUBLE) AS comm_ms, sum(x.exposed_ns) / 1e6 AS exposed_ms,
+       quantile_cont(c.busbw_gbps, 0.5) AS busbw_gbps
+FROM comm_exposure x JOIN collectives c USING (rank, event_index)
+GROUP BY x.collective, x.group_label, x.size_bucket
 UNION ALL
 SELECT 'step', 'step ' || o.step, NULL, count(*), NULL,
        avg(s.dur_ns) / 1e6, avg(o.comm_ns) / 1e6, avg(o.exposed_comm_ns) / 1e6, NULL
