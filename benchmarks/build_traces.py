@@ -1,7 +1,8 @@
 """Build large traces for the ingest benchmark by repeating a real trace's event array.
 
-Each copy of the events is shifted in time past the previous one (so the result is still a plausible
-timeline) and the file keeps the source's metadata. Written as plain JSON: both tools read the same
+Each copy of the events is shifted in time past the previous one and numbers its ProfilerSteps after
+the previous copy's (so the result is still a plausible timeline: a trace five times as long holds five
+times the steps), and the file keeps the source's metadata. Written as plain JSON: both tools read the same
 bytes, and gzip's own cost (the same for both) does not blur the parser comparison.
 
     python benchmarks/build_traces.py SRC.json.gz OUT.json TARGET_MB
@@ -24,15 +25,20 @@ def build(src: str, out: str, target_mb: float) -> int:
     body = body.rstrip(b",")
     copies = max(1, round(target_mb * 1e6 / len(body)))
     ts = re.compile(rb'"ts": ?(\d+)')
-    stamps = [int(x) for x in ts.findall(body[:2_000_000])]
+    stamps = [int(x) for x in ts.findall(body)]
     span = (max(stamps) - min(stamps) + 1_000_000) if stamps else 0
+    # a trace n times as long holds n times the steps: copy i numbers its ProfilerSteps after copy i-1's
+    step = re.compile(rb"ProfilerStep#(\d+)")
+    numbers = [int(x) for x in step.findall(body)]
+    nsteps = (max(numbers) - min(numbers) + 1) if numbers else 0
     with open(out, "wb") as f:
         f.write(head)
         for i in range(copies):
             if i:
                 f.write(b",\n")
                 shift = i * span
-                f.write(ts.sub(lambda mm: b'"ts": ' + str(int(mm.group(1)) + shift).encode(), body))
+                text = ts.sub(lambda mm: b'"ts": ' + str(int(mm.group(1)) + shift).encode(), body)
+                f.write(step.sub(lambda mm: b"ProfilerStep#" + str(int(mm.group(1)) + i * nsteps).encode(), text))
             else:
                 f.write(body)
         f.write(b"\n" + tail)

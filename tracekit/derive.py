@@ -74,10 +74,12 @@ def _materialize(con: duckdb.DuckDBPyConnection, name: str, parquet: str) -> Non
     con.execute(f"COPY {name} TO {sql_string(parquet)} (FORMAT parquet)")
 
 
-def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str) -> None:
-    """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact."""
+def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str,
+                threads: int = 1) -> None:
+    """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
+    (with ``threads`` DuckDB threads: the cores this file has to itself)."""
     os.makedirs(out_dir, exist_ok=True)
-    con = duckdb.connect(config={"threads": 1})
+    con = duckdb.connect(config={"threads": max(1, threads)})
     try:
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet({sql_string(events_parquet)})")

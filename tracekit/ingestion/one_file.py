@@ -7,14 +7,17 @@ import gc
 import os
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..discover import resolve_rank
+from ..errors import TraceFormatError
+from . import fast
 from .columns import to_record_batch
-from .reader import CHUNK_BYTES, TraceReader
+from .reader import CHUNK_BYTES, Chunk, TraceReader
 from .schema import EVENTS_SCHEMA
 
 _DONE = object()
@@ -35,13 +38,53 @@ def _writer_thread(path: str, q: "queue.Queue", errors: list):
             pass
 
 
+class _Restart(Exception):
+    """The fast path met text it cannot frame exactly (only malformed text does that): start the file
+    again on the Python path, which reads it as it always has and names what is wrong."""
+
+
 def ingest_file(path: str, part_path: str, rank: int | None = None, progress=None,
-                chunk_bytes: int = CHUNK_BYTES, single: bool = False) -> dict:
+                chunk_bytes: int = CHUNK_BYTES, single: bool = False, threads: int = 1) -> dict:
     """Write ``part_path`` (Parquet, events schema without rank) and return the trace's description.
 
+    ``threads``: how many chunks of the file are decoded at once (the C scanner releases the GIL).
     ``progress(json_bytes, events)`` is called after every batch with the increments.
     """
-    reader = TraceReader(path, chunk_bytes=chunk_bytes)
+    try:
+        return _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame=True)
+    except _Restart:
+        return _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame=False)
+
+
+def _record_batches(reader: TraceReader, path: str, threads: int):
+    """The file's RecordBatches in file order. Chunks framed in C are scanned by a pool of threads, at
+    most ``threads + 1`` in flight (memory stays bounded); the rest goes through the Python path."""
+    def resolve(item, fut):
+        if fut is None:
+            return to_record_batch(item, path)
+        res = fut.result()
+        if res is not None and res[0] == item.events:
+            return fast.to_record_batch(res[0], res[1], item.start)
+        try:  # declined by the C scanner (an unusual value, a non-standard key, or an error to name)
+            batch = reader.decode_chunk(item)
+        except TraceFormatError:
+            raise _Restart() from None
+        if batch is None or len(batch.events) != item.events:
+            raise _Restart()
+        return to_record_batch(batch, path)
+
+    pending: collections.deque = collections.deque()
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for item in reader:
+            pending.append((item, pool.submit(fast.scan, item.text) if isinstance(item, Chunk) else None))
+            while len(pending) > max(1, threads) or (pending and pending[0][1] is not None and pending[0][1].done()):
+                yield resolve(*pending.popleft())
+        while pending:
+            yield resolve(*pending.popleft())
+
+
+def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame) -> dict:
+    reader = TraceReader(path, chunk_bytes=chunk_bytes, frame=frame)
     phases: collections.Counter = collections.Counter()
     q: queue.Queue = queue.Queue(maxsize=2)
     errors: list = []
@@ -51,8 +94,7 @@ def ingest_file(path: str, part_path: str, rank: int | None = None, progress=Non
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples/lists, no cycles: the collector only costs time here
     try:
-        for batch in reader:
-            rb = to_record_batch(batch, path)
+        for rb in _record_batches(reader, path, threads):
             for item in pc.value_counts(rb.column("ph")).to_pylist():
                 phases[item["values"]] += item["counts"]
             if errors:

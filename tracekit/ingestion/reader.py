@@ -20,6 +20,7 @@ from typing import Iterator
 import msgspec
 
 from ..errors import TraceFormatError
+from . import fast
 from .schema import TraceEvent
 from .source import TraceSource
 
@@ -55,11 +56,22 @@ class EventBatch:
     extra: list | None  # per event: JSON text of unknown top-level keys, or None
 
 
+@dataclass
+class Chunk:
+    """Framed, not yet decoded events (the fast path): ``text`` is ``ev, ev, ...`` as in the file."""
+    start: int  # index of its first event in the file's traceEvents
+    offset: int  # byte offset of text[0] in the JSON text
+    text: bytes
+    events: int  # how many events the framer counted
+
+
 class TraceReader:
     """Iterate over ``EventBatch``es; afterwards ``header`` holds the top-level metadata."""
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, max_event_bytes: int | None = None):
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, max_event_bytes: int | None = None,
+                 frame: bool = False):
         self.path = path
+        self.frame = frame and fast.enabled()  # yield Chunks framed in C where it finds a boundary
         self.chunk_bytes = chunk_bytes
         self.max_event_bytes = max_event_bytes or max_event_limit()
         self.source = TraceSource(path)
@@ -107,11 +119,13 @@ class TraceReader:
             self._finish(prefix, buf, suffix_start, base)
             return
         while True:
-            found = self._first_cut(buf, pos, base, index, eof)
+            found = self._fast_cut(buf, pos, base, index) if self.frame else None
+            if found is None:
+                found = self._first_cut(buf, pos, base, index, eof)
             if found is not None:
                 batch, nxt, is_end = found
                 yield batch
-                index += len(batch.events)
+                index += batch.events if isinstance(batch, Chunk) else len(batch.events)
                 self.event_count = index
                 if is_end:
                     self._finish(prefix, buf, nxt + 1, base)
@@ -138,6 +152,20 @@ class TraceReader:
             data = self.source.read(max(1, min(want, self.max_event_bytes - len(buf) + self.chunk_bytes)))
             eof = not data
             buf += data
+
+    def _fast_cut(self, buf, pos, base, index):
+        """The latest event boundary, found by the C framer (which follows nesting and strings): (Chunk,
+        next, is_end), or None, and then the Python path looks (it also names what is wrong)."""
+        found = fast.frame(buf, pos)
+        if found is None:
+            return None
+        cut, nxt, is_end, events = found
+        return Chunk(index, base + pos, bytes(memoryview(buf)[pos:cut + 1]), events), nxt, is_end
+
+    def decode_chunk(self, chunk: Chunk) -> EventBatch | None:
+        """A Chunk the C scanner declined, decoded by the Python path (None: it does not end at an event
+        boundary, which the framer only gets wrong on malformed text)."""
+        return self._decode(chunk.text, 0, len(chunk.text) - 1, chunk.offset, chunk.start)
 
     def _first_cut(self, buf, pos, base, index, eof):
         """The latest cut after which ``buf[pos:cut]`` decodes as whole events: (batch, next, is_end), or

@@ -71,10 +71,10 @@ def _or_none(fn, path):
 
 def _task(args):
     """One input file: parse it into its events part, then derive that rank's facts beside it."""
-    path, part, rank, single = args
-    res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single)
+    path, part, rank, single, threads = args
+    res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads)
     r = res["trace"]["rank"]
-    derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts")
+    derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts", threads=threads)
     return res
 
 
@@ -135,9 +135,11 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
 
 
 def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None):
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(files)))
-    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f), len(files) == 1)
-             for i, f in enumerate(files)]
+    cores = max(1, jobs or os.cpu_count() or 1)
+    jobs = min(cores, len(files))  # one process per file at a time; cores left over go to threads within a file
+    threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1  # a remote worker's cores: unknown here
+    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f), len(files) == 1,
+              threads) for i, f in enumerate(files)]
     results: list[tuple[str, str, dict]] = []
     failures: list[dict] = []
     total = sum(_or_none(os.path.getsize, f) or 0 for f in files)

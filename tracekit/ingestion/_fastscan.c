@@ -1,0 +1,698 @@
+/* tracekit's compiled fast path for the common case of a Kineto trace: frame the traceEvents array at
+ * event boundaries, and turn a framed run of events straight into Arrow column buffers.
+ *
+ * It is an accelerator, never an authority. scan() accepts only what it can decode exactly as the
+ * Python path does (tracekit/ingestion/columns.py): on anything else (an unknown top-level key, a value
+ * of an unexpected type, a number with an exponent or past int64, invalid UTF-8, a lone surrogate,
+ * malformed JSON, deep nesting, a duplicate key) it returns None and the Python path decodes those
+ * events, or reports what is wrong with them. Both functions release the GIL while they work, so
+ * several threads scan several chunks of one file at once.
+ *
+ *   configure(keys: list[bytes], kinds: list[int])  the typed args (args.py's KINETO_ARGS, in order)
+ *   frame(buf, pos) -> (cut, next, is_end, events) | None
+ *   scan(data: bytes) -> (n, [(validity|None, data, offsets|None, null_count), ...]) | None
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- growable buffers ------------------------------------------------------------------------ */
+typedef struct { unsigned char *p; size_t n, cap; } Buf;
+
+static int reserve(Buf *b, size_t extra) {
+    if (b->n + extra <= b->cap) return 0;
+    size_t c = b->cap ? b->cap : 1024;
+    while (c < b->n + extra) c *= 2;
+    unsigned char *q = realloc(b->p, c);
+    if (!q) return -1;
+    b->p = q; b->cap = c;
+    return 0;
+}
+
+/* ---- columns ---------------------------------------------------------------------------------- */
+enum { T_STR = 0, T_INT = 1, T_F64 = 2 };
+enum { V_NONE = 0, V_INT, V_F64, V_STR, V_RAW };  /* staged value of one cell */
+
+typedef struct { int type; Buf data, offsets, valid; int64_t nulls; } Col;
+typedef struct { int kind, seen; int64_t i; double f; const unsigned char *p; size_t len; int esc; } Cell;
+
+/* kinds of typed args, as args.py names them */
+enum { K_INT = 0, K_STR, K_FLOAT, K_INT_OR_TEXT, K_EXACT_INT, K_JSON, K_TEXT };
+
+#define MAX_ARGS 128
+static int n_args = 0;
+static int arg_kind[MAX_ARGS];
+static char *arg_key[MAX_ARGS];
+static size_t arg_len[MAX_ARGS];
+
+/* fixed top-level columns, in the events schema's order (event_index and extra are filled in Python) */
+enum { C_PH, C_CAT, C_NAME, C_PID, C_TID, C_PID_TEXT, C_TID_TEXT, C_TS, C_DUR, C_ID, C_ID_TEXT, C_BP, C_S,
+       C_ARGS0 };
+static const int top_types[C_ARGS0] = {T_STR, T_STR, T_STR, T_INT, T_INT, T_STR, T_STR, T_INT, T_INT, T_INT,
+                                       T_STR, T_STR, T_STR};
+
+#define MAX_DEPTH 512
+
+typedef struct {
+    const unsigned char *s;
+    size_t end;
+    int ncols;
+    Col *cols;
+    Cell *cells;
+    int64_t rows;
+    unsigned char scratch[8];
+} Scan;
+
+/* ---- UTF-8 --------------------------------------------------------------------------------------- */
+static int valid_utf8(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w; memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) { i += 8; continue; }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && s[i + 1] < 0xA0) return 0;   /* overlong */
+            if (c == 0xED && s[i + 1] >= 0xA0) return 0;  /* surrogates */
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && s[i + 1] < 0x90) return 0;
+            if (c == 0xF4 && s[i + 1] >= 0x90) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- JSON primitives (strict; 0 = not accepted) -------------------------------------------------- */
+static inline size_t ws(const unsigned char *s, size_t i, size_t end) {
+    while (i < end && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
+    return i;
+}
+
+static inline int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* s[*i] == '"': the content span and whether it holds escapes; *i moves past the closing quote */
+static int string(const unsigned char *s, size_t *i, size_t end, const unsigned char **p, size_t *len, int *esc) {
+    size_t j = *i + 1;
+    int e = 0;
+    while (j < end) {
+        unsigned char c = s[j];
+        if (c == '"') {
+            *p = s + *i + 1; *len = j - *i - 1; *esc = e; *i = j + 1;
+            return 1;
+        }
+        if (c == '\\') {
+            if (j + 1 >= end) return 0;
+            unsigned char d = s[j + 1];
+            e = 1;
+            if (d == 'u') {
+                if (j + 5 >= end) return 0;
+                for (int k = 2; k < 6; k++) if (hexval(s[j + k]) < 0) return 0;
+                j += 6;
+            } else if (d == '"' || d == '\\' || d == '/' || d == 'b' || d == 'f' || d == 'n' || d == 'r' || d == 't') {
+                j += 2;
+            } else {
+                return 0;
+            }
+            continue;
+        }
+        if (c < 0x20) return 0;
+        j++;
+    }
+    return 0;
+}
+
+/* a JSON number at s[*i]: span, and whether it has a fraction / an exponent */
+static int number(const unsigned char *s, size_t *i, size_t end, const unsigned char **p, size_t *len, int *frac, int *expo) {
+    size_t j = *i;
+    if (j < end && s[j] == '-') j++;
+    if (j >= end) return 0;
+    if (s[j] == '0') j++;
+    else if (s[j] >= '1' && s[j] <= '9') { while (j < end && s[j] >= '0' && s[j] <= '9') j++; }
+    else return 0;
+    *frac = 0; *expo = 0;
+    if (j < end && s[j] == '.') {
+        j++;
+        if (j >= end || s[j] < '0' || s[j] > '9') return 0;
+        while (j < end && s[j] >= '0' && s[j] <= '9') j++;
+        *frac = 1;
+    }
+    if (j < end && (s[j] == 'e' || s[j] == 'E')) {
+        j++;
+        if (j < end && (s[j] == '+' || s[j] == '-')) j++;
+        if (j >= end || s[j] < '0' || s[j] > '9') return 0;
+        while (j < end && s[j] >= '0' && s[j] <= '9') j++;
+        *expo = 1;
+    }
+    *p = s + *i; *len = j - *i; *i = j;
+    return 1;
+}
+
+static int literal(const unsigned char *s, size_t *i, size_t end, const char *word) {
+    size_t n = strlen(word);
+    if (*i + n > end || memcmp(s + *i, word, n) != 0) return 0;
+    *i += n;
+    return 1;
+}
+
+/* an integer's digits -> int64; 0 if it does not fit (or is INT64_MIN: the Python path reads that one as text) */
+static int to_int64(const unsigned char *p, size_t len, int64_t *out) {
+    int neg = 0;
+    size_t k = 0;
+    if (len && p[0] == '-') { neg = 1; k = 1; }
+    uint64_t v = 0;
+    for (; k < len; k++) {
+        uint64_t d = (uint64_t)(p[k] - '0');
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    if (v > (uint64_t)INT64_MAX) return 0;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 1;
+}
+
+/* microseconds as written (no exponent) -> nanoseconds, rounded half to even at the nanosecond */
+static int to_ns(const unsigned char *p, size_t len, int64_t *out) {
+    size_t k = 0;
+    int neg = 0;
+    if (len && p[0] == '-') { neg = 1; k = 1; }
+    uint64_t v = 0;
+    for (; k < len && p[k] != '.'; k++) {
+        if (v > (UINT64_MAX / 10) - 10) return 0;
+        v = v * 10 + (uint64_t)(p[k] - '0');
+    }
+    int kept = 0, first = -1, rest = 0;
+    if (k < len && p[k] == '.') {
+        for (k++; k < len; k++) {
+            int d = p[k] - '0';
+            if (kept < 3) {
+                if (v > (UINT64_MAX / 10) - 10) return 0;
+                v = v * 10 + (uint64_t)d; kept++;
+            } else if (first < 0) first = d;
+            else if (d) rest = 1;
+        }
+    }
+    for (; kept < 3; kept++) {
+        if (v > (UINT64_MAX / 10) - 10) return 0;
+        v *= 10;
+    }
+    if (first > 5 || (first == 5 && (rest || (v & 1)))) v++;
+    if (v > (uint64_t)INT64_MAX) return 0;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 1;
+}
+
+/* skip any JSON value, strictly */
+static int skip(const unsigned char *s, size_t *i, size_t end, int depth) {
+    if (depth > MAX_DEPTH || *i >= end) return 0;
+    unsigned char c = s[*i];
+    const unsigned char *p; size_t len; int a, b;
+    if (c == '"') return string(s, i, end, &p, &len, &a);
+    if (c == '-' || (c >= '0' && c <= '9')) return number(s, i, end, &p, &len, &a, &b);
+    if (c == 't') return literal(s, i, end, "true");
+    if (c == 'f') return literal(s, i, end, "false");
+    if (c == 'n') return literal(s, i, end, "null");
+    if (c == '{' || c == '[') {
+        unsigned char close = c == '{' ? '}' : ']';
+        size_t j = ws(s, *i + 1, end);
+        if (j < end && s[j] == close) { *i = j + 1; return 1; }
+        for (;;) {
+            if (c == '{') {
+                if (j >= end || s[j] != '"' || !string(s, &j, end, &p, &len, &a)) return 0;
+                j = ws(s, j, end);
+                if (j >= end || s[j] != ':') return 0;
+                j = ws(s, j + 1, end);
+            }
+            if (!skip(s, &j, end, depth + 1)) return 0;
+            j = ws(s, j, end);
+            if (j >= end) return 0;
+            if (s[j] == ',') { j = ws(s, j + 1, end); continue; }
+            if (s[j] == close) { *i = j + 1; return 1; }
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- emitting cells into columns ------------------------------------------------------------------ */
+static int put_valid(Col *c, int64_t row, int valid) {
+    if ((row & 7) == 0) {
+        if (reserve(&c->valid, 1)) return 0;
+        c->valid.p[c->valid.n++] = 0;
+    }
+    if (valid) c->valid.p[c->valid.n - 1] |= (unsigned char)(1u << (row & 7));
+    else c->nulls++;
+    return 1;
+}
+
+static int put_utf8(Buf *b, uint32_t cp) {
+    if (reserve(b, 4)) return 0;
+    unsigned char *o = b->p + b->n;
+    if (cp < 0x80) { o[0] = (unsigned char)cp; b->n += 1; }
+    else if (cp < 0x800) { o[0] = 0xC0 | (cp >> 6); o[1] = 0x80 | (cp & 0x3F); b->n += 2; }
+    else if (cp < 0x10000) { o[0] = 0xE0 | (cp >> 12); o[1] = 0x80 | ((cp >> 6) & 0x3F); o[2] = 0x80 | (cp & 0x3F); b->n += 3; }
+    else { o[0] = 0xF0 | (cp >> 18); o[1] = 0x80 | ((cp >> 12) & 0x3F); o[2] = 0x80 | ((cp >> 6) & 0x3F);
+           o[3] = 0x80 | (cp & 0x3F); b->n += 4; }
+    return 1;
+}
+
+static uint32_t hex4(const unsigned char *p) {
+    return (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+}
+
+/* a string's content with its escapes resolved (already checked by string()); 0 on a lone surrogate */
+static int unescape(Buf *b, const unsigned char *p, size_t len) {
+    size_t k = 0;
+    while (k < len) {
+        const unsigned char *bs = memchr(p + k, '\\', len - k);
+        size_t upto = bs ? (size_t)(bs - p) : len;
+        if (upto > k) {
+            if (reserve(b, upto - k)) return 0;
+            memcpy(b->p + b->n, p + k, upto - k);
+            b->n += upto - k;
+        }
+        if (!bs) break;
+        k = upto;
+        unsigned char d = p[k + 1];
+        if (d == 'u') {
+            uint32_t cp = hex4(p + k + 2);
+            k += 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (k + 6 > len || p[k] != '\\' || p[k + 1] != 'u') return 0;
+                uint32_t lo = hex4(p + k + 2);
+                if (lo < 0xDC00 || lo > 0xDFFF) return 0;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                k += 6;
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                return 0;
+            }
+            if (!put_utf8(b, cp)) return 0;
+        } else {
+            unsigned char o = d == 'b' ? '\b' : d == 'f' ? '\f' : d == 'n' ? '\n' : d == 'r' ? '\r' : d == 't' ? '\t' : d;
+            if (reserve(b, 1)) return 0;
+            b->p[b->n++] = o;
+            k += 2;
+        }
+    }
+    return 1;
+}
+
+static int emit(Scan *sc) {
+    int64_t row = sc->rows;
+    for (int c = 0; c < sc->ncols; c++) {
+        Col *col = &sc->cols[c];
+        Cell *cell = &sc->cells[c];
+        int valid = cell->kind != V_NONE;
+        if (!put_valid(col, row, valid)) return 0;
+        if (col->type == T_STR) {
+            if (valid) {
+                if (cell->kind == V_STR && cell->esc) {
+                    if (!unescape(&col->data, cell->p, cell->len)) return 0;
+                } else {
+                    if (reserve(&col->data, cell->len)) return 0;
+                    memcpy(col->data.p + col->data.n, cell->p, cell->len);
+                    col->data.n += cell->len;
+                }
+            }
+            if (col->data.n > INT32_MAX || reserve(&col->offsets, 4)) return 0;
+            int32_t off = (int32_t)col->data.n;
+            memcpy(col->offsets.p + col->offsets.n, &off, 4);
+            col->offsets.n += 4;
+        } else {
+            if (reserve(&col->data, 8)) return 0;
+            if (col->type == T_INT) { int64_t v = valid ? cell->i : 0; memcpy(col->data.p + col->data.n, &v, 8); }
+            else { double v = valid ? cell->f : 0.0; memcpy(col->data.p + col->data.n, &v, 8); }
+            col->data.n += 8;
+        }
+        cell->kind = V_NONE;
+        cell->seen = 0;
+    }
+    sc->rows++;
+    return 1;
+}
+
+/* ---- one event ------------------------------------------------------------------------------------- */
+static int set(Cell *cell, int kind) {
+    cell->kind = kind;
+    return 1;
+}
+
+/* a key's first appearance in the event (or in its args); a duplicate key: the Python path decides */
+static int claim(Cell *cell) {
+    if (cell->seen) return 0;
+    cell->seen = 1;
+    return 1;
+}
+
+/* strings only, or null */
+static int str_value(const unsigned char *s, size_t *i, size_t end, Cell *cell) {
+    if (s[*i] == 'n') return literal(s, i, end, "null");
+    if (s[*i] != '"') return 0;
+    if (!string(s, i, end, &cell->p, &cell->len, &cell->esc)) return 0;
+    return set(cell, V_STR);
+}
+
+static int find_arg(const unsigned char *p, size_t len) {
+    for (int k = 0; k < n_args; k++)
+        if (arg_len[k] == len && memcmp(arg_key[k], p, len) == 0) return k;
+    return -1;
+}
+
+static int args_object(Scan *sc, size_t *i) {
+    const unsigned char *s = sc->s;
+    size_t end = sc->end, j = ws(s, *i + 1, end);
+    if (j < end && s[j] == '}') { *i = j + 1; return 1; }
+    for (;;) {
+        const unsigned char *kp; size_t klen; int kesc;
+        if (j >= end || s[j] != '"' || !string(s, &j, end, &kp, &klen, &kesc) || kesc) return 0;
+        j = ws(s, j, end);
+        if (j >= end || s[j] != ':') return 0;
+        j = ws(s, j + 1, end);
+        if (j >= end) return 0;
+        int k = find_arg(kp, klen);
+        if (k < 0) {
+            if (!skip(s, &j, end, 2)) return 0;
+        } else {
+            Cell *cell = &sc->cells[C_ARGS0 + k];
+            size_t v0 = j;
+            if (!claim(cell)) return 0;
+            unsigned char c = s[j];
+            const unsigned char *p; size_t len; int frac, expo;
+            switch (arg_kind[k]) {
+            case K_INT:
+                if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
+                if (!number(s, &j, end, &p, &len, &frac, &expo) || frac || expo || !to_int64(p, len, &cell->i)) return 0;
+                if (!set(cell, V_INT)) return 0;
+                break;
+            case K_STR:
+                if (!str_value(s, &j, end, cell)) return 0;
+                break;
+            case K_FLOAT:
+                if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
+                if (!number(s, &j, end, &p, &len, &frac, &expo) || len >= 64) return 0;
+                {
+                    char tmp[64];
+                    memcpy(tmp, p, len); tmp[len] = 0;
+                    if (!frac && !expo) {
+                        int64_t iv;
+                        if (!to_int64(p, len, &iv) || iv > (1LL << 53) || iv < -(1LL << 53)) return 0;
+                        cell->f = (double)iv;
+                    } else {
+                        cell->f = strtod(tmp, NULL);
+                    }
+                }
+                if (!set(cell, V_F64)) return 0;
+                break;
+            case K_INT_OR_TEXT:
+                if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
+                if (c == '"') {  /* a string of plain decimal digits: its integer; any other string: Python decides */
+                    int esc;
+                    if (!string(s, &j, end, &p, &len, &esc) || esc || len == 0 || len > 19) return 0;
+                    size_t q = p[0] == '-' ? 1 : 0;
+                    if (q == len) return 0;
+                    for (; q < len; q++) if (p[q] < '0' || p[q] > '9') return 0;
+                    if (!to_int64(p, len, &cell->i)) return 0;
+                } else if (!number(s, &j, end, &p, &len, &frac, &expo) || frac || expo || !to_int64(p, len, &cell->i)) {
+                    return 0;
+                }
+                if (!set(cell, V_INT)) return 0;
+                break;
+            case K_EXACT_INT:
+                if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
+                if (!number(s, &j, end, &p, &len, &frac, &expo) || frac || expo) return 0;
+                if (len == 2 && p[0] == '-' && p[1] == '0') return 0;
+                cell->p = p; cell->len = len; cell->esc = 0;
+                if (!set(cell, V_STR)) return 0;
+                break;
+            case K_TEXT:
+                if (c == '"') {
+                    if (!string(s, &j, end, &cell->p, &cell->len, &cell->esc)) return 0;
+                    if (!set(cell, V_STR)) return 0;
+                    break;
+                }
+                /* fall through: any other value as its JSON text */
+            case K_JSON:
+                if (!skip(s, &j, end, 2)) return 0;
+                cell->p = s + v0; cell->len = j - v0; cell->esc = 0;
+                if (!set(cell, V_RAW)) return 0;
+                break;
+            default:
+                return 0;
+            }
+        }
+        j = ws(s, j, end);
+        if (j >= end) return 0;
+        if (s[j] == ',') { j = ws(s, j + 1, end); continue; }
+        if (s[j] == '}') { *i = j + 1; return 1; }
+        return 0;
+    }
+}
+
+/* pid, tid, id: an integer (int64), or a string (its text column); null */
+static int int_or_string(const unsigned char *s, size_t *i, size_t end, Cell *num, Cell *text) {
+    unsigned char c = s[*i];
+    const unsigned char *p; size_t len; int frac, expo;
+    if (!claim(num)) return 0;
+    if (c == 'n') return literal(s, i, end, "null");
+    if (c == '"') return string(s, i, end, &text->p, &text->len, &text->esc) && set(text, V_STR);
+    if (!number(s, i, end, &p, &len, &frac, &expo) || frac || expo || !to_int64(p, len, &num->i)) return 0;
+    return set(num, V_INT);
+}
+
+static int time_value(const unsigned char *s, size_t *i, size_t end, Cell *cell) {
+    const unsigned char *p; size_t len; int frac, expo;
+    if (!claim(cell)) return 0;
+    if (s[*i] == 'n') return literal(s, i, end, "null");
+    if (!number(s, i, end, &p, &len, &frac, &expo) || expo || !to_ns(p, len, &cell->i)) return 0;
+    return set(cell, V_INT);
+}
+
+static int event(Scan *sc, size_t *i) {
+    const unsigned char *s = sc->s;
+    size_t end = sc->end, j = *i;
+    int seen_args = 0;
+    if (j >= end || s[j] != '{') return 0;
+    j = ws(s, j + 1, end);
+    if (j < end && s[j] == '}') return 0;  /* no 'ph': the Python path names the event */
+    for (;;) {
+        const unsigned char *kp; size_t klen; int kesc;
+        if (j >= end || s[j] != '"' || !string(s, &j, end, &kp, &klen, &kesc) || kesc) return 0;
+        j = ws(s, j, end);
+        if (j >= end || s[j] != ':') return 0;
+        j = ws(s, j + 1, end);
+        if (j >= end) return 0;
+        Cell *cells = sc->cells;
+        int ok;
+#define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(kp, lit, klen) == 0)
+        if (KEY("ph")) ok = claim(&cells[C_PH]) && str_value(s, &j, end, &cells[C_PH]);
+        else if (KEY("name")) ok = claim(&cells[C_NAME]) && str_value(s, &j, end, &cells[C_NAME]);
+        else if (KEY("cat")) ok = claim(&cells[C_CAT]) && str_value(s, &j, end, &cells[C_CAT]);
+        else if (KEY("ts")) ok = time_value(s, &j, end, &cells[C_TS]);
+        else if (KEY("dur")) ok = time_value(s, &j, end, &cells[C_DUR]);
+        else if (KEY("pid")) ok = int_or_string(s, &j, end, &cells[C_PID], &cells[C_PID_TEXT]);
+        else if (KEY("tid")) ok = int_or_string(s, &j, end, &cells[C_TID], &cells[C_TID_TEXT]);
+        else if (KEY("id")) ok = int_or_string(s, &j, end, &cells[C_ID], &cells[C_ID_TEXT]);
+        else if (KEY("bp")) ok = claim(&cells[C_BP]) && str_value(s, &j, end, &cells[C_BP]);
+        else if (KEY("s")) ok = claim(&cells[C_S]) && str_value(s, &j, end, &cells[C_S]);
+        else if (KEY("args")) {
+            if (seen_args) return 0;
+            seen_args = 1;
+            if (s[j] == 'n') ok = literal(s, &j, end, "null");
+            else if (s[j] == '{') {
+                size_t a0 = j;
+                ok = args_object(sc, &j);
+                Cell *raw = &cells[C_ARGS0 + n_args];
+                raw->p = s + a0; raw->len = j - a0; raw->esc = 0; raw->kind = V_RAW;
+            } else ok = 0;
+        } else return 0;  /* a non-standard key: the Python path keeps it in `extra` */
+#undef KEY
+        if (!ok) return 0;
+        j = ws(s, j, end);
+        if (j >= end) return 0;
+        if (s[j] == ',') { j = ws(s, j + 1, end); continue; }
+        if (s[j] == '}') { j++; break; }
+        return 0;
+    }
+    if (sc->cells[C_PH].kind == V_NONE) return 0;
+    *i = j;
+    return emit(sc);
+}
+
+static void free_cols(Col *cols, int n) {
+    for (int c = 0; c < n; c++) { free(cols[c].data.p); free(cols[c].offsets.p); free(cols[c].valid.p); }
+    free(cols);
+}
+
+static int run_scan(Scan *sc) {
+    const unsigned char *s = sc->s;
+    size_t end = sc->end;
+    if (!valid_utf8(s, end)) return 0;
+    for (int c = 0; c < sc->ncols; c++) {
+        if (sc->cols[c].type == T_STR) {
+            if (reserve(&sc->cols[c].offsets, 4)) return 0;
+            memset(sc->cols[c].offsets.p, 0, 4);
+            sc->cols[c].offsets.n = 4;
+        }
+    }
+    size_t i = ws(s, 0, end);
+    if (i >= end) return 0;
+    for (;;) {
+        if (!event(sc, &i)) return 0;
+        i = ws(s, i, end);
+        if (i >= end) return 1;
+        if (s[i] != ',') return 0;
+        i = ws(s, i + 1, end);
+    }
+}
+
+static PyObject *as_bytes(Buf *b) {
+    return PyBytes_FromStringAndSize((const char *)b->p, (Py_ssize_t)b->n);
+}
+
+static PyObject *py_scan(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (n_args <= 0) { PyErr_SetString(PyExc_RuntimeError, "configure() first"); return NULL; }
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Scan sc;
+    sc.s = view.buf; sc.end = (size_t)view.len; sc.ncols = C_ARGS0 + n_args + 1; sc.rows = 0;
+    sc.cols = calloc((size_t)sc.ncols, sizeof(Col));
+    sc.cells = calloc((size_t)sc.ncols, sizeof(Cell));
+    if (!sc.cols || !sc.cells) { free(sc.cols); free(sc.cells); PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    for (int c = 0; c < sc.ncols; c++) {
+        int k = c - C_ARGS0;
+        sc.cols[c].type = c < C_ARGS0 ? top_types[c]
+                        : k == n_args ? T_STR
+                        : arg_kind[k] == K_INT || arg_kind[k] == K_INT_OR_TEXT ? T_INT
+                        : arg_kind[k] == K_FLOAT ? T_F64 : T_STR;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = run_scan(&sc);
+    Py_END_ALLOW_THREADS
+    free(sc.cells);
+    PyBuffer_Release(&view);
+    if (!ok) { free_cols(sc.cols, sc.ncols); Py_RETURN_NONE; }
+    PyObject *list = PyList_New(sc.ncols);
+    if (!list) { free_cols(sc.cols, sc.ncols); return NULL; }
+    for (int c = 0; c < sc.ncols; c++) {
+        Col *col = &sc.cols[c];
+        PyObject *valid = col->nulls ? as_bytes(&col->valid) : (Py_INCREF(Py_None), Py_None);
+        PyObject *data = as_bytes(&col->data);
+        PyObject *offs = col->type == T_STR ? as_bytes(&col->offsets) : (Py_INCREF(Py_None), Py_None);
+        PyObject *item = (valid && data && offs) ? Py_BuildValue("(NNNL)", valid, data, offs, (long long)col->nulls) : NULL;
+        if (!item) { Py_XDECREF(valid); Py_XDECREF(data); Py_XDECREF(offs); Py_DECREF(list); free_cols(sc.cols, sc.ncols); return NULL; }
+        PyList_SET_ITEM(list, c, item);
+    }
+    free_cols(sc.cols, sc.ncols);
+    return Py_BuildValue("(LN)", (long long)sc.rows, list);
+}
+
+/* ---- framing ------------------------------------------------------------------------------------------ */
+/* From buf[pos] (the start of an event, or whitespace before it), follow the nesting and the strings to
+ * the latest top-level boundary: '}' then ',' then '{' (next = the '{'), or '}' then ']' (is_end, next =
+ * the ']'). Counts the events before the cut. None when there is no complete boundary in the buffer. */
+static PyObject *py_frame(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &pos)) return NULL;
+    const unsigned char *s = view.buf;
+    size_t end = (size_t)view.len, i = (size_t)pos;
+    long long events = 0, cut_events = 0;
+    Py_ssize_t cut = -1, next = -1;
+    int is_end = 0;
+    Py_BEGIN_ALLOW_THREADS
+    long depth = 0;
+    while (i < end) {
+        unsigned char c = s[i];
+        if (c == '"') {
+            i++;
+            for (;;) {
+                const unsigned char *q = memchr(s + i, '"', end - i);
+                if (!q) { i = end; break; }
+                size_t k = (size_t)(q - s), b = k;
+                while (b > i && s[b - 1] == '\\') b--;
+                i = k + 1;
+                if (((k - b) & 1) == 0) break;  /* an even run of backslashes: the quote closes */
+            }
+            continue;
+        }
+        if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') {
+            if (depth == 0) break;  /* ']' closing the array right after a ',' or at the start: the Python path */
+            depth--;
+            if (depth == 0) {
+                if (c != '}') break;
+                events++;
+                size_t j = ws(s, i + 1, end);
+                if (j >= end) break;
+                if (s[j] == ']') { cut = (Py_ssize_t)i; next = (Py_ssize_t)j; is_end = 1; cut_events = events; break; }
+                if (s[j] != ',') break;
+                j = ws(s, j + 1, end);
+                if (j >= end) break;
+                if (s[j] != '{') break;
+                cut = (Py_ssize_t)i; next = (Py_ssize_t)j; cut_events = events;
+                i = j;
+                continue;
+            }
+        }
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (cut < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(nnOL)", cut, next, is_end ? Py_True : Py_False, cut_events);
+}
+
+static PyObject *py_configure(PyObject *self, PyObject *args) {
+    PyObject *keys, *kinds;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &keys, &PyList_Type, &kinds)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (n != PyList_GET_SIZE(kinds) || n <= 0 || n > MAX_ARGS) {
+        PyErr_SetString(PyExc_ValueError, "keys and kinds: lists of one length, 1 to 128");
+        return NULL;
+    }
+    for (int k = 0; k < n_args; k++) free(arg_key[k]);
+    n_args = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        char *p; Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PyList_GET_ITEM(keys, k), &p, &len) < 0) return NULL;
+        long kind = PyLong_AsLong(PyList_GET_ITEM(kinds, k));
+        if (kind == -1 && PyErr_Occurred()) return NULL;
+        arg_key[k] = malloc((size_t)len + 1);
+        if (!arg_key[k]) return PyErr_NoMemory();
+        memcpy(arg_key[k], p, (size_t)len); arg_key[k][len] = 0;
+        arg_len[k] = (size_t)len;
+        arg_kind[k] = (int)kind;
+        n_args = (int)k + 1;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", py_configure, METH_VARARGS, "Set the typed args: keys (bytes) and kinds (ints)."},
+    {"scan", py_scan, METH_O, "Framed events -> (rows, column buffers), or None for the Python path."},
+    {"frame", py_frame, METH_VARARGS, "(buf, pos) -> (cut, next, is_end, events) or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fastscan(void) { return PyModule_Create(&module); }

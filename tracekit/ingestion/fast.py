@@ -1,0 +1,60 @@
+"""The compiled fast path of ingest (``_fastscan.c``): frame the event array and build Arrow columns in C.
+
+It decodes the common case exactly as the Python path does (columns.py) and declines everything else,
+which the Python path then decodes or reports. It is optional: without a C compiler at install time,
+or with ``TRACEKIT_PURE_PYTHON=1``, every event goes through Python (same results, slower).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from .args import KINETO_ARGS
+from .schema import EVENTS_SCHEMA
+
+try:
+    from . import _fastscan
+except ImportError:  # built without a C compiler
+    _fastscan = None
+
+_KIND_CODES = {"int": 0, "str": 1, "float": 2, "int_or_text": 3, "exact_int": 4, "json": 5, "text": 6}
+if _fastscan is not None:
+    _fastscan.configure([key.encode() for _, key, _, _ in KINETO_ARGS], [_KIND_CODES[k] for _, _, k, _ in KINETO_ARGS])
+
+# the columns scan() returns, in order: every column of `events` but event_index (first) and extra (last)
+_SCANNED = [f for f in EVENTS_SCHEMA if f.name not in ("event_index", "extra")]
+
+
+def enabled() -> bool:
+    """True when the compiled fast path is built and not switched off ($TRACEKIT_PURE_PYTHON=1)."""
+    return _fastscan is not None and os.environ.get("TRACEKIT_PURE_PYTHON", "") in ("", "0")
+
+
+def frame(buf, pos: int):
+    """The latest event boundary after ``buf[pos]``: (cut, next, is_end, events before it) or None."""
+    return _fastscan.frame(buf, pos)
+
+
+def scan(data: bytes):
+    """Framed events (``ev, ev, ...``) -> (rows, [Arrow arrays]) or None: the Python path decides."""
+    res = _fastscan.scan(data)
+    if res is None:
+        return None
+    n, cols = res
+    arrays = []
+    for field, (valid, values, offsets, nulls) in zip(_SCANNED, cols):
+        bufs = [None if valid is None else pa.py_buffer(valid)]
+        if offsets is not None:
+            bufs.append(pa.py_buffer(offsets))
+        bufs.append(pa.py_buffer(values))
+        arrays.append(pa.Array.from_buffers(field.type, n, bufs, null_count=nulls))
+    return n, arrays
+
+
+def to_record_batch(n: int, arrays: list, start: int) -> pa.RecordBatch:
+    """scan()'s columns as a RecordBatch of the events schema, its first event #start of the file."""
+    cols = [pa.array(np.arange(start, start + n, dtype=np.int64)), *arrays, pa.nulls(n, pa.string())]
+    return pa.RecordBatch.from_arrays(cols, schema=EVENTS_SCHEMA)
