@@ -35,7 +35,7 @@ static int reserve(Buf *b, size_t extra) {
 enum { T_STR = 0, T_INT = 1, T_F64 = 2 };
 enum { V_NONE = 0, V_INT, V_F64, V_STR, V_RAW };  /* staged value of one cell */
 
-typedef struct { int type; Buf data, offsets, valid; int64_t nulls; } Col;
+typedef struct { int type; Buf data, offsets, valid; int64_t filled, count; } Col;
 typedef struct { int kind, seen; int64_t i; double f; const unsigned char *p; size_t len; int esc; } Cell;
 
 /* kinds of typed args, as args.py names them */
@@ -253,13 +253,41 @@ static int skip(const unsigned char *s, size_t *i, size_t end, int depth) {
 }
 
 /* ---- emitting cells into columns ------------------------------------------------------------------ */
-static int put_valid(Col *c, int64_t row, int valid) {
-    if ((row & 7) == 0) {
+/* Columns are filled lazily: a cell is written only when it holds a value; the null rows before it
+ * (most args are absent from most events) are padded in bulk, and at the end up to the last row. */
+static int pad(Col *c, int64_t row) {  /* rows [c->filled, row) become null */
+    int64_t k = row - c->filled;
+    if (k <= 0) return 1;
+    size_t bytes = (size_t)((row + 7) >> 3);
+    if (bytes > c->valid.n) {
+        if (reserve(&c->valid, bytes - c->valid.n)) return 0;
+        memset(c->valid.p + c->valid.n, 0, bytes - c->valid.n);
+        c->valid.n = bytes;
+    }
+    if (c->type == T_STR) {
+        if (reserve(&c->offsets, (size_t)k * 4)) return 0;
+        int32_t off = (int32_t)c->data.n, *o = (int32_t *)(void *)(c->offsets.p + c->offsets.n);
+        for (int64_t q = 0; q < k; q++) o[q] = off;
+        c->offsets.n += (size_t)k * 4;
+    } else {
+        if (reserve(&c->data, (size_t)k * 8)) return 0;
+        memset(c->data.p + c->data.n, 0, (size_t)k * 8);
+        c->data.n += (size_t)k * 8;
+    }
+    c->filled = row;
+    return 1;
+}
+
+static int put_valid(Col *c, int64_t row) {
+    if (!pad(c, row)) return 0;
+    size_t bytes = (size_t)((row + 8) >> 3);
+    if (bytes > c->valid.n) {
         if (reserve(&c->valid, 1)) return 0;
         c->valid.p[c->valid.n++] = 0;
     }
-    if (valid) c->valid.p[c->valid.n - 1] |= (unsigned char)(1u << (row & 7));
-    else c->nulls++;
+    c->valid.p[row >> 3] |= (unsigned char)(1u << (row & 7));
+    c->count++;
+    c->filled = row + 1;
     return 1;
 }
 
@@ -318,19 +346,18 @@ static int unescape(Buf *b, const unsigned char *p, size_t len) {
 static int emit(Scan *sc) {
     int64_t row = sc->rows;
     for (int c = 0; c < sc->ncols; c++) {
-        Col *col = &sc->cols[c];
         Cell *cell = &sc->cells[c];
-        int valid = cell->kind != V_NONE;
-        if (!put_valid(col, row, valid)) return 0;
+        cell->seen = 0;
+        if (cell->kind == V_NONE) continue;
+        Col *col = &sc->cols[c];
+        if (!put_valid(col, row)) return 0;
         if (col->type == T_STR) {
-            if (valid) {
-                if (cell->kind == V_STR && cell->esc) {
-                    if (!unescape(&col->data, cell->p, cell->len)) return 0;
-                } else {
-                    if (reserve(&col->data, cell->len)) return 0;
-                    memcpy(col->data.p + col->data.n, cell->p, cell->len);
-                    col->data.n += cell->len;
-                }
+            if (cell->kind == V_STR && cell->esc) {
+                if (!unescape(&col->data, cell->p, cell->len)) return 0;
+            } else {
+                if (reserve(&col->data, cell->len)) return 0;
+                memcpy(col->data.p + col->data.n, cell->p, cell->len);
+                col->data.n += cell->len;
             }
             if (col->data.n > INT32_MAX || reserve(&col->offsets, 4)) return 0;
             int32_t off = (int32_t)col->data.n;
@@ -338,12 +365,11 @@ static int emit(Scan *sc) {
             col->offsets.n += 4;
         } else {
             if (reserve(&col->data, 8)) return 0;
-            if (col->type == T_INT) { int64_t v = valid ? cell->i : 0; memcpy(col->data.p + col->data.n, &v, 8); }
-            else { double v = valid ? cell->f : 0.0; memcpy(col->data.p + col->data.n, &v, 8); }
+            if (col->type == T_INT) memcpy(col->data.p + col->data.n, &cell->i, 8);
+            else memcpy(col->data.p + col->data.n, &cell->f, 8);
             col->data.n += 8;
         }
         cell->kind = V_NONE;
-        cell->seen = 0;
     }
     sc->rows++;
     return 1;
@@ -557,14 +583,47 @@ static int run_scan(Scan *sc) {
     for (;;) {
         if (!event(sc, &i)) return 0;
         i = ws(s, i, end);
-        if (i >= end) return 1;
+        if (i >= end) {
+            for (int c = 0; c < sc->ncols; c++) if (!pad(&sc->cols[c], sc->rows)) return 0;
+            return 1;
+        }
         if (s[i] != ',') return 0;
         i = ws(s, i + 1, end);
     }
 }
 
-static PyObject *as_bytes(Buf *b) {
-    return PyBytes_FromStringAndSize((const char *)b->p, (Py_ssize_t)b->n);
+/* A block of memory the scan filled, handed to Python (and Arrow) without a copy: it frees it. */
+typedef struct { PyObject_HEAD unsigned char *p; Py_ssize_t n; } Block;
+
+static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Block *b = (Block *)self;
+    return PyBuffer_FillInfo(view, self, b->p, b->n, 1, flags);
+}
+
+static void block_dealloc(PyObject *self) {
+    free(((Block *)self)->p);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs block_buffer = {block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracekit.ingestion._fastscan.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = block_dealloc,
+    .tp_as_buffer = &block_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "memory filled by scan(), exposed through the buffer protocol",
+};
+
+static PyObject *as_block(Buf *b) {  /* takes the memory of b */
+    if (!b->p && reserve(b, 1)) return PyErr_NoMemory();
+    Block *o = PyObject_New(Block, &BlockType);
+    if (!o) return NULL;
+    o->p = b->p; o->n = (Py_ssize_t)b->n;
+    b->p = NULL; b->n = b->cap = 0;
+    return (PyObject *)o;
 }
 
 static PyObject *py_scan(PyObject *self, PyObject *arg) {
@@ -594,10 +653,11 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     if (!list) { free_cols(sc.cols, sc.ncols); return NULL; }
     for (int c = 0; c < sc.ncols; c++) {
         Col *col = &sc.cols[c];
-        PyObject *valid = col->nulls ? as_bytes(&col->valid) : (Py_INCREF(Py_None), Py_None);
-        PyObject *data = as_bytes(&col->data);
-        PyObject *offs = col->type == T_STR ? as_bytes(&col->offsets) : (Py_INCREF(Py_None), Py_None);
-        PyObject *item = (valid && data && offs) ? Py_BuildValue("(NNNL)", valid, data, offs, (long long)col->nulls) : NULL;
+        long long nulls = (long long)(sc.rows - col->count);
+        PyObject *valid = nulls ? as_block(&col->valid) : (Py_INCREF(Py_None), Py_None);
+        PyObject *data = as_block(&col->data);
+        PyObject *offs = col->type == T_STR ? as_block(&col->offsets) : (Py_INCREF(Py_None), Py_None);
+        PyObject *item = (valid && data && offs) ? Py_BuildValue("(NNNL)", valid, data, offs, nulls) : NULL;
         if (!item) { Py_XDECREF(valid); Py_XDECREF(data); Py_XDECREF(offs); Py_DECREF(list); free_cols(sc.cols, sc.ncols); return NULL; }
         PyList_SET_ITEM(list, c, item);
     }
@@ -695,4 +755,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__fastscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    if (PyType_Ready(&BlockType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -61,7 +61,7 @@ class Chunk:
     """Framed, not yet decoded events (the fast path): ``text`` is ``ev, ev, ...`` as in the file."""
     start: int  # index of its first event in the file's traceEvents
     offset: int  # byte offset of text[0] in the JSON text
-    text: bytes
+    text: memoryview  # of the reader's buffer, which it no longer changes
     events: int  # how many events the framer counted
 
 
@@ -138,7 +138,8 @@ class TraceReader:
                 stalled += 1
             if eof:
                 continue
-            del buf[:pos]  # keep memory bounded: drop what was decoded
+            if pos:  # keep memory bounded: drop what was decoded (a Chunk may still hold a view of the old buffer)
+                buf = bytearray(memoryview(buf)[pos:])
             base += pos
             pos = 0
             if stalled and len(buf) >= self.max_event_bytes:
@@ -160,7 +161,7 @@ class TraceReader:
         if found is None:
             return None
         cut, nxt, is_end, events = found
-        return Chunk(index, base + pos, bytes(memoryview(buf)[pos:cut + 1]), events), nxt, is_end
+        return Chunk(index, base + pos, memoryview(buf)[pos:cut + 1], events), nxt, is_end
 
     def decode_chunk(self, chunk: Chunk) -> EventBatch | None:
         """A Chunk the C scanner declined, decoded by the Python path (None: it does not end at an event
