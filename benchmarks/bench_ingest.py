@@ -1,13 +1,19 @@
-"""Ingest benchmark: tracekit against HTA 0.5.0's TraceAnalysis load, side by side, whole processes.
+"""Ingest benchmark: tracekit against HTA 0.5.0, side by side, whole processes, in one run.
 
-    python benchmarks/bench_ingest.py [--work DIR] [--sizes 270,1000] [--hta-max-mb 300]
+    python benchmarks/bench_ingest.py [--work DIR] [--sizes 270,1000] [--hta-max-mb 300] [--jobs N]
 
-Cases: hta_df_index_resolver (54 MB JSON), tracelens_xdit_sd35_perf (62 MB, compact JSON), and traces
-built by repeating df_index_resolver's events to ~270 MB and ~1 GB (benchmarks/build_traces.py).
-Each tool runs in its own process on the same file (tracekit with --jobs 1: one file is one core);
-wall time and peak RSS (the child's own VmHWM, see peak.py) are of that whole process, imports included.
-Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit. The machines are
-shared and noisy: read the ratios, not the seconds.
+1. Ingest: `tracekit ingest` (per-rank facts included) with the compiled fast path, the same with
+   TRACEKIT_PURE_PYTHON=1 (every event through Python: what the compiled core gains), and HTA's
+   TraceAnalysis load. Cases: hta_df_index_resolver (54 MB JSON), tracelens_xdit_sd35_perf (62 MB,
+   compact JSON), and traces built by repeating df_index_resolver's events to ~270 MB and ~1 GB
+   (benchmarks/build_traces.py).
+2. End to end: `tracekit ingest` + `tracekit report RUN overlap` (two processes, times added) against
+   HTA's load + get_comm_comp_overlap (one process), on the 54 MB, 270 MB and 8-rank DLRM sets.
+
+tracekit runs with --jobs N (default: every core; one file uses them as threads). Wall time and peak
+memory are of whole processes, imports included; memory is the peak of the summed RSS of the process and
+its workers (peak.py). Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit.
+The machines are shared and noisy: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
@@ -30,43 +36,72 @@ from build_traces import build  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "traces"
 HTA_LOAD = "from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={d!r})"
+HTA_OVERLAP = ("from hta.trace_analysis import TraceAnalysis; "
+               "TraceAnalysis(trace_dir={d!r}).get_comm_comp_overlap(visualize=False)")
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int]:
-    """(seconds, peak RSS MB, exit status) of one child process; ``cmd`` is the Python arguments
-    (``-m module ...`` or ``-c code``), run under peak.py which reads the child's own VmHWM."""
+def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    """(seconds, peak RSS MB of the process and its workers, exit status) of one child process; ``cmd``
+    is the Python arguments (``-m module ...`` or ``-c code``), run under peak.py."""
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, str(HERE / "peak.py"), tmp.name, *cmd],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, **(env or {})})
         elapsed = time.perf_counter() - start
         try:
             info = json.loads(pathlib.Path(tmp.name).read_text())
         except ValueError:
-            info = {"peak_rss_mb": float("nan"), "status": proc.returncode}
+            info = {"tree_peak_rss_mb": float("nan"), "status": proc.returncode}
     if proc.returncode != 0:
         print(f"  ! {' '.join(cmd[:2])} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-    return elapsed, info["peak_rss_mb"], proc.returncode
+    return elapsed, info["tree_peak_rss_mb"], proc.returncode
 
 
-def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool):
+def tk_ingest(target: pathlib.Path, out: pathlib.Path, jobs: int, pure: bool = False, ranks: list[str] = ()):
+    args = ["-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force", "--jobs", str(jobs),
+            "--no-progress"]
+    for r in ranks:
+        args += ["--rank", r]
+    return measure(args, {"TRACEKIT_PURE_PYTHON": "1"} if pure else None)
+
+
+def json_size(run: pathlib.Path) -> tuple[float, int]:
+    """JSON MB and events as the ingest itself counted them (tests check those counts against json.load)."""
+    t = pq.read_table(run / "traces.parquet", columns=["json_bytes", "event_count"])
+    return sum(t.column("json_bytes").to_pylist()) / 1e6, sum(t.column("event_count").to_pylist())
+
+
+def run_case(name: str, trace: pathlib.Path, work: pathlib.Path, with_hta: bool, jobs: int):
     d = work / name
     d.mkdir(parents=True, exist_ok=True)
     target = d / trace.name
     if not target.exists():
         os.symlink(trace, target)
     out = work / f"run-{name}"
-    tk = measure(["-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force",
-                  "--jobs", "1", "--rank", f"{target}=0", "--no-progress"])
-    # JSON size and event count as the ingest itself counted them (tests check those counts against json.load)
-    (info,) = pq.read_table(out / "traces.parquet", columns=["json_bytes", "event_count"]).to_pylist()
+    tk = tk_ingest(target, out, jobs, ranks=[f"{target}=0"])
+    json_mb, events = json_size(out)
+    pure = tk_ingest(target, out, jobs, pure=True, ranks=[f"{target}=0"])
     shutil.rmtree(out, ignore_errors=True)
-    row = {"case": name, "json_mb": info["json_bytes"] / 1e6, "events": info["event_count"], "tk_s": tk[0],
-           "tk_rss_mb": tk[1]}
+    row = {"case": name, "json_mb": json_mb, "events": events, "tk_s": tk[0], "tk_rss_mb": tk[1],
+           "pure_s": pure[0], "pure_rss_mb": pure[1]}
     if with_hta:
         hta = measure(["-c", HTA_LOAD.format(d=str(d))])
         row.update(hta_s=hta[0], hta_rss_mb=hta[1], ok=hta[2] == 0)
     return row
+
+
+def end_to_end(name: str, trace_dir: pathlib.Path, work: pathlib.Path, jobs: int):
+    """tracekit ingest + report overlap (two processes) against HTA load + get_comm_comp_overlap."""
+    out = work / f"e2e-{name}"
+    ing = tk_ingest(trace_dir, out, jobs)
+    json_mb, events = json_size(out)
+    rep = measure(["-m", "tracekit.cli.main", "report", str(out), "overlap", "--format", "csv"])
+    shutil.rmtree(out, ignore_errors=True)
+    hta = measure(["-c", HTA_OVERLAP.format(d=str(trace_dir))])
+    return {"case": name, "json_mb": json_mb, "events": events, "tk_ingest_s": ing[0], "tk_report_s": rep[0],
+            "tk_s": ing[0] + rep[0], "tk_rss_mb": max(ing[1], rep[1]), "hta_s": hta[0], "hta_rss_mb": hta[1],
+            "ok": ing[2] == rep[2] == hta[2] == 0}
 
 
 def main(argv=None) -> int:
@@ -74,39 +109,66 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="scratch directory (default: a temp dir, removed after)")
     ap.add_argument("--sizes", default="270,1000", help="MB of the built traces")
     ap.add_argument("--hta-max-mb", type=float, default=300, help="skip HTA above this JSON size")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="tracekit --jobs (default: every core)")
+    ap.add_argument("--skip", default="", help="comma-separated parts to leave out: ingest, e2e")
     args = ap.parse_args(argv)
     if not SHARED.is_dir():
         print(f"needs the real traces at {SHARED}", file=sys.stderr)
         return 2
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="tk-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    skip = set(args.skip.split(","))
     src = SHARED / "hta_df_index_resolver" / "df_index_resolver.json.gz"
-    cases = [("df_index_resolver_54MB", src),
-             ("xdit_sd35_compact_62MB", SHARED / "tracelens_xdit_sd35_perf" / "profile_trace_rank_0.json.gz")]
+    built = {}
     for mb in (float(x) for x in args.sizes.split(",") if x):
-        built = work / "built" / f"rank0_{int(mb)}MB.json"
-        built.parent.mkdir(exist_ok=True)
-        if not built.exists():
-            build(str(src), str(built), mb)
-        cases.append((f"repeated_{int(mb)}MB", built))
-    rows = []
-    print(f"{'case':26} {'MB':>7} {'events':>10} | {'tracekit s':>10} {'MB/s':>6} {'ev/s':>10} {'RSS MB':>7} |"
-          f" {'HTA s':>7} {'RSS MB':>7} | {'speed x':>7} {'RSS x':>6}")
-    for name, path in cases:
-        size_mb = path.stat().st_size / 1e6 if not path.name.endswith(".gz") else 0
-        row = run_case(name, path, work, with_hta=size_mb <= args.hta_max_mb)
-        rows.append(row)
-        mbps = row["json_mb"] / row["tk_s"]
-        evps = row["events"] / row["tk_s"] if row["events"] > 0 else float("nan")
-        line = (f"{name:26} {row['json_mb']:7.0f} {row['events']:10,} | {row['tk_s']:10.2f} {mbps:6.0f} "
-                f"{evps:10,.0f} {row['tk_rss_mb']:7.0f} |")
-        if "hta_s" in row:
-            line += (f" {row['hta_s']:7.2f} {row['hta_rss_mb']:7.0f} | {row['hta_s'] / row['tk_s']:7.1f}"
-                     f" {row['hta_rss_mb'] / row['tk_rss_mb']:6.1f}")
-        else:
-            line += f" {'-':>7} {'-':>7} | {'-':>7} {'-':>6}"
-        print(line, flush=True)
-    (work / "results.json").write_text(json.dumps(rows, indent=1))
+        path = work / "built" / f"rank0_{int(mb)}MB.json"
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            build(str(src), str(path), mb)
+        built[int(mb)] = path
+    print(f"tracekit --jobs {args.jobs} on {os.cpu_count()} cores")
+    results = {"jobs": args.jobs, "cores": os.cpu_count(), "ingest": [], "end_to_end": []}
+    if "ingest" not in skip:
+        cases = [("df_index_resolver_54MB", src),
+                 ("xdit_sd35_compact_62MB", SHARED / "tracelens_xdit_sd35_perf" / "profile_trace_rank_0.json.gz")]
+        cases += [(f"repeated_{mb}MB", path) for mb, path in built.items()]
+        print(f"\n1. ingest\n{'case':24} {'MB':>6} {'events':>10} | {'tracekit s':>10} {'MB/s':>5} {'ev/s':>10} "
+              f"{'RSS MB':>6} | {'pure-Py s':>9} {'MB/s':>5} | {'HTA s':>6} {'RSS MB':>6} | {'HTA/tk':>6} "
+              f"{'pure/tk':>7} {'RSS x':>5}")
+        for name, path in cases:
+            size_mb = path.stat().st_size / 1e6 if not path.name.endswith(".gz") else 0
+            row = run_case(name, path, work, size_mb <= args.hta_max_mb, args.jobs)
+            results["ingest"].append(row)
+            line = (f"{name:24} {row['json_mb']:6.0f} {row['events']:10,} | {row['tk_s']:10.2f} "
+                    f"{row['json_mb'] / row['tk_s']:5.0f} {row['events'] / row['tk_s']:10,.0f} {row['tk_rss_mb']:6.0f} | "
+                    f"{row['pure_s']:9.2f} {row['json_mb'] / row['pure_s']:5.0f} |")
+            if "hta_s" in row:
+                line += (f" {row['hta_s']:6.2f} {row['hta_rss_mb']:6.0f} | {row['hta_s'] / row['tk_s']:6.1f} "
+                         f"{row['pure_s'] / row['tk_s']:7.1f} {row['hta_rss_mb'] / row['tk_rss_mb']:5.1f}")
+            else:
+                line += f" {'-':>6} {'-':>6} | {'-':>6} {row['pure_s'] / row['tk_s']:7.1f} {'-':>5}"
+            print(line, flush=True)
+    if "e2e" not in skip:
+        sets = [("df_index_resolver_54MB", work / "e2e-in" / "df54", [src])]
+        if 270 in built:
+            sets.append(("repeated_270MB", work / "e2e-in" / "rep270", [built[270]]))
+        sets.append(("dlrm_8rank", work / "e2e-in" / "dlrm",
+                     sorted((SHARED / "param_dlrm_kineto_8rank").glob("*.json"))))
+        print(f"\n2. end to end: tracekit ingest + report overlap vs HTA load + get_comm_comp_overlap\n"
+              f"{'set':24} {'MB':>6} | {'ingest s':>8} {'report s':>8} {'total':>6} {'MB/s':>5} {'RSS MB':>6} | "
+              f"{'HTA s':>6} {'MB/s':>5} {'RSS MB':>6} | {'HTA/tk':>6} {'RSS x':>5}")
+        for name, d, files in sets:
+            d.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                if not (d / f.name).exists():
+                    os.symlink(f, d / f.name)
+            row = end_to_end(name, d, work, args.jobs)
+            results["end_to_end"].append(row)
+            print(f"{name:24} {row['json_mb']:6.0f} | {row['tk_ingest_s']:8.2f} {row['tk_report_s']:8.2f} "
+                  f"{row['tk_s']:6.2f} {row['json_mb'] / row['tk_s']:5.0f} {row['tk_rss_mb']:6.0f} | "
+                  f"{row['hta_s']:6.2f} {row['json_mb'] / row['hta_s']:5.0f} {row['hta_rss_mb']:6.0f} | "
+                  f"{row['hta_s'] / row['tk_s']:6.1f} {row['hta_rss_mb'] / row['tk_rss_mb']:5.1f}", flush=True)
+    (work / "results.json").write_text(json.dumps(results, indent=1))
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -2,7 +2,8 @@
 
 Each copy of the events is shifted in time past the previous one and numbers its ProfilerSteps after
 the previous copy's (so the result is still a plausible timeline: a trace five times as long holds five
-times the steps), and the file keeps the source's metadata. Written as plain JSON: both tools read the same
+times the steps, and numbers the ids that link events after the previous copy's), and the file keeps the
+source's metadata. Written as plain JSON: both tools read the same
 bytes, and gzip's own cost (the same for both) does not blur the parser comparison.
 
     python benchmarks/build_traces.py SRC.json.gz OUT.json TARGET_MB
@@ -31,6 +32,10 @@ def build(src: str, out: str, target_mb: float) -> int:
     step = re.compile(rb"ProfilerStep#(\d+)")
     numbers = [int(x) for x in step.findall(body)]
     nsteps = (max(numbers) - min(numbers) + 1) if numbers else 0
+    # ... and its own ids: the ids that link events (launch <-> kernel, op <-> launch, flows) are shifted
+    # past the previous copy's, as a longer profile would number them
+    ids = re.compile(rb'"(correlation|External id|Python id|Python parent id|Record function id|id)": ?(\d+)')
+    id_span = max((int(m.group(2)) for m in ids.finditer(body)), default=0) + 1
     with open(out, "wb") as f:
         f.write(head)
         for i in range(copies):
@@ -38,7 +43,8 @@ def build(src: str, out: str, target_mb: float) -> int:
                 f.write(b",\n")
                 shift = i * span
                 text = ts.sub(lambda mm: b'"ts": ' + str(int(mm.group(1)) + shift).encode(), body)
-                f.write(step.sub(lambda mm: b"ProfilerStep#" + str(int(mm.group(1)) + i * nsteps).encode(), text))
+                text = step.sub(lambda mm: b"ProfilerStep#" + str(int(mm.group(1)) + i * nsteps).encode(), text)
+                f.write(ids.sub(lambda mm: b'"' + mm.group(1) + b'": ' + str(int(mm.group(2)) + i * id_span).encode(), text))
             else:
                 f.write(body)
         f.write(b"\n" + tail)

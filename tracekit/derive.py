@@ -116,6 +116,9 @@ def reduce_run(run_dir: str) -> None:
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
+            if len(parts) == 1:  # one rank: its file is already the compacted one
+                os.replace(os.path.join(d, parts[0]), os.path.join(d, "all.parquet"))
+                continue
             con.execute(f"COPY (SELECT * FROM read_parquet({sql_string(os.path.join(d, 'rank-*.parquet'))}, "
                         f"union_by_name = true)) TO {sql_string(os.path.join(d, 'all.parquet'))} "
                         "(FORMAT parquet, ROW_GROUP_SIZE 122880)")

@@ -8,7 +8,25 @@ WITH ck AS (
            g.launch_ts_ns, g.launch_pid, g.launch_tid
     FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
--- the launching stack, innermost op first where several say the same thing (arg_max over start time)
+-- the launching stack: the comm ops of the launching thread whose span holds the launch. A range join;
+-- done plainly, every launch meets every op of its thread (quadratic in the trace's length: 6 s for a
+-- 1 GB trace), so both sides also meet in a 1 ms time bucket: an op is listed under each bucket its span
+-- covers, a launch under its own, which every op holding it covers. Same pairs, found by hash. Ops longer
+-- than 64 ms (few) take the plain join.
+short_ops AS (
+    SELECT rank, event_index, pid, tid, ts_ns, end_ns, unnest(range(ts_ns // 1000000, end_ns // 1000000 + 1)) AS tb
+    FROM comm_ops WHERE end_ns - ts_ns <= 64000000),
+stack AS (
+    SELECT ck.rank, ck.event_index, o.event_index AS op_index
+    FROM ck JOIN short_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
+                            AND o.tb = ck.launch_ts_ns // 1000000
+                            AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
+    UNION ALL
+    SELECT ck.rank, ck.event_index, o.event_index
+    FROM ck JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
+                           AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
+    WHERE o.end_ns - o.ts_ns > 64000000),
+-- innermost op first where several say the same thing (arg_max over start time)
 link AS (
     SELECT ck.rank, ck.event_index,
            arg_max({'coll': o.collective_name, 'in_n': o.in_msg_nelems, 'out_n': o.out_msg_nelems,
@@ -23,8 +41,8 @@ link AS (
            arg_max({'i': o.shape_in_nelems, 'dt': d.canonical}, o.ts_ns)
                FILTER (WHERE o.shape_in_nelems IS NOT NULL) AS inner
     FROM ck
-    JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
-                   AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
+    JOIN stack st ON st.rank = ck.rank AND st.event_index = ck.event_index
+    JOIN comm_ops o ON o.rank = st.rank AND o.event_index = st.op_index
     LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
     GROUP BY ALL),
 gpu AS (
