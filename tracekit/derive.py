@@ -79,7 +79,9 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
     (with ``threads`` DuckDB threads: the cores this file has to itself)."""
     os.makedirs(out_dir, exist_ok=True)
-    con = duckdb.connect(config={"threads": max(1, threads)})
+    spill = os.path.join(out_dir, "_spill")  # inside the run being built: removed with it, never in the cwd
+    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
+                                 "temp_directory": spill})
     try:
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet({sql_string(events_parquet)})")
@@ -97,6 +99,17 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
                                     "bug: report it with the file, or pass --on-error skip") from None
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def derive_memory_mb() -> int:
+    """DuckDB's memory for one rank's facts: $TRACEKIT_DERIVE_MEMORY_MB, default 256. Past it DuckDB spills
+    to disk (inside the run being built), so that the peak memory of an ingest does not grow with the
+    trace: a 1 GB trace stays under 512 MB in all."""
+    try:
+        return max(64, int(os.environ.get("TRACEKIT_DERIVE_MEMORY_MB", 256)))
+    except ValueError:
+        return 256
 
 
 def reduce_run(run_dir: str) -> None:

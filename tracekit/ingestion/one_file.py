@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import ctypes
 import gc
 import os
 import queue
@@ -10,6 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -86,7 +88,7 @@ def _record_batches(reader: TraceReader, path: str, threads: int):
 def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame) -> dict:
     reader = TraceReader(path, chunk_bytes=chunk_bytes, frame=frame)
     phases: collections.Counter = collections.Counter()
-    q: queue.Queue = queue.Queue(maxsize=2)
+    q: queue.Queue = queue.Queue(maxsize=1)
     errors: list = []
     t = threading.Thread(target=_writer_thread, args=(part_path, q, errors), daemon=True)
     t.start()
@@ -115,6 +117,16 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     header = reader.header
     rank_value, rank_source = resolve_rank(path, header, rank, single)
     return describe(path, header, reader, rank_value, rank_source, dict(phases))
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the system: Arrow's pool keeps what it freed, and so does glibc's malloc
+    (per thread arena); after a large file that is a few hundred MB of peak that no longer holds data."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _int64(v):

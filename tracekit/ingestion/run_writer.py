@@ -21,7 +21,7 @@ from ..discover import check_unique_ranks, find_traces, match_rank_options, pick
 from ..errors import RankError, TracekitError
 from ..derive import derive_rank, facts_key, place_facts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
-from .one_file import ingest_file
+from .one_file import ingest_file, release_memory
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
 
@@ -73,6 +73,7 @@ def _task(args):
     """One input file: parse it into its events part, then derive that rank's facts beside it."""
     path, part, rank, single, threads = args
     res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads)
+    release_memory()  # what the decoding freed goes back to the system before DuckDB takes its share
     r = res["trace"]["rank"]
     derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts", threads=threads)
     return res

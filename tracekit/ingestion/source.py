@@ -20,7 +20,7 @@ class _Hashing:
         self.raw = raw
         self.sha = hashlib.sha256()
         self.count = 0
-        self._q: queue.Queue = queue.Queue(maxsize=8)
+        self._q: queue.Queue = queue.Queue(maxsize=2)
         self._t = threading.Thread(target=self._hash, daemon=True)
         self._t.start()
 
