@@ -24,7 +24,7 @@ from . import fast
 from .schema import TraceEvent
 from .source import TraceSource
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 _MAX_HEADER = 256 << 20
 MAX_EVENT_MB = 256  # default bound on one event or one gap between events; TRACEKIT_MAX_EVENT_MB sets it
 
