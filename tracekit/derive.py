@@ -20,7 +20,7 @@ from . import sql as _sql
 from .comms.buckets import bucket_rows
 from .comms.dtypes import dtype_rows
 from .errors import TracekitError
-from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA
+from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 
 # Derived per rank at ingest, in this order (each may use the ones before it).
 FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "comm_segments",
@@ -55,7 +55,9 @@ def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None =
     rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets)}
     for name, cols in FACT_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
-        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows[name])
+        if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)
+            values = ", ".join(f"({', '.join('?' * len(cols))})" for _ in rows[name])
+            con.execute(f"INSERT INTO {name} VALUES {values}", [v for row in rows[name] for v in row])
     con.execute(_sql.load("views", "macros").text)
 
 
@@ -85,8 +87,8 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
     try:
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet({sql_string(events_parquet)})")
-        con.register("_traces", pa.Table.from_pylist([trace], schema=TRACES_SCHEMA))
-        con.register("_pgs", pa.Table.from_pylist(process_groups, schema=PG_SCHEMA))
+        con.register("_traces", rows_table([trace], TRACES_SCHEMA))
+        con.register("_pgs", rows_table(process_groups, PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
@@ -97,6 +99,34 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
                 raise TracekitError(f"{trace.get('path')}: could not derive its {name.lstrip('_')} "
                                     f"(rank {rank}): {str(exc).splitlines()[0]}; this is likely a tracekit "
                                     "bug: report it with the file, or pass --on-error skip") from None
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def derive_run(run_dir: str, threads: int = 1) -> None:
+    """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
+    small files, where setting up a connection and planning the rules per rank costs more than the work
+    (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
+    spill = os.path.join(run_dir, "_spill")
+    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
+                                 "temp_directory": spill})
+    try:
+        glob = os.path.join(run_dir, "events", "*", "*.parquet")
+        con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(glob)}, "
+                    "hive_partitioning = true, hive_types = {'rank': BIGINT})")
+        for name in ("traces", "process_groups"):
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet("
+                        f"{sql_string(os.path.join(run_dir, name + '.parquet'))})")
+        define_base(con)
+        for name in FACTS:
+            dest = os.path.join(run_dir, FACTS_DIR, name)
+            os.makedirs(dest, exist_ok=True)
+            try:
+                _materialize(con, name, os.path.join(dest, "all.parquet"))
+            except duckdb.Error as exc:
+                raise TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
+                                    f"{str(exc).splitlines()[0]}") from None
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -129,6 +159,8 @@ def reduce_run(run_dir: str) -> None:
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
+            if not parts:  # derived for the whole run at once (derive_run): already one file
+                continue
             if len(parts) == 1:  # one rank: its file is already the compacted one
                 os.replace(os.path.join(d, parts[0]), os.path.join(d, "all.parquet"))
                 continue

@@ -170,7 +170,7 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     except (msgspec.DecodeError, RecursionError) as exc:  # invalid UTF-8 in a typed arg, deep nesting: find the event
         raise _bad_args(raw_args, path, start, exc) from None
     cols = {
-        "event_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "event_index": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(start, start + n, dtype=np.int64))]),
         "ph": pa.array(phs, pa.string()),
         "cat": pa.array(cat_, pa.string()),
         "name": pa.array(name_, pa.string()),

@@ -56,5 +56,6 @@ def scan(data: bytes):
 
 def to_record_batch(n: int, arrays: list, start: int) -> pa.RecordBatch:
     """scan()'s columns as a RecordBatch of the events schema, its first event #start of the file."""
-    cols = [pa.array(np.arange(start, start + n, dtype=np.int64)), *arrays, pa.nulls(n, pa.string())]
+    index = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(start, start + n, dtype=np.int64))])
+    cols = [index, *arrays, pa.nulls(n, pa.string())]  # (pa.array on a numpy array would import pandas: 0.15 s)
     return pa.RecordBatch.from_arrays(cols, schema=EVENTS_SCHEMA)

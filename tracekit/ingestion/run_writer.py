@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
-from ..derive import derive_rank, facts_key, place_facts, reduce_run
+from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
 from .one_file import ingest_file, release_memory
 from .progress import IngestProgress, make_sink, worker_init
-from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA
+from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 
 MANIFEST = "manifest.json"
 
@@ -71,12 +71,20 @@ def _or_none(fn, path):
 
 def _task(args):
     """One input file: parse it into its events part, then derive that rank's facts beside it."""
-    path, part, rank, single, threads = args
+    path, part, rank, single, threads, derive_here = args
     res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads)
     release_memory()  # what the decoding freed goes back to the system before DuckDB takes its share
-    r = res["trace"]["rank"]
-    derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts", threads=threads)
+    if derive_here:
+        r = res["trace"]["rank"]
+        derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts",
+                    threads=threads)
     return res
+
+
+# A run of several files smaller than this in all derives its facts once, for every rank together, at
+# the end (derive_run): per rank, the fixed cost of a DuckDB connection and of planning the rules (about
+# 0.1 s) would be most of the work.
+SMALL_RUN_BYTES = 64 << 20
 
 
 def write_json_atomic(path: str, doc: dict) -> None:
@@ -139,11 +147,12 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
     cores = max(1, jobs or os.cpu_count() or 1)
     jobs = min(cores, len(files))  # one process per file at a time; cores left over go to threads within a file
     threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1  # a remote worker's cores: unknown here
+    total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
+    whole_run = not scheduler and len(files) > 1 and total <= SMALL_RUN_BYTES
     tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f), len(files) == 1,
-              threads) for i, f in enumerate(files)]
+              threads, not whole_run) for i, f in enumerate(files)]
     results: list[tuple[str, str, dict]] = []
     failures: list[dict] = []
-    total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
     with IngestProgress(len(files), total, show_progress) as prog:
         def done(task, fut_result=None, exc=None, worker="local"):
             path, part = task[:2]
@@ -165,7 +174,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
             executor = run_on_dask(tasks, scheduler, jobs, tmp,
                                    lambda t, r, e, w: done(t, r, e, w), prog.poll)
             return results, failures, executor
-        executor = {"kind": "process pool", "jobs": jobs}
+        executor = {"kind": "process pool", "jobs": jobs, "facts": "whole run" if whole_run else "per rank", "cores": cores}
         if jobs == 1:
             worker_init(prog.queue)
             for task in tasks:
@@ -206,12 +215,24 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
         dest = os.path.join(tmp, "events", f"rank={rank}")
         os.makedirs(dest)
         os.replace(part, os.path.join(dest, "part-0.parquet"))
-        place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
+        if os.path.isdir(part[:-len(".parquet")] + "-facts"):
+            place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
     os.rmdir(os.path.join(tmp, "events", "_parts"))
     traces = [r[2]["trace"] for r in results]
     pgs = [pg for r in results for pg in r[2]["process_groups"]]
-    pq.write_table(pa.Table.from_pylist(traces, schema=TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
-    pq.write_table(pa.Table.from_pylist(pgs, schema=PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
+    pq.write_table(rows_table(traces, TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
+    pq.write_table(rows_table(pgs, PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
+    if executor.get("facts") == "whole run":
+        try:
+            derive_run(tmp, threads=executor.get("cores", 1))
+        except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
+            shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
+            for path, _, res in results:
+                rank = res["trace"]["rank"]
+                one = os.path.join(tmp, f"_facts-{rank}")
+                derive_rank(os.path.join(tmp, "events", f"rank={rank}", "part-0.parquet"), rank, res["trace"],
+                            res["process_groups"], one)
+                place_facts(one, tmp, rank)
     reduce_run(tmp)
     manifest = {
         "schema_version": SCHEMA_VERSION,
