@@ -20,7 +20,7 @@ from ..errors import TraceFormatError
 from . import fast
 from .columns import to_record_batch
 from .reader import CHUNK_BYTES, Chunk, TraceReader
-from .schema import EVENTS_SCHEMA
+from .schema import EVENTS_PARQUET_OPTIONS, EVENTS_SCHEMA
 
 _DONE = object()
 
@@ -28,7 +28,7 @@ _DONE = object()
 def _writer_thread(path: str, q: "queue.Queue", errors: list):
     """Write RecordBatches from a queue; pyarrow releases the GIL so this overlaps with decoding."""
     try:
-        with pq.ParquetWriter(path, EVENTS_SCHEMA, compression="zstd") as writer:
+        with pq.ParquetWriter(path, EVENTS_SCHEMA, **EVENTS_PARQUET_OPTIONS) as writer:
             while True:
                 item = q.get()
                 if item is _DONE:

@@ -131,3 +131,14 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa_json.read_json(pa.py_buffer(text), read_options=pa_json.ReadOptions(use_threads=False),
                              parse_options=pa_json.ParseOptions(explicit_schema=schema,
                                                                 unexpected_field_behavior="error")).select(schema.names)
+
+
+# How the events Parquet is written. The JSON-text columns hold a different value in nearly every row:
+# a dictionary for them is built and thrown away per row group, and their min/max statistics prune
+# nothing, so they get neither (the writer is the slowest stage of the ingest pipeline).
+_FREE_TEXT = {"args", "extra", "input_dims", "input_type", "in_split_size", "out_split_size", "pg_ranks", "comms_id"}
+EVENTS_PARQUET_OPTIONS = {
+    "compression": "zstd",
+    "use_dictionary": [n for n, _, _ in EVENT_COLUMNS if n not in _FREE_TEXT],
+    "write_statistics": [n for n, _, _ in EVENT_COLUMNS if n not in _FREE_TEXT],
+}
