@@ -1,4 +1,5 @@
-"""Open a trace file as a stream of JSON bytes: gzip told by its magic number, SHA-256 on the fly."""
+"""Open a trace file as a stream of JSON bytes: gzip told by its magic number (ISA-L when installed),
+SHA-256 on the fly."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ class _Hashing:
         self.count += len(data)
         return data
 
+    def readinto(self, buf):
+        n = self.raw.readinto(buf)
+        if n:
+            self._q.put(bytes(memoryview(buf)[:n]))  # a copy: the caller reuses buf
+        self.count += n or 0
+        return n
+
     def hexdigest(self) -> str:
         self._stop()
         return self.sha.hexdigest()
@@ -66,7 +74,7 @@ class TraceSource:
                                    "you may read it, or pass --on-error skip to ingest the other files") from None
         head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
         self.compressed = head == b"\x1f\x8b"
-        self._stream = gzip.GzipFile(fileobj=self._hashing, mode="rb") if self.compressed else self._hashing
+        self._stream = gunzip(self._hashing) if self.compressed else self._hashing
         self.json_bytes = 0
 
     def read(self, n: int) -> bytes:
@@ -78,7 +86,7 @@ class TraceSource:
                 "(the file was cut off while being written or copied). Re-copy the file, or pass "
                 "--on-error skip to ingest the other files."
             ) from None
-        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+        except (gzip.BadGzipFile, zlib.error, OSError, *_ISAL_ERRORS) as exc:
             raise TraceFormatError(
                 f"{self.path}: the gzip data is corrupt after {self.json_bytes:,} bytes of JSON ({exc}). "
                 "Re-copy the file, or pass --on-error skip to ingest the other files."
@@ -88,6 +96,8 @@ class TraceSource:
 
     def finish(self) -> str:
         """Read what is left of the raw file (gzip trailer) and return its SHA-256."""
+        if self._stream is not self._hashing:
+            self._stream.close()  # a threaded decompressor stops reading the file first
         while self._hashing.read(1 << 20):
             pass
         digest = self._hashing.hexdigest()
@@ -95,4 +105,26 @@ class TraceSource:
         return digest
 
     def close(self):
+        if self._stream is not self._hashing:
+            try:
+                self._stream.close()
+            except Exception:  # noqa: BLE001 - closing after a decode error: the error is already reported
+                pass
         self._hashing.close()
+
+
+try:  # ISA-L's igzip (python-isal): the same bytes as zlib, about twice as fast, on a thread of its own
+    from isal import igzip_lib as _igzip_lib
+    from isal import igzip_threaded as _igzip_threaded
+    _ISAL_ERRORS: tuple = (_igzip_lib.IsalError,)
+except ImportError:
+    _igzip_threaded = None
+    _ISAL_ERRORS = ()
+
+
+def gunzip(fileobj):
+    """A reader of the gzip data in ``fileobj``: ISA-L, decompressing on its own thread, when python-isal
+    is installed (``pip install tracekit[fast]``) and TRACEKIT_ZLIB is not set; Python's zlib otherwise."""
+    if _igzip_threaded is not None and not os.environ.get("TRACEKIT_ZLIB"):
+        return _igzip_threaded.open(fileobj, "rb", threads=1)
+    return gzip.GzipFile(fileobj=fileobj, mode="rb")
