@@ -126,7 +126,7 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     import pyarrow.json as pa_json
 
     if not rows:
-        return schema.empty_table()
+        return pa.Table.from_batches([], schema=schema)  # (schema.empty_table() imports pandas too)
     text = b"\n".join(msgspec.json.encode(row) for row in rows)
     return pa_json.read_json(pa.py_buffer(text), read_options=pa_json.ReadOptions(use_threads=False),
                              parse_options=pa_json.ParseOptions(explicit_schema=schema,
