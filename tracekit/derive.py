@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import duckdb
 import pyarrow as pa
@@ -69,11 +70,66 @@ def sql_string(path: str) -> str:
 def _materialize(con: duckdb.DuckDBPyConnection, name: str, parquet: str) -> None:
     """Run view ``name``'s .sql once into a table of that name (the views after it read the table, not
     the rule again) and write it to ``parquet``."""
-    con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
-    con.execute(f"CREATE TABLE _m AS SELECT * FROM {name}")
-    con.execute(f"DROP VIEW {name}")
-    con.execute(f"ALTER TABLE _m RENAME TO {name}")
+    _create(con, name)
     con.execute(f"COPY {name} TO {sql_string(parquet)} (FORMAT parquet)")
+
+
+def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
+    con.execute(f"CREATE TABLE _m_{name} AS SELECT * FROM {name}")
+    con.execute(f"DROP VIEW {name}")
+    con.execute(f"ALTER TABLE _m_{name} RENAME TO {name}")
+
+
+def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
+    """_materialize every fact in ``names``, each as soon as the facts its rule uses are tables, on two
+    cursors at once: most of these queries run on one core (their inputs are smaller than DuckDB's unit of
+    parallelism), so independent facts (gpu_kernels and comm_ops) and the Parquet writes of finished
+    facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
+    deps = {n: [d for d in _sql.names_in(_sql.load("views", n).text, names) if d != n] for n in names}
+    created: set[str] = set()
+    running: dict = {}
+    copies = []
+
+    def create(name):
+        cur = con.cursor()
+        try:
+            _create(cur, name)
+        finally:
+            cur.close()
+
+    def copy(name):
+        cur = con.cursor()
+        try:
+            cur.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
+        finally:
+            cur.close()
+
+    def check(name, fut):
+        try:
+            fut.result()
+        except duckdb.Error as exc:
+            raise fail(name, exc) from None
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            while len(created) < len(names):
+                for n in names:
+                    if n not in created and n not in running and all(d in created for d in deps[n]):
+                        running[n] = pool.submit(create, n)
+                finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
+                for n, fut in list(running.items()):
+                    if fut in finished:
+                        check(n, fut)
+                        del running[n]
+                        created.add(n)
+                        copies.append((n, pool.submit(copy, n)))
+            for n, fut in copies:
+                check(n, fut)
+        except BaseException:
+            for fut in list(running.values()) + [f for _, f in copies]:
+                fut.cancel()
+            raise
 
 
 def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str,
@@ -92,13 +148,11 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
-        for name in FACTS:
-            try:
-                _materialize(con, name, os.path.join(out_dir, name + ".parquet"))
-            except duckdb.Error as exc:  # the events are written; their facts could not be: say which
-                raise TracekitError(f"{trace.get('path')}: could not derive its {name.lstrip('_')} "
-                                    f"(rank {rank}): {str(exc).splitlines()[0]}; this is likely a tracekit "
-                                    "bug: report it with the file, or pass --on-error skip") from None
+        # the events are written; their facts could not be: say which
+        _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"), lambda name, exc: TracekitError(
+            f"{trace.get('path')}: could not derive its {name.lstrip('_')} (rank {rank}): "
+            f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the file, or pass "
+            "--on-error skip"))
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -120,13 +174,10 @@ def derive_run(run_dir: str, threads: int = 1) -> None:
                         f"{sql_string(os.path.join(run_dir, name + '.parquet'))})")
         define_base(con)
         for name in FACTS:
-            dest = os.path.join(run_dir, FACTS_DIR, name)
-            os.makedirs(dest, exist_ok=True)
-            try:
-                _materialize(con, name, os.path.join(dest, "all.parquet"))
-            except duckdb.Error as exc:
-                raise TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
-                                    f"{str(exc).splitlines()[0]}") from None
+            os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
+        _materialize_all(con, FACTS, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
+                         lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
+                                                         f"{str(exc).splitlines()[0]}"))
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)

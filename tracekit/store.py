@@ -167,14 +167,11 @@ def _check_read_only(con, query: str) -> None:
                          "extensions), or use the Python API")
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COMMENT = re.compile(r"--[^\n]*")
 
 
 def _references(text: str, exclude: str | None = None) -> list[str]:
     """The public views a SQL text names (comments aside), in VIEWS order."""
-    words = set(_WORD.findall(_COMMENT.sub("", text)))
-    return [v for v in VIEWS + _HELPERS if v in words and v != exclude]
+    return [v for v in _sql.names_in(text, VIEWS + _HELPERS) if v != exclude]
 
 
 def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:

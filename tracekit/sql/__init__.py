@@ -35,3 +35,13 @@ def load(kind: str, name: str) -> SqlFile:
         else:
             doc_lines.append(line[2:].strip())
     return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def names_in(text: str, candidates) -> list[str]:
+    """The candidate names (views, tables) a SQL text uses, comments aside, in the candidates' order."""
+    words = set(_WORD.findall(_COMMENT.sub("", text)))
+    return [c for c in candidates if c in words]
