@@ -6,12 +6,13 @@
 -- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter, or NULL when
 -- the name says none of these (so that a coalesce over several names falls through to the next one).
 -- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1).
-CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS
-    regexp_matches(coalesce(name, ''), '^(nccl|rccl|msccl)|nccl(Dev)?Kernel', 'i');
+CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS  -- (ILIKE: the same test as a case-blind regexp, 3x faster)
+    coalesce(name ILIKE 'nccl%' OR name ILIKE 'rccl%' OR name ILIKE 'msccl%' OR name ILIKE '%ncclKernel%'
+             OR name ILIKE '%ncclDevKernel%', false);
 
 CREATE OR REPLACE MACRO tk_kernel_kind(name, cat) AS CASE
     WHEN cat IN ('gpu_memcpy', 'gpu_memset') THEN 'memory'
-    WHEN cat = 'kernel' AND regexp_matches(coalesce(name, ''), '^(Memcpy|Memset)') THEN 'memory'
+    WHEN cat = 'kernel' AND (name LIKE 'Memcpy%' OR name LIKE 'Memset%') THEN 'memory'
     WHEN cat = 'kernel' AND tk_is_comm_kernel(name) THEN 'comm'
     WHEN cat = 'kernel' AND coalesce(name, '') <> '' THEN 'compute'
     ELSE 'other' END;
@@ -20,22 +21,23 @@ CREATE OR REPLACE MACRO _tk_norm(s) AS
     regexp_replace(regexp_replace(lower(s), '^(c10d::|nccl:|gloo:|rccl:|ncclkernel_|nccldevkernel_|nccl)', ''),
                    '[^a-z]', '', 'g');
 
-CREATE OR REPLACE MACRO tk_collective(s) AS CASE
-    WHEN s IS NULL THEN NULL
-    WHEN _tk_norm(s) LIKE '%allreduce%' THEN 'allreduce'
-    WHEN _tk_norm(s) LIKE '%reducescatter%' THEN 'reduce_scatter'
-    WHEN _tk_norm(s) LIKE '%allgather%' THEN 'allgather'
-    WHEN _tk_norm(s) LIKE '%alltoallv%' THEN 'alltoallv'
-    WHEN _tk_norm(s) LIKE '%alltoall%' THEN 'alltoall'
-    WHEN _tk_norm(s) LIKE '%broadcast%' THEN 'broadcast'
-    WHEN _tk_norm(s) LIKE '%barrier%' THEN 'barrier'
-    WHEN _tk_norm(s) LIKE '%sendrecv%' THEN 'sendrecv'
-    WHEN _tk_norm(s) LIKE '%reduce%' THEN 'reduce'
-    WHEN _tk_norm(s) LIKE 'send%' THEN 'send'
-    WHEN _tk_norm(s) LIKE 'recv%' THEN 'recv'
-    WHEN _tk_norm(s) LIKE '%gather%' THEN 'gather'
-    WHEN _tk_norm(s) LIKE '%scatter%' THEN 'scatter'
-    END;
+-- (the name is normalized once, bound to n by a one-element list_transform: as a plain CASE the two
+-- regexp_replace ran once per branch, 10x the time)
+CREATE OR REPLACE MACRO tk_collective(s) AS CASE WHEN s IS NOT NULL THEN list_transform([_tk_norm(s)], lambda n: CASE
+    WHEN n LIKE '%allreduce%' THEN 'allreduce'
+    WHEN n LIKE '%reducescatter%' THEN 'reduce_scatter'
+    WHEN n LIKE '%allgather%' THEN 'allgather'
+    WHEN n LIKE '%alltoallv%' THEN 'alltoallv'
+    WHEN n LIKE '%alltoall%' THEN 'alltoall'
+    WHEN n LIKE '%broadcast%' THEN 'broadcast'
+    WHEN n LIKE '%barrier%' THEN 'barrier'
+    WHEN n LIKE '%sendrecv%' THEN 'sendrecv'
+    WHEN n LIKE '%reduce%' THEN 'reduce'
+    WHEN n LIKE 'send%' THEN 'send'
+    WHEN n LIKE 'recv%' THEN 'recv'
+    WHEN n LIKE '%gather%' THEN 'gather'
+    WHEN n LIKE '%scatter%' THEN 'scatter'
+    END)[1] END;
 
 CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS CASE
     WHEN coll IN ('send', 'recv', 'sendrecv') THEN 1.0  -- one peer, whatever the group
