@@ -396,7 +396,39 @@ static int str_value(const unsigned char *s, size_t *i, size_t end, Cell *cell) 
     return set(cell, V_STR);
 }
 
+/* the typed args by a small hash of (length, first, middle, last byte): one or two candidates to compare */
+#define ARG_BUCKETS 256
+#define ARG_CHAIN 4
+static signed char arg_table[ARG_BUCKETS][ARG_CHAIN];
+static int arg_table_ok = 0;
+
+static inline unsigned arg_hash(const unsigned char *p, size_t len) {
+    return (unsigned)(len * 31u + p[0] * 7u + p[len / 2] * 3u + p[len - 1]) & (ARG_BUCKETS - 1);
+}
+
+static void build_arg_table(void) {
+    memset(arg_table, -1, sizeof arg_table);
+    arg_table_ok = 1;
+    for (int k = 0; k < n_args; k++) {
+        if (arg_len[k] == 0) { arg_table_ok = 0; return; }
+        signed char *chain = arg_table[arg_hash((const unsigned char *)arg_key[k], arg_len[k])];
+        int q = 0;
+        while (q < ARG_CHAIN && chain[q] >= 0) q++;
+        if (q == ARG_CHAIN) { arg_table_ok = 0; return; }  /* too many collisions: compare with every key */
+        chain[q] = (signed char)k;
+    }
+}
+
 static int find_arg(const unsigned char *p, size_t len) {
+    if (len == 0) return -1;
+    if (arg_table_ok) {
+        const signed char *chain = arg_table[arg_hash(p, len)];
+        for (int q = 0; q < ARG_CHAIN && chain[q] >= 0; q++) {
+            int k = chain[q];
+            if (arg_len[k] == len && memcmp(arg_key[k], p, len) == 0) return k;
+        }
+        return -1;
+    }
     for (int k = 0; k < n_args; k++)
         if (arg_len[k] == len && memcmp(arg_key[k], p, len) == 0) return k;
     return -1;
@@ -527,7 +559,7 @@ static int event(Scan *sc, size_t *i) {
         if (j >= end) return 0;
         Cell *cells = sc->cells;
         int ok;
-#define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(kp, lit, klen) == 0)
+#define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(kp, lit, sizeof(lit) - 1) == 0)  /* a constant size: inlined */
         if (KEY("ph")) ok = claim(&cells[C_PH]) && str_value(s, &j, end, &cells[C_PH]);
         else if (KEY("name")) ok = claim(&cells[C_NAME]) && str_value(s, &j, end, &cells[C_NAME]);
         else if (KEY("cat")) ok = claim(&cells[C_CAT]) && str_value(s, &j, end, &cells[C_CAT]);
@@ -666,6 +698,7 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
 }
 
 /* ---- framing ------------------------------------------------------------------------------------------ */
+
 /* From buf[pos] (the start of an event, or whitespace before it), follow the nesting and the strings to
  * the latest top-level boundary: '}' then ',' then '{' (next = the '{'), or '}' then ']' (is_end, next =
  * the ']'). Counts the events before the cut. None when there is no complete boundary in the buffer. */
@@ -743,6 +776,7 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
         arg_kind[k] = (int)kind;
         n_args = (int)k + 1;
     }
+    build_arg_table();
     Py_RETURN_NONE;
 }
 

@@ -25,15 +25,24 @@ from .schema import EVENTS_PARQUET_OPTIONS, EVENTS_SCHEMA
 _DONE = object()
 
 
+ROW_GROUP_ROWS = 32768  # batches are joined up to this many rows per row group (fewer, larger column chunks)
+
+
 def _writer_thread(path: str, q: "queue.Queue", errors: list):
     """Write RecordBatches from a queue; pyarrow releases the GIL so this overlaps with decoding."""
     try:
         with pq.ParquetWriter(path, EVENTS_SCHEMA, **EVENTS_PARQUET_OPTIONS) as writer:
+            held: list = []
             while True:
                 item = q.get()
+                if item is not _DONE:
+                    held.append(item)
+                if held and (item is _DONE or sum(b.num_rows for b in held) >= ROW_GROUP_ROWS):
+                    table = pa.Table.from_batches(held, schema=EVENTS_SCHEMA)
+                    writer.write_table(table, row_group_size=table.num_rows)
+                    held = []
                 if item is _DONE:
                     return
-                writer.write_batch(item)
     except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
         errors.append(exc)
         while q.get() is not _DONE:
