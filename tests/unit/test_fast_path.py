@@ -3,6 +3,7 @@ either declines (the Python path then decodes it) or gives exactly the Python pa
 values of the crafted cases are written out by hand (JSON's rules, round half to even at the ns); the
 Python path is the second, independent implementation everything else is checked against."""
 
+import collections
 import json
 import os
 
@@ -37,7 +38,11 @@ def python_batch(text: bytes):
 
 def fast_batch(text: bytes):
     res = fast.scan(text)
-    return None if res is None else fast.to_record_batch(res[0], res[1], 0)
+    if res is None:
+        return None
+    batch = fast.to_record_batch(res[0], res[1], 0)
+    assert res[2] == collections.Counter(batch.column("ph").to_pylist())  # the phase counts it returns
+    return batch
 
 
 def same_or_declined(text: bytes):

@@ -658,6 +658,32 @@ static PyObject *as_block(Buf *b) {  /* takes the memory of b */
     return (PyObject *)o;
 }
 
+/* {ph: events} of a scanned ph column (every event has a ph: the scan declines one without) */
+static PyObject *phase_counts(Col *col, int64_t rows) {
+    PyObject *counts = PyDict_New();
+    if (!counts) return NULL;
+    const int32_t *off = (const int32_t *)(const void *)col->offsets.p;
+    const char *last = NULL;
+    Py_ssize_t last_len = -1;
+    long long run = 0;
+    for (int64_t r = 0; r <= rows; r++) {
+        const char *p = r < rows ? (const char *)col->data.p + off[r] : NULL;
+        Py_ssize_t len = r < rows ? off[r + 1] - off[r] : -1;
+        if (r < rows && len == last_len && memcmp(p, last, (size_t)len) == 0) { run++; continue; }
+        if (run) {  /* flush the run of equal phases before this row */
+            PyObject *key = PyUnicode_DecodeUTF8(last, last_len, "strict");
+            if (!key) { Py_DECREF(counts); return NULL; }
+            PyObject *old = PyDict_GetItemWithError(counts, key);
+            long long total = run + (old ? PyLong_AsLongLong(old) : 0);
+            PyObject *val = PyLong_FromLongLong(total);
+            if (!val || PyDict_SetItem(counts, key, val) < 0) { Py_DECREF(key); Py_XDECREF(val); Py_DECREF(counts); return NULL; }
+            Py_DECREF(key); Py_DECREF(val);
+        }
+        last = p; last_len = len; run = 1;
+    }
+    return counts;
+}
+
 static PyObject *py_scan(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (n_args <= 0) { PyErr_SetString(PyExc_RuntimeError, "configure() first"); return NULL; }
@@ -681,8 +707,10 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     free(sc.cells);
     PyBuffer_Release(&view);
     if (!ok) { free_cols(sc.cols, sc.ncols); Py_RETURN_NONE; }
+    PyObject *phases = phase_counts(&sc.cols[C_PH], sc.rows);
+    if (!phases) { free_cols(sc.cols, sc.ncols); return NULL; }
     PyObject *list = PyList_New(sc.ncols);
-    if (!list) { free_cols(sc.cols, sc.ncols); return NULL; }
+    if (!list) { Py_DECREF(phases); free_cols(sc.cols, sc.ncols); return NULL; }
     for (int c = 0; c < sc.ncols; c++) {
         Col *col = &sc.cols[c];
         long long nulls = (long long)(sc.rows - col->count);
@@ -690,11 +718,11 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
         PyObject *data = as_block(&col->data);
         PyObject *offs = col->type == T_STR ? as_block(&col->offsets) : (Py_INCREF(Py_None), Py_None);
         PyObject *item = (valid && data && offs) ? Py_BuildValue("(NNNL)", valid, data, offs, nulls) : NULL;
-        if (!item) { Py_XDECREF(valid); Py_XDECREF(data); Py_XDECREF(offs); Py_DECREF(list); free_cols(sc.cols, sc.ncols); return NULL; }
+        if (!item) { Py_XDECREF(valid); Py_XDECREF(data); Py_XDECREF(offs); Py_DECREF(list); Py_DECREF(phases); free_cols(sc.cols, sc.ncols); return NULL; }
         PyList_SET_ITEM(list, c, item);
     }
     free_cols(sc.cols, sc.ncols);
-    return Py_BuildValue("(LN)", (long long)sc.rows, list);
+    return Py_BuildValue("(LNN)", (long long)sc.rows, list, phases);
 }
 
 /* ---- framing ------------------------------------------------------------------------------------------ */

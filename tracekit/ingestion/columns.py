@@ -13,7 +13,6 @@ import msgspec
 from msgspec.structs import astuple
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import TraceFormatError
 from .args import KINETO_ARGS
@@ -51,6 +50,8 @@ def _to_ns(values: list, what: str, path: str, start: int) -> pa.Array:
         # more than 9 decimals (e.g. re-saved floats like 12.5000000000001) or an exponent: quantize first
         dec = pa.array([None if v is None else _quantize(v, what, path, start + i) for i, v in enumerate(values)],
                        pa.decimal128(38, 3))
+    import pyarrow.compute as pc  # here, not at the top: the fast path never needs it (20 ms of import)
+
     ns = pc.round(dec, 3, round_mode="half_to_even").cast(pa.decimal128(38, 3))
     words = np.frombuffer(ns.buffers()[1], dtype=np.int64)[2 * ns.offset: 2 * (ns.offset + len(ns))]
     lo, hi = words[0::2], words[1::2]

@@ -39,11 +39,12 @@ def frame(buf, pos: int):
 
 
 def scan(data: bytes):
-    """Framed events (``ev, ev, ...``) -> (rows, [Arrow arrays]) or None: the Python path decides."""
+    """Framed events (``ev, ev, ...``) -> (rows, [Arrow arrays], {ph: events}) or None: the Python path
+    decides."""
     res = _fastscan.scan(data)
     if res is None:
         return None
-    n, cols = res
+    n, cols, phases = res
     arrays = []
     for field, (valid, values, offsets, nulls) in zip(_SCANNED, cols):
         bufs = [None if valid is None else pa.py_buffer(valid)]
@@ -51,7 +52,7 @@ def scan(data: bytes):
             bufs.append(pa.py_buffer(offsets))
         bufs.append(pa.py_buffer(values))
         arrays.append(pa.Array.from_buffers(field.type, n, bufs, null_count=nulls))
-    return n, arrays
+    return n, arrays, phases
 
 
 def to_record_batch(n: int, arrays: list, start: int) -> pa.RecordBatch:

@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..discover import resolve_rank
@@ -68,21 +67,24 @@ def ingest_file(path: str, part_path: str, rank: int | None = None, progress=Non
 
 
 def _record_batches(reader: TraceReader, path: str, threads: int):
-    """The file's RecordBatches in file order. Chunks framed in C are scanned by a pool of threads, at
+    """The file's RecordBatches in file order, each with its {ph: events}. Chunks framed in C are scanned by a pool of threads, at
     most ``threads + 1`` in flight (memory stays bounded); the rest goes through the Python path."""
     def resolve(item, fut):
         if fut is None:
-            return to_record_batch(item, path)
+            return python_batch(item)
         res = fut.result()
         if res is not None and res[0] == item.events:
-            return fast.to_record_batch(res[0], res[1], item.start)
+            return fast.to_record_batch(res[0], res[1], item.start), res[2]
         try:  # declined by the C scanner (an unusual value, a non-standard key, or an error to name)
             batch = reader.decode_chunk(item)
         except TraceFormatError:
             raise _Restart() from None
         if batch is None or len(batch.events) != item.events:
             raise _Restart()
-        return to_record_batch(batch, path)
+        return python_batch(batch)
+
+    def python_batch(batch):
+        return to_record_batch(batch, path), collections.Counter(e.ph for e in batch.events)
 
     pending: collections.deque = collections.deque()
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -105,9 +107,8 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples/lists, no cycles: the collector only costs time here
     try:
-        for rb in _record_batches(reader, path, threads):
-            for item in pc.value_counts(rb.column("ph")).to_pylist():
-                phases[item["values"]] += item["counts"]
+        for rb, counts in _record_batches(reader, path, threads):
+            phases.update(counts)
             if errors:
                 break
             q.put(rb)
