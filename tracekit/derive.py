@@ -133,9 +133,10 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
 
 
 def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str,
-                threads: int = 1) -> None:
+                threads: int = 1, reduced: bool = False) -> None:
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
-    (with ``threads`` DuckDB threads: the cores this file has to itself)."""
+    (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
+    rank only, so its cross-rank facts are derived here too, on the same connection."""
     os.makedirs(out_dir, exist_ok=True)
     spill = os.path.join(out_dir, "_spill")  # inside the run being built: removed with it, never in the cwd
     con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
@@ -149,7 +150,7 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
         # the events are written; their facts could not be: say which
-        _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"), lambda name, exc: TracekitError(
+        _materialize_all(con, FACTS + (REDUCED if reduced else []), lambda name: os.path.join(out_dir, name + ".parquet"), lambda name, exc: TracekitError(
             f"{trace.get('path')}: could not derive its {name.lstrip('_')} (rank {rank}): "
             f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the file, or pass "
             "--on-error skip"))
@@ -173,9 +174,9 @@ def derive_run(run_dir: str, threads: int = 1) -> None:
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet("
                         f"{sql_string(os.path.join(run_dir, name + '.parquet'))})")
         define_base(con)
-        for name in FACTS:
+        for name in FACTS + REDUCED:
             os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
-        _materialize_all(con, FACTS, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
+        _materialize_all(con, FACTS + REDUCED, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
                          lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
                                                          f"{str(exc).splitlines()[0]}"))
     finally:
@@ -197,16 +198,18 @@ def reduce_run(run_dir: str) -> None:
     """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
     (matching, waits, stragglers), then each per-rank fact compacted into one file, facts/NAME/all.parquet
     (a query then opens a few files, not one per rank: at 1024 ranks that is what keeps a report fast)."""
-    con = duckdb.connect()
+    con = None
     try:
-        con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({sql_string(os.path.join(run_dir, 'traces.parquet'))})")
-        define_base(con)
-        glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
-        con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
-        for name in REDUCED:
-            dest = os.path.join(run_dir, FACTS_DIR, name)
-            os.makedirs(dest, exist_ok=True)
-            _materialize(con, name, os.path.join(dest, "all.parquet"))
+        if not all(os.path.isfile(os.path.join(run_dir, FACTS_DIR, name, "all.parquet")) for name in REDUCED):
+            con = duckdb.connect()  # (derived already where the run is one rank, or derived whole: derive_run)
+            con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({sql_string(os.path.join(run_dir, 'traces.parquet'))})")
+            define_base(con)
+            glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
+            con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
+            for name in REDUCED:
+                dest = os.path.join(run_dir, FACTS_DIR, name)
+                os.makedirs(dest, exist_ok=True)
+                _materialize(con, name, os.path.join(dest, "all.parquet"))
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
@@ -215,13 +218,15 @@ def reduce_run(run_dir: str) -> None:
             if len(parts) == 1:  # one rank: its file is already the compacted one
                 os.replace(os.path.join(d, parts[0]), os.path.join(d, "all.parquet"))
                 continue
+            con = con or duckdb.connect()
             con.execute(f"COPY (SELECT * FROM read_parquet({sql_string(os.path.join(d, 'rank-*.parquet'))}, "
                         f"union_by_name = true)) TO {sql_string(os.path.join(d, 'all.parquet'))} "
                         "(FORMAT parquet, ROW_GROUP_SIZE 122880)")
             for f in parts:
                 os.remove(os.path.join(d, f))
     finally:
-        con.close()
+        if con is not None:
+            con.close()
 
 
 def place_facts(rank_dir: str, run_dir: str, rank: int) -> None:
@@ -230,6 +235,10 @@ def place_facts(rank_dir: str, run_dir: str, rank: int) -> None:
         dest = os.path.join(run_dir, FACTS_DIR, name)
         os.makedirs(dest, exist_ok=True)
         os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(dest, f"rank-{rank}.parquet"))
+    for name in REDUCED:  # derive_rank(reduced=True): the run is this rank
+        if os.path.isfile(os.path.join(rank_dir, name + ".parquet")):
+            os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
+            os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(run_dir, FACTS_DIR, name, "all.parquet"))
     os.rmdir(rank_dir)
 
 

@@ -77,7 +77,7 @@ def _task(args):
     if derive_here:
         r = res["trace"]["rank"]
         derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts",
-                    threads=threads)
+                    threads=threads, reduced=single)
     return res
 
 
