@@ -125,7 +125,7 @@ def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
     assert m["executor"] == {"kind": "dask", "scheduler": dask_cluster, "workers": 2}
     assert {i["worker"] for i in m["inputs"]} <= set(_workers(dask_cluster))
     local = json.loads((tmp_path / "local" / "manifest.json").read_text())
-    assert local["executor"] == {"kind": "process pool", "jobs": 1}
+    assert local["executor"] == {"kind": "process pool", "jobs": 1, "facts": "whole run", "cores": 1}
 
 
 def _workers(address):
@@ -140,3 +140,21 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("traces", ["param_dlrm_kineto_8rank", "hta_trace_filter_2rank"])
+def test_whole_run_facts_equal_per_rank_facts_on_real_traces(tmp_path, monkeypatch, traces):
+    """A run of small files derives its facts once for all ranks (derive_run); a larger one rank by rank.
+    The rules partition by rank, so both must give the same rows: checked on real multi-rank traces."""
+    from tests.conftest import shared_traces
+    from tracekit.ingestion import run_writer
+
+    src = shared_traces() / traces
+    whole = tracekit.ingest([src], tmp_path / "whole", jobs=2)
+    monkeypatch.setattr(run_writer, "SMALL_RUN_BYTES", 0)
+    per_rank = tracekit.ingest([src], tmp_path / "per_rank", jobs=1)
+    assert whole.manifest["executor"]["facts"] == "whole run" and per_rank.manifest["executor"]["facts"] == "per rank"
+    a, b = tables(tmp_path / "whole"), tables(tmp_path / "per_rank")
+    assert a.keys() == b.keys() and any(k.startswith("facts") for k in a)
+    for key in a:
+        assert a[key] == b[key], key
