@@ -7,7 +7,24 @@
 __version__ = "0.1.0"
 
 from .errors import TracekitError  # noqa: E402
-from .api import diff, doctor, html, ingest, open, report, timeline  # noqa: E402,A004
-from .store import Run  # noqa: E402
 
 __all__ = ["Run", "TracekitError", "__version__", "diff", "doctor", "html", "ingest", "open", "report", "timeline"]
+_API = ("diff", "doctor", "html", "ingest", "open", "report", "timeline")
+
+
+def __getattr__(name: str):
+    """The API on first use (PEP 562): `import tracekit` stays light, so the command line can set up the
+    process (e.g. OpenBLAS threads) before pyarrow, numpy and DuckDB load."""
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    if name == "Run":
+        from .store import Run
+
+        return Run
+    raise AttributeError(f"module 'tracekit' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
