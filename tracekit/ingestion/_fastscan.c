@@ -616,7 +616,8 @@ static int run_scan(Scan *sc) {
         if (!event(sc, &i)) return 0;
         i = ws(s, i, end);
         if (i >= end) {
-            for (int c = 0; c < sc->ncols; c++) if (!pad(&sc->cols[c], sc->rows)) return 0;
+            for (int c = 0; c < sc->ncols; c++)  /* a column with no value at all stays empty: Python shares zeros */
+                if (sc->cols[c].count && !pad(&sc->cols[c], sc->rows)) return 0;
             return 1;
         }
         if (s[i] != ',') return 0;
@@ -714,6 +715,12 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     for (int c = 0; c < sc.ncols; c++) {
         Col *col = &sc.cols[c];
         long long nulls = (long long)(sc.rows - col->count);
+        if (col->count == 0) {  /* every row null: (None, None, None, rows) */
+            PyObject *item = Py_BuildValue("(OOOL)", Py_None, Py_None, Py_None, nulls);
+            if (!item) { Py_DECREF(list); Py_DECREF(phases); free_cols(sc.cols, sc.ncols); return NULL; }
+            PyList_SET_ITEM(list, c, item);
+            continue;
+        }
         PyObject *valid = nulls ? as_block(&col->valid) : (Py_INCREF(Py_None), Py_None);
         PyObject *data = as_block(&col->data);
         PyObject *offs = col->type == T_STR ? as_block(&col->offsets) : (Py_INCREF(Py_None), Py_None);

@@ -46,7 +46,14 @@ def scan(data: bytes):
         return None
     n, cols, phases = res
     arrays = []
+    zeros = None  # one buffer of zeros for every column with no value in this chunk (most args are absent)
     for field, (valid, values, offsets, nulls) in zip(_SCANNED, cols):
+        if values is None:
+            if zeros is None:  # calloc'd: pages the OS maps on first read, never written
+                zeros = pa.py_buffer(np.zeros(n + 1, dtype=np.int64))
+            bufs = [zeros, zeros] if not pa.types.is_string(field.type) else [zeros, zeros, zeros]
+            arrays.append(pa.Array.from_buffers(field.type, n, bufs, null_count=n))
+            continue
         bufs = [None if valid is None else pa.py_buffer(valid)]
         if offsets is not None:
             bufs.append(pa.py_buffer(offsets))
