@@ -132,7 +132,13 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
             raise
 
 
-def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: list[dict], out_dir: str,
+def rank_parts(run_dir: str, rank: int) -> list[str]:
+    """The Parquet files of one rank's events in a run (one, or two when two writers shared the work)."""
+    d = os.path.join(run_dir, "events", f"rank={rank}")
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+
+
+def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process_groups: list[dict], out_dir: str,
                 threads: int = 1, reduced: bool = False) -> None:
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
     (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
@@ -142,8 +148,9 @@ def derive_rank(events_parquet: str, rank: int, trace: dict, process_groups: lis
     con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
                                  "temp_directory": spill})
     try:
+        files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
-                    f"FROM read_parquet({sql_string(events_parquet)})")
+                    f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
         con.register("_traces", rows_table([trace], TRACES_SCHEMA))
         con.register("_pgs", rows_table(process_groups, PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
@@ -262,9 +269,8 @@ def rederive_run(run_dir: str) -> None:
     try:
         for t in traces:
             rank = t["rank"]
-            part = os.path.join(run_dir, "events", f"rank={rank}", "part-0.parquet")
             one = os.path.join(tmp, f"_rank-{rank}")
-            derive_rank(part, rank, t, [p for p in pgs if p["rank"] == rank], one)
+            derive_rank(rank_parts(run_dir, rank), rank, t, [p for p in pgs if p["rank"] == rank], one)
             place_facts(one, tmp, rank)
         shutil.copy(os.path.join(run_dir, "traces.parquet"), os.path.join(tmp, "traces.parquet"))
         reduce_run(tmp)

@@ -7,6 +7,7 @@ import collections
 import json
 import os
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -155,7 +156,10 @@ def _ingest_both(path, tmp_path, chunk_bytes=1 << 20):
             del os.environ["TRACEKIT_PURE_PYTHON"]
         else:
             os.environ["TRACEKIT_PURE_PYTHON"] = old
-    return res_fast, res_pure, pq.read_table(fast_part), pq.read_table(pure_part)
+    # two cores: two writers take row groups in turn (two files); event_index puts them back in order
+    fast_table = pa.concat_tables(pq.read_table(p) for p in res_fast.pop("parts")).sort_by("event_index")
+    assert res_pure.pop("parts") == [str(pure_part)]
+    return res_fast, res_pure, fast_table.combine_chunks(), pq.read_table(pure_part).combine_chunks()
 
 
 @pytest.mark.parametrize("path", all_shared_files(), ids=lambda p: p.name if p else "none")

@@ -35,7 +35,7 @@ def _ingest(path, out, zlib: bool):
 @pytest.mark.parametrize("path", [p for p in all_shared_files() if p is None or p.name.endswith(".gz")],
                          ids=lambda p: p.name if p else "none")
 def test_same_bytes_and_events_as_zlib(path, tmp_path):
-    a = _ingest(path, tmp_path / "isal.parquet", zlib=False)["trace"]
+    a = _ingest(path, tmp_path / "isal.parquet", zlib=False)["trace"]  # (one writer: one file each)
     b = _ingest(path, tmp_path / "zlib.parquet", zlib=True)["trace"]
     with gzip.open(path, "rb") as f:  # the JSON text as Python's own gzip reads it
         assert a["json_bytes"] == b["json_bytes"] == len(f.read())

@@ -27,21 +27,18 @@ _DONE = object()
 ROW_GROUP_ROWS = 32768  # batches are joined up to this many rows per row group (fewer, larger column chunks)
 
 
+def part_paths(part_path: str, writers: int) -> list[str]:
+    """The files a trace's events go to: ``part_path``, then ``NAME.1.parquet``, ... beside it."""
+    base = part_path[:-len(".parquet")]
+    return [part_path] + [f"{base}.{i}.parquet" for i in range(1, writers)]
+
+
 def _writer_thread(path: str, q: "queue.Queue", errors: list):
-    """Write RecordBatches from a queue; pyarrow releases the GIL so this overlaps with decoding."""
+    """Write row groups (Tables) from a queue; pyarrow releases the GIL so this overlaps with decoding."""
     try:
         with pq.ParquetWriter(path, EVENTS_SCHEMA, **EVENTS_PARQUET_OPTIONS) as writer:
-            held: list = []
-            while True:
-                item = q.get()
-                if item is not _DONE:
-                    held.append(item)
-                if held and (item is _DONE or sum(b.num_rows for b in held) >= ROW_GROUP_ROWS):
-                    table = pa.Table.from_batches(held, schema=EVENTS_SCHEMA)
-                    writer.write_table(table, row_group_size=table.num_rows)
-                    held = []
-                if item is _DONE:
-                    return
+            while (table := q.get()) is not _DONE:
+                writer.write_table(table, row_group_size=table.num_rows)
     except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
         errors.append(exc)
         while q.get() is not _DONE:
@@ -55,7 +52,8 @@ class _Restart(Exception):
 
 def ingest_file(path: str, part_path: str, rank: int | None = None, progress=None,
                 chunk_bytes: int = CHUNK_BYTES, single: bool = False, threads: int = 1) -> dict:
-    """Write ``part_path`` (Parquet, events schema without rank) and return the trace's description.
+    """Write ``part_path`` (Parquet, events schema without rank; with ``threads`` >= 2 also NAME.1.parquet
+    beside it) and return the trace's description, with "parts": the files written.
 
     ``threads``: how many chunks of the file are decoded at once (the C scanner releases the GIL).
     ``progress(json_bytes, events)`` is called after every batch with the increments.
@@ -99,10 +97,23 @@ def _record_batches(reader: TraceReader, path: str, threads: int):
 def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame) -> dict:
     reader = TraceReader(path, chunk_bytes=chunk_bytes, frame=frame)
     phases: collections.Counter = collections.Counter()
-    q: queue.Queue = queue.Queue(maxsize=1)
+    # Encoding Parquet is the slowest stage; with two cores or more, two writers take row groups in turn
+    # (two files, each in file order; event_index orders the rank's events across them)
+    paths = part_paths(part_path, 2 if threads >= 2 else 1)
+    queues = [queue.Queue(maxsize=1) for _ in paths]
     errors: list = []
-    t = threading.Thread(target=_writer_thread, args=(part_path, q, errors), daemon=True)
-    t.start()
+    writers = [threading.Thread(target=_writer_thread, args=(p, q, errors), daemon=True) for p, q in zip(paths, queues)]
+    for t in writers:
+        t.start()
+    groups = 0
+    held: list = []
+
+    def flush():
+        nonlocal groups, held
+        queues[groups % len(queues)].put(pa.Table.from_batches(held, schema=EVENTS_SCHEMA))
+        groups += 1
+        held = []
+
     last_bytes = 0
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples/lists, no cycles: the collector only costs time here
@@ -111,22 +122,32 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
             phases.update(counts)
             if errors:
                 break
-            q.put(rb)
+            held.append(rb)
+            if sum(b.num_rows for b in held) >= ROW_GROUP_ROWS:
+                flush()
             if progress is not None:
                 progress(reader.source.json_bytes - last_bytes, rb.num_rows)
                 last_bytes = reader.source.json_bytes
+        if held and not errors:
+            flush()
     finally:
-        q.put(_DONE)
-        t.join()
+        for q in queues:
+            q.put(_DONE)
+        for t in writers:
+            t.join()
         if gc_was_enabled:
             gc.enable()
     if errors:
         raise errors[0]
+    for extra in paths[max(1, groups):]:  # a writer that got no row group: no file
+        os.remove(extra)
     if progress is not None:
         progress(reader.source.json_bytes - last_bytes, 0)
     header = reader.header
     rank_value, rank_source = resolve_rank(path, header, rank, single)
-    return describe(path, header, reader, rank_value, rank_source, dict(phases))
+    res = describe(path, header, reader, rank_value, rank_source, dict(phases))
+    res["parts"] = paths[:max(1, groups)]
+    return res
 
 
 def release_memory() -> None:

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
-from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, reduce_run
+from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, rank_parts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
-from .one_file import ingest_file, release_memory
+from .one_file import ingest_file, part_paths, release_memory
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 
@@ -76,7 +76,7 @@ def _task(args):
     release_memory()  # what the decoding freed goes back to the system before DuckDB takes its share
     if derive_here:
         r = res["trace"]["rank"]
-        derive_rank(part, r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts",
+        derive_rank(res["parts"], r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts",
                     threads=threads, reduced=single)
     return res
 
@@ -162,8 +162,9 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
                                  "sha256": _or_none(sha256_of, path), "reason": str(exc)})
-                if os.path.exists(part):
-                    os.remove(part)
+                for written in part_paths(part, 2):
+                    if os.path.exists(written):
+                        os.remove(written)
                 shutil.rmtree(part[:-len(".parquet")] + "-facts", ignore_errors=True)
             else:
                 raise exc
@@ -214,7 +215,8 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
             raise RankError(f"{path}: rank {rank} is negative")
         dest = os.path.join(tmp, "events", f"rank={rank}")
         os.makedirs(dest)
-        os.replace(part, os.path.join(dest, "part-0.parquet"))
+        for i, written in enumerate(res["parts"]):
+            os.replace(written, os.path.join(dest, f"part-{i}.parquet"))
         if os.path.isdir(part[:-len(".parquet")] + "-facts"):
             place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
     os.rmdir(os.path.join(tmp, "events", "_parts"))
@@ -230,7 +232,7 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
             for path, _, res in results:
                 rank = res["trace"]["rank"]
                 one = os.path.join(tmp, f"_facts-{rank}")
-                derive_rank(os.path.join(tmp, "events", f"rank={rank}", "part-0.parquet"), rank, res["trace"],
+                derive_rank(rank_parts(tmp, rank), rank, res["trace"],
                             res["process_groups"], one)
                 place_facts(one, tmp, rank)
     reduce_run(tmp)
