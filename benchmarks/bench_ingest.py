@@ -11,8 +11,8 @@
    HTA's load + get_comm_comp_overlap (one process), on the 54 MB, 270 MB and 8-rank DLRM sets.
 
 tracekit runs with --jobs N (default: every core; one file uses them as threads). Wall time and peak
-memory are of whole processes, imports included; memory is the peak of the summed RSS of the process and
-its workers (peak.py). Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit.
+memory are of whole processes, imports included: the time is the median of --repeat runs (default 3),
+memory the peak of the summed RSS of the process and its workers (peak.py). Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit.
 The machines are shared and noisy: read the ratios, not the seconds.
 """
 
@@ -40,9 +40,19 @@ HTA_OVERLAP = ("from hta.trace_analysis import TraceAnalysis; "
                "TraceAnalysis(trace_dir={d!r}).get_comm_comp_overlap(visualize=False)")
 
 
+REPEAT = 3  # each measurement is the median of this many runs (--repeat)
+
+
 def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
-    """(seconds, peak RSS MB of the process and its workers, exit status) of one child process; ``cmd``
-    is the Python arguments (``-m module ...`` or ``-c code``), run under peak.py."""
+    """(seconds, peak RSS MB, exit status): the median wall time of REPEAT runs of one child process (the
+    machines are shared: single runs vary by 5-10 %), the largest peak RSS of the process and its workers;
+    ``cmd`` is the Python arguments (``-m module ...`` or ``-c code``), run under peak.py."""
+    runs = [_measure_once(cmd, env) for _ in range(REPEAT)]
+    seconds = sorted(r[0] for r in runs)[len(runs) // 2]
+    return seconds, max(r[1] for r in runs), max(r[2] for r in runs)
+
+
+def _measure_once(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, str(HERE / "peak.py"), tmp.name, *cmd],
@@ -111,7 +121,10 @@ def main(argv=None) -> int:
     ap.add_argument("--hta-max-mb", type=float, default=300, help="skip HTA above this JSON size")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="tracekit --jobs (default: every core)")
     ap.add_argument("--skip", default="", help="comma-separated parts to leave out: ingest, e2e")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
     args = ap.parse_args(argv)
+    global REPEAT
+    REPEAT = max(1, args.repeat)
     if not SHARED.is_dir():
         print(f"needs the real traces at {SHARED}", file=sys.stderr)
         return 2
@@ -126,8 +139,8 @@ def main(argv=None) -> int:
         if not path.exists():
             build(str(src), str(path), mb)
         built[int(mb)] = path
-    print(f"tracekit --jobs {args.jobs} on {os.cpu_count()} cores")
-    results = {"jobs": args.jobs, "cores": os.cpu_count(), "ingest": [], "end_to_end": []}
+    print(f"tracekit --jobs {args.jobs} on {os.cpu_count()} cores; each time the median of {REPEAT} runs")
+    results = {"jobs": args.jobs, "cores": os.cpu_count(), "repeat": REPEAT, "ingest": [], "end_to_end": []}
     if "ingest" not in skip:
         cases = [("df_index_resolver_54MB", src),
                  ("xdit_sd35_compact_62MB", SHARED / "tracelens_xdit_sd35_perf" / "profile_trace_rank_0.json.gz")]
