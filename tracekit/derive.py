@@ -82,10 +82,10 @@ def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
-    """_materialize every fact in ``names``, each as soon as the facts its rule uses are tables, on two
-    cursors at once: most of these queries run on one core (their inputs are smaller than DuckDB's unit of
-    parallelism), so independent facts (gpu_kernels and comm_ops) and the Parquet writes of finished
-    facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
+    """_materialize every fact in ``names``, each as soon as the facts its rule uses are tables, two rules
+    at once and the Parquet writes on a third cursor: most of these queries run on one core (their inputs
+    are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
+    writes of finished facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
     deps = {n: [d for d in _sql.names_in(_sql.load("views", n).text, names) if d != n] for n in names}
     created: set[str] = set()
     running: dict = {}
@@ -111,7 +111,8 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         except duckdb.Error as exc:
             raise fail(name, exc) from None
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    # rules and Parquet writes on pools of their own: a write never delays the next rule
+    with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
         try:
             while len(created) < len(names):
                 for n in names:
@@ -123,7 +124,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                         check(n, fut)
                         del running[n]
                         created.add(n)
-                        copies.append((n, pool.submit(copy, n)))
+                        copies.append((n, writes.submit(copy, n)))
             for n, fut in copies:
                 check(n, fut)
         except BaseException:
