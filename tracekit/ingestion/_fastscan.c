@@ -65,37 +65,6 @@ typedef struct {
     unsigned char scratch[8];
 } Scan;
 
-/* ---- UTF-8 --------------------------------------------------------------------------------------- */
-static int valid_utf8(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w; memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) { i += 8; continue; }
-        }
-        unsigned char c = s[i];
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
-            if (c == 0xE0 && s[i + 1] < 0xA0) return 0;   /* overlong */
-            if (c == 0xED && s[i + 1] >= 0xA0) return 0;  /* surrogates */
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xF0 && s[i + 1] < 0x90) return 0;
-            if (c == 0xF4 && s[i + 1] >= 0x90) return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* ---- JSON primitives (strict; 0 = not accepted) -------------------------------------------------- */
 static inline size_t ws(const unsigned char *s, size_t i, size_t end) {
     while (i < end && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
@@ -110,10 +79,53 @@ static inline int hexval(unsigned char c) {
 }
 
 /* s[*i] == '"': the content span and whether it holds escapes; *i moves past the closing quote */
+/* one UTF-8 sequence at s[j] (s[j] >= 0x80): its length, or 0 if it is not valid UTF-8 (overlong,
+ * a surrogate, past U+10FFFF, cut short) */
+static inline size_t utf8_seq(const unsigned char *s, size_t j, size_t end) {
+    unsigned char c = s[j];
+    if (c >= 0xC2 && c <= 0xDF)
+        return j + 1 < end && (s[j + 1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (j + 2 >= end || (s[j + 1] & 0xC0) != 0x80 || (s[j + 2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && s[j + 1] < 0xA0) return 0;   /* overlong */
+        if (c == 0xED && s[j + 1] >= 0xA0) return 0;  /* surrogates */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (j + 3 >= end || (s[j + 1] & 0xC0) != 0x80 || (s[j + 2] & 0xC0) != 0x80 || (s[j + 3] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && s[j + 1] < 0x90) return 0;
+        if (c == 0xF4 && s[j + 1] >= 0x90) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* the bytes of w that are '"', '\\', a control character or not ASCII, as their high bits (the lowest
+ * set bit marks the first of them exactly) */
+static inline uint64_t string_stops(uint64_t w) {
+    uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    return ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w) | w;
+}
+
+/* s[*i] == '"': the content span and whether it holds escapes; *i moves past the closing quote. The
+ * content is checked as it goes: escapes, no control characters, valid UTF-8 (the only place in JSON
+ * where bytes past ASCII may be) */
 static int string(const unsigned char *s, size_t *i, size_t end, const unsigned char **p, size_t *len, int *esc) {
     size_t j = *i + 1;
     int e = 0;
     while (j < end) {
+        while (j + 8 <= end) {  /* plain ASCII, 8 bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + j, 8);
+            uint64_t m = string_stops(w) & HIGHS;
+            if (m) { j += (size_t)(__builtin_ctzll(m) >> 3); break; }
+            j += 8;
+        }
+        if (j >= end) break;
         unsigned char c = s[j];
         if (c == '"') {
             *p = s + *i + 1; *len = j - *i - 1; *esc = e; *i = j + 1;
@@ -135,6 +147,12 @@ static int string(const unsigned char *s, size_t *i, size_t end, const unsigned 
             continue;
         }
         if (c < 0x20) return 0;
+        if (c >= 0x80) {
+            size_t n = utf8_seq(s, j, end);
+            if (!n) return 0;
+            j += n;
+            continue;
+        }
         j++;
     }
     return 0;
@@ -602,7 +620,6 @@ static void free_cols(Col *cols, int n) {
 static int run_scan(Scan *sc) {
     const unsigned char *s = sc->s;
     size_t end = sc->end;
-    if (!valid_utf8(s, end)) return 0;
     for (int c = 0; c < sc->ncols; c++) {
         if (sc->cols[c].type == T_STR) {
             if (reserve(&sc->cols[c].offsets, 4)) return 0;
