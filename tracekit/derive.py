@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import queue
 import shutil
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -90,20 +91,22 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     created: set[str] = set()
     running: dict = {}
     copies = []
+    # one cursor per worker, opened and closed here on the calling thread: a worker only runs queries on
+    # its own cursor (DuckDB's rule for threads), never opens or closes one
+    rule_cursors: queue.Queue = queue.Queue()
+    for _ in range(2):
+        rule_cursors.put(con.cursor())
+    write_cursor = con.cursor()
 
     def create(name):
-        cur = con.cursor()
+        cur = rule_cursors.get()
         try:
             _create(cur, name)
         finally:
-            cur.close()
+            rule_cursors.put(cur)
 
     def copy(name):
-        cur = con.cursor()
-        try:
-            cur.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
-        finally:
-            cur.close()
+        write_cursor.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
 
     def check(name, fut):
         try:
@@ -111,26 +114,31 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         except duckdb.Error as exc:
             raise fail(name, exc) from None
 
-    # rules and Parquet writes on pools of their own: a write never delays the next rule
-    with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
-        try:
-            while len(created) < len(names):
-                for n in names:
-                    if n not in created and n not in running and all(d in created for d in deps[n]):
-                        running[n] = pool.submit(create, n)
-                finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
-                for n, fut in list(running.items()):
-                    if fut in finished:
-                        check(n, fut)
-                        del running[n]
-                        created.add(n)
-                        copies.append((n, writes.submit(copy, n)))
-            for n, fut in copies:
-                check(n, fut)
-        except BaseException:
-            for fut in list(running.values()) + [f for _, f in copies]:
-                fut.cancel()
-            raise
+    try:
+        # rules and Parquet writes on pools of their own: a write never delays the next rule
+        with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
+            try:
+                while len(created) < len(names):
+                    for n in names:
+                        if n not in created and n not in running and all(d in created for d in deps[n]):
+                            running[n] = pool.submit(create, n)
+                    finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
+                    for n, fut in list(running.items()):
+                        if fut in finished:
+                            check(n, fut)
+                            del running[n]
+                            created.add(n)
+                            copies.append((n, writes.submit(copy, n)))
+                for n, fut in copies:
+                    check(n, fut)
+            except BaseException:
+                for fut in list(running.values()) + [f for _, f in copies]:
+                    fut.cancel()
+                raise
+    finally:  # the pools are joined: no query runs on these cursors any more
+        while not rule_cursors.empty():
+            rule_cursors.get().close()
+        write_cursor.close()
 
 
 def rank_parts(run_dir: str, rank: int) -> list[str]:

@@ -372,7 +372,7 @@ static int emit(Scan *sc) {
         if (col->type == T_STR) {
             if (cell->kind == V_STR && cell->esc) {
                 if (!unescape(&col->data, cell->p, cell->len)) return 0;
-            } else {
+            } else if (cell->len) {
                 if (reserve(&col->data, cell->len)) return 0;
                 memcpy(col->data.p + col->data.n, cell->p, cell->len);
                 col->data.n += cell->len;
@@ -687,7 +687,7 @@ static PyObject *phase_counts(Col *col, int64_t rows) {
     for (int64_t r = 0; r <= rows; r++) {
         const char *p = r < rows ? (const char *)col->data.p + off[r] : NULL;
         Py_ssize_t len = r < rows ? off[r + 1] - off[r] : -1;
-        if (r < rows && len == last_len && memcmp(p, last, (size_t)len) == 0) { run++; continue; }
+        if (r < rows && len == last_len && (len == 0 || memcmp(p, last, (size_t)len) == 0)) { run++; continue; }
         if (run) {  /* flush the run of equal phases before this row */
             PyObject *key = PyUnicode_DecodeUTF8(last, last_len, "strict");
             if (!key) { Py_DECREF(counts); return NULL; }

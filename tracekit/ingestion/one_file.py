@@ -117,8 +117,9 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     last_bytes = 0
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples/lists, no cycles: the collector only costs time here
+    batches = _record_batches(reader, path, threads)
     try:
-        for rb, counts in _record_batches(reader, path, threads):
+        for rb, counts in batches:
             phases.update(counts)
             if errors:
                 break
@@ -131,6 +132,10 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
         if held and not errors:
             flush()
     finally:
+        # closed here, not when garbage collected: an error kept alive (in a traceback, a test's record)
+        # would otherwise keep the decoding threads and the file's reader threads running
+        batches.close()
+        reader.close()
         for q in queues:
             q.put(_DONE)
         for t in writers:

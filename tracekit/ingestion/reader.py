@@ -100,6 +100,10 @@ class TraceReader:
         finally:
             self.source.close()
 
+    def close(self) -> None:
+        """Close the file (and stop its threads) even if the iteration was left half way."""
+        self.source.close()
+
     def _run(self) -> Iterator[EventBatch]:
         buf, prefix_end, pos = self._find_array()
         base = 0  # absolute offset of buf[0]

@@ -22,24 +22,29 @@ class _Hashing:
         self.sha = hashlib.sha256()
         self.count = 0
         self._q: queue.Queue = queue.Queue(maxsize=2)
-        self._t = threading.Thread(target=self._hash, daemon=True)
-        self._t.start()
+        self._t: threading.Thread | None = None  # started by the first read, stopped by close()
 
     def _hash(self):
         while (data := self._q.get()) is not None:
             self.sha.update(data)
 
+    def _put(self, data):
+        if self._t is None:
+            self._t = threading.Thread(target=self._hash, daemon=True, name="tracekit-sha256")
+            self._t.start()
+        self._q.put(data)
+
     def read(self, n=-1):
         data = self.raw.read(n)
         if data:
-            self._q.put(data)
+            self._put(data)
         self.count += len(data)
         return data
 
     def readinto(self, buf):
         n = self.raw.readinto(buf)
         if n:
-            self._q.put(bytes(memoryview(buf)[:n]))  # a copy: the caller reuses buf
+            self._put(bytes(memoryview(buf)[:n]))  # a copy: the caller reuses buf
         self.count += n or 0
         return n
 
@@ -48,7 +53,7 @@ class _Hashing:
         return self.sha.hexdigest()
 
     def _stop(self):
-        if self._t.is_alive():
+        if self._t is not None and self._t.is_alive():
             self._q.put(None)
             self._t.join()
 
@@ -74,10 +79,13 @@ class TraceSource:
                                    "you may read it, or pass --on-error skip to ingest the other files") from None
         head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
         self.compressed = head == b"\x1f\x8b"
-        self._stream = gunzip(self._hashing) if self.compressed else self._hashing
+        self._stream = None  # opened by the first read: a reader thread (ISA-L) starts only when needed
         self.json_bytes = 0
+        self._closed = False
 
     def read(self, n: int) -> bytes:
+        if self._stream is None:
+            self._stream = gunzip(self._hashing) if self.compressed else self._hashing
         try:
             data = self._stream.read(n)
         except EOFError:
@@ -96,16 +104,20 @@ class TraceSource:
 
     def finish(self) -> str:
         """Read what is left of the raw file (gzip trailer) and return its SHA-256."""
-        if self._stream is not self._hashing:
+        if self._stream is not None and self._stream is not self._hashing:
             self._stream.close()  # a threaded decompressor stops reading the file first
         while self._hashing.read(1 << 20):
             pass
         digest = self._hashing.hexdigest()
         self._hashing.close()
+        self._closed = True
         return digest
 
     def close(self):
-        if self._stream is not self._hashing:
+        if self._closed:
+            return
+        self._closed = True
+        if self._stream is not None and self._stream is not self._hashing:
             try:
                 self._stream.close()
             except Exception:  # noqa: BLE001 - closing after a decode error: the error is already reported
