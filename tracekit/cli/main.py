@@ -11,27 +11,31 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click  # noqa: E402
 
+import importlib  # noqa: E402
+
 from .. import __version__  # noqa: E402
 from ..errors import TracekitError  # noqa: E402
-from .cache import cache_cmd  # noqa: E402
-from .diff import diff_cmd  # noqa: E402
-from .doctor import doctor_cmd  # noqa: E402
-from .html import html_cmd  # noqa: E402
-from .timeline import timeline_cmd  # noqa: E402
-from .whatif import whatif_cmd  # noqa: E402
-from .ingest import ingest_cmd  # noqa: E402
-from .model import model_cmd  # noqa: E402
-from .plot import plot_cmd  # noqa: E402
-from .report import report_cmd  # noqa: E402
-from .schema import schema_cmd  # noqa: E402
-from .sql import sql_cmd  # noqa: E402
-from .validate import validate_cmd  # noqa: E402
 
-COMMANDS = [ingest_cmd, sql_cmd, schema_cmd, report_cmd, validate_cmd, model_cmd, plot_cmd, cache_cmd, doctor_cmd, diff_cmd,
-            timeline_cmd, html_cmd, whatif_cmd]
+# command name -> its module in tracekit.cli (one module per subcommand), in the order `--help` lists them.
+# A command's module is imported when the command runs: `tracekit ingest` loads the ingest path only.
+_COMMAND_MODULES = {"ingest": "ingest", "sql": "sql", "schema": "schema", "report": "report",
+                    "validate": "validate", "model": "model", "plot": "plot", "cache": "cache", "doctor": "doctor",
+                    "diff": "diff", "timeline": "timeline", "html": "html", "whatif": "whatif"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _command(name: str) -> click.Command:
+    return getattr(importlib.import_module(f".{_COMMAND_MODULES[name]}", __package__), f"{name}_cmd")
+
+
+class _Commands(click.Group):
+    def list_commands(self, ctx):
+        return list(_COMMAND_MODULES)
+
+    def get_command(self, ctx, name):
+        return _command(name) if name in _COMMAND_MODULES else None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracekit")
 def cli():
     """tracekit: answers about communication from PyTorch Profiler traces of distributed training.
@@ -43,8 +47,10 @@ def cli():
     """
 
 
-for _cmd in COMMANDS:
-    cli.add_command(_cmd)
+def __getattr__(name: str):
+    if name == "COMMANDS":  # every command object (tests check each is documented)
+        return [_command(n) for n in _COMMAND_MODULES]
+    raise AttributeError(name)
 
 
 def main(argv=None) -> int:  # noqa: C901
