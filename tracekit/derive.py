@@ -7,6 +7,7 @@ run the same text, ingest on one rank, open over the facts of all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -153,10 +154,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
     (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
     rank only, so its cross-rank facts are derived here too, on the same connection."""
     os.makedirs(out_dir, exist_ok=True)
-    spill = os.path.join(out_dir, "_spill")  # inside the run being built: removed with it, never in the cwd
-    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
-                                 "temp_directory": spill})
-    try:
+    with _facts_connection(threads, os.path.join(out_dir, "_spill")) as con:
         files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
@@ -165,24 +163,20 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
-        # the events are written; their facts could not be: say which
-        _materialize_all(con, FACTS + (REDUCED if reduced else []), lambda name: os.path.join(out_dir, name + ".parquet"), lambda name, exc: TracekitError(
-            f"{trace.get('path')}: could not derive its {name.lstrip('_')} (rank {rank}): "
-            f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the file, or pass "
-            "--on-error skip"))
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        def fail(name, exc):  # the events are written; their facts could not be: say which
+            return TracekitError(f"{trace.get('path')}: could not derive its {name.lstrip('_')} (rank {rank}): "
+                                 f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the "
+                                 "file, or pass --on-error skip")
+
+        _materialize_all(con, FACTS + (REDUCED if reduced else []),
+                         lambda name: os.path.join(out_dir, name + ".parquet"), fail)
 
 
 def derive_run(run_dir: str, threads: int = 1) -> None:
     """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
-    spill = os.path.join(run_dir, "_spill")
-    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
-                                 "temp_directory": spill})
-    try:
+    with _facts_connection(threads, os.path.join(run_dir, "_spill")) as con:
         glob = os.path.join(run_dir, "events", "*", "*.parquet")
         con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(glob)}, "
                     "hive_partitioning = true, hive_types = {'rank': BIGINT})")
@@ -195,6 +189,16 @@ def derive_run(run_dir: str, threads: int = 1) -> None:
         _materialize_all(con, FACTS + REDUCED, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
                          lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
                                                          f"{str(exc).splitlines()[0]}"))
+
+
+@contextlib.contextmanager
+def _facts_connection(threads: int, spill: str):
+    """A DuckDB connection for deriving facts: ``threads`` threads, derive_memory_mb() of memory, spilling
+    past it to ``spill`` (inside the run being built: removed with the connection, never in the cwd)."""
+    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
+                                 "temp_directory": spill})
+    try:
+        yield con
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
