@@ -31,8 +31,11 @@ from .discover import TRACE_PATH_TEMPLATE
 
 CONFIG_KEY = "tracekit_config"
 _PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
-MARKER_BASE = 7919  # marker allreduces have 7919, 7920, ... elements: sizes a model rarely sends
-MARKERS_PER_GROUP = 8  # at once, so that every Gloo worker thread of the group takes at least one
+MARKER_BASE = 262139  # marker allreduces have 262139, 262140, ... elements: sizes a model rarely sends
+# issued at once, so that every Gloo worker thread of the group takes at least one: enough of them, and
+# each large enough (1 MB) to keep a thread busy while the next one wakes; with 8 markers of 32 KB, a
+# loaded machine sometimes ran them all on one thread and the other thread's ops had no group
+MARKERS_PER_GROUP = 16
 
 
 def _rank() -> int:
