@@ -16,12 +16,17 @@ def _missing() -> str:
     return f"real traces not found at {SHARED_TRACES} (../shared/traces beside the checkout)"
 
 
+def require(available: bool, missing: str, in_ci: str) -> None:
+    """Skip a test whose prerequisite is missing, except in CI, where it fails (``in_ci`` says why)."""
+    if not available:
+        if IN_CI:
+            pytest.fail(f"{missing}: {in_ci}")
+        pytest.skip(missing)
+
+
 def shared_traces() -> pathlib.Path:
     """../shared/traces; a test that needs it skips without it, except in CI, where it fails."""
-    if not SHARED_TRACES.is_dir():
-        if IN_CI:
-            pytest.fail(_missing() + ": CI must have them")
-        pytest.skip(_missing())
+    require(SHARED_TRACES.is_dir(), _missing(), "CI must have them")
     return SHARED_TRACES
 
 

@@ -17,7 +17,6 @@ import shutil
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import duckdb
-import pyarrow as pa
 
 from . import sql as _sql
 from .comms.buckets import bucket_rows
@@ -69,13 +68,6 @@ def sql_string(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _materialize(con: duckdb.DuckDBPyConnection, name: str, parquet: str) -> None:
-    """Run view ``name``'s .sql once into a table of that name (the views after it read the table, not
-    the rule again) and write it to ``parquet``."""
-    _create(con, name)
-    con.execute(f"COPY {name} TO {sql_string(parquet)} (FORMAT parquet)")
-
-
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(_sql.load("views", name).text)  # CREATE OR REPLACE VIEW name AS ...
     con.execute(f"CREATE TABLE _m_{name} AS SELECT * FROM {name}")
@@ -84,7 +76,8 @@ def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
-    """_materialize every fact in ``names``, each as soon as the facts its rule uses are tables, two rules
+    """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
+    again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
     at once and the Parquet writes on a third cursor: most of these queries run on one core (their inputs
     are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
     writes of finished facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
@@ -227,9 +220,10 @@ def reduce_run(run_dir: str) -> None:
             glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
             con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
             for name in REDUCED:
-                dest = os.path.join(run_dir, FACTS_DIR, name)
-                os.makedirs(dest, exist_ok=True)
-                _materialize(con, name, os.path.join(dest, "all.parquet"))
+                os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
+            _materialize_all(con, REDUCED, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
+                             lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
+                                                             f"{str(exc).splitlines()[0]}"))
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))

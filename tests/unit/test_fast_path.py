@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tests.conftest import IN_CI, all_shared_files, write_trace
+from tests.conftest import all_shared_files, require, write_trace
 from tracekit.errors import TraceFormatError
 from tracekit.ingestion import fast
 from tracekit.ingestion.args import KINETO_ARGS
@@ -23,10 +23,8 @@ from tracekit.ingestion.reader import EventBatch, _events_decoder
 
 @pytest.fixture(autouse=True)
 def _needs_fast_path():
-    if fast._fastscan is None:
-        if IN_CI:
-            pytest.fail("the C fast path was not built: `pip install -e .` needs a C compiler and Python's headers")
-        pytest.skip("the C fast path is not built here (no C compiler at install time)")
+    require(fast._fastscan is not None, "the C fast path is not built (no C compiler at install time)",
+            "`pip install -e .` needs a C compiler and Python's headers")
 
 
 def python_batch(text: bytes):

@@ -6,7 +6,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import IN_CI, all_shared_files, write_trace
+from tests.conftest import all_shared_files, require, write_trace
 from tracekit.errors import TraceFormatError
 from tracekit.ingestion import source
 from tracekit.ingestion.one_file import ingest_file
@@ -14,10 +14,7 @@ from tracekit.ingestion.one_file import ingest_file
 
 @pytest.fixture(autouse=True)
 def _needs_isal():
-    if source._igzip_threaded is None:
-        if IN_CI:
-            pytest.fail("python-isal is not installed: the [dev] extra lists it")
-        pytest.skip("python-isal is not installed")
+    require(source._igzip_threaded is not None, "python-isal is not installed", "the [dev] extra lists it")
 
 
 def _ingest(path, out, zlib: bool):

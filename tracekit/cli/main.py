@@ -16,23 +16,22 @@ import importlib  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import TracekitError  # noqa: E402
 
-# command name -> its module in tracekit.cli (one module per subcommand), in the order `--help` lists them.
-# A command's module is imported when the command runs: `tracekit ingest` loads the ingest path only.
-_COMMAND_MODULES = {"ingest": "ingest", "sql": "sql", "schema": "schema", "report": "report",
-                    "validate": "validate", "model": "model", "plot": "plot", "cache": "cache", "doctor": "doctor",
-                    "diff": "diff", "timeline": "timeline", "html": "html", "whatif": "whatif"}
+# The subcommands, in the order `--help` lists them: command NAME is NAME_cmd in tracekit/cli/NAME.py,
+# imported when it runs (`tracekit ingest` loads the ingest path only).
+_COMMANDS = ["ingest", "sql", "schema", "report", "validate", "model", "plot", "cache", "doctor", "diff",
+             "timeline", "html", "whatif"]
 
 
 def _command(name: str) -> click.Command:
-    return getattr(importlib.import_module(f".{_COMMAND_MODULES[name]}", __package__), f"{name}_cmd")
+    return getattr(importlib.import_module(f".{name}", __package__), f"{name}_cmd")
 
 
 class _Commands(click.Group):
     def list_commands(self, ctx):
-        return list(_COMMAND_MODULES)
+        return list(_COMMANDS)
 
     def get_command(self, ctx, name):
-        return _command(name) if name in _COMMAND_MODULES else None
+        return _command(name) if name in _COMMANDS else None
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,7 +48,7 @@ def cli():
 
 def __getattr__(name: str):
     if name == "COMMANDS":  # every command object (tests check each is documented)
-        return [_command(n) for n in _COMMAND_MODULES]
+        return [_command(n) for n in _COMMANDS]
     raise AttributeError(name)
 
 

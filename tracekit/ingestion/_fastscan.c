@@ -10,7 +10,7 @@
  *
  *   configure(keys: list[bytes], kinds: list[int])  the typed args (args.py's KINETO_ARGS, in order)
  *   frame(buf, pos) -> (cut, next, is_end, events) | None
- *   scan(data: bytes) -> (n, [(validity|None, data, offsets|None, null_count), ...]) | None
+ *   scan(data: bytes) -> (n, [(validity|None, data, offsets|None, null_count), ...], {ph: n}) | None
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,7 +62,6 @@ typedef struct {
     Col *cols;
     Cell *cells;
     int64_t rows;
-    unsigned char scratch[8];
 } Scan;
 
 /* ---- JSON primitives (strict; 0 = not accepted) -------------------------------------------------- */
@@ -191,51 +190,63 @@ static int literal(const unsigned char *s, size_t *i, size_t end, const char *wo
     return 1;
 }
 
-/* an integer's digits -> int64; 0 if it does not fit (or is INT64_MIN: the Python path reads that one as text) */
-static int to_int64(const unsigned char *p, size_t len, int64_t *out) {
-    int neg = 0;
-    size_t k = 0;
-    if (len && p[0] == '-') { neg = 1; k = 1; }
-    uint64_t v = 0;
-    for (; k < len; k++) {
-        uint64_t d = (uint64_t)(p[k] - '0');
-        if (v > (UINT64_MAX - d) / 10) return 0;
-        v = v * 10 + d;
-    }
+/* a number's sign: 1 if it starts with '-' (and *k moves past it) */
+static inline int sign(const unsigned char *p, size_t len, size_t *k) {
+    if (len && p[0] == '-') { *k = 1; return 1; }
+    *k = 0;
+    return 0;
+}
+
+/* v = v * 10 + d; 0 if that does not fit in 64 bits */
+static inline int push_digit(uint64_t *v, unsigned d) {
+    if (*v > (UINT64_MAX - d) / 10) return 0;
+    *v = *v * 10 + d;
+    return 1;
+}
+
+/* a magnitude and its sign -> int64; 0 if it does not fit (INT64_MIN included: the Python path reads
+ * that one as text) */
+static inline int signed64(uint64_t v, int neg, int64_t *out) {
     if (v > (uint64_t)INT64_MAX) return 0;
     *out = neg ? -(int64_t)v : (int64_t)v;
     return 1;
 }
 
+/* an integer's digits -> int64 */
+static int to_int64(const unsigned char *p, size_t len, int64_t *out) {
+    size_t k;
+    int neg = sign(p, len, &k);
+    uint64_t v = 0;
+    for (; k < len; k++)
+        if (!push_digit(&v, (unsigned)(p[k] - '0'))) return 0;
+    return signed64(v, neg, out);
+}
+
 /* microseconds as written (no exponent) -> nanoseconds, rounded half to even at the nanosecond */
 static int to_ns(const unsigned char *p, size_t len, int64_t *out) {
-    size_t k = 0;
-    int neg = 0;
-    if (len && p[0] == '-') { neg = 1; k = 1; }
+    size_t k;
+    int neg = sign(p, len, &k);
     uint64_t v = 0;
-    for (; k < len && p[k] != '.'; k++) {
-        if (v > (UINT64_MAX / 10) - 10) return 0;
-        v = v * 10 + (uint64_t)(p[k] - '0');
-    }
-    int kept = 0, first = -1, rest = 0;
+    for (; k < len && p[k] != '.'; k++)
+        if (!push_digit(&v, (unsigned)(p[k] - '0'))) return 0;
+    int kept = 0, first = -1, rest = 0;  /* 3 decimals kept; the next digit and whether any after it is not 0 */
     if (k < len && p[k] == '.') {
         for (k++; k < len; k++) {
             int d = p[k] - '0';
             if (kept < 3) {
-                if (v > (UINT64_MAX / 10) - 10) return 0;
-                v = v * 10 + (uint64_t)d; kept++;
+                if (!push_digit(&v, (unsigned)d)) return 0;
+                kept++;
             } else if (first < 0) first = d;
             else if (d) rest = 1;
         }
     }
-    for (; kept < 3; kept++) {
-        if (v > (UINT64_MAX / 10) - 10) return 0;
-        v *= 10;
+    for (; kept < 3; kept++)
+        if (!push_digit(&v, 0)) return 0;
+    if (first > 5 || (first == 5 && (rest || (v & 1)))) {
+        if (v >= (uint64_t)INT64_MAX) return 0;  /* rounding up would not fit */
+        v++;
     }
-    if (first > 5 || (first == 5 && (rest || (v & 1)))) v++;
-    if (v > (uint64_t)INT64_MAX) return 0;
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return 1;
+    return signed64(v, neg, out);
 }
 
 /* skip any JSON value, strictly */

@@ -25,6 +25,7 @@ _DONE = object()
 
 
 ROW_GROUP_ROWS = 32768  # batches are joined up to this many rows per row group (fewer, larger column chunks)
+MAX_WRITERS = 2  # Parquet writers of one file (with two cores or more): its events are at most this many files
 
 
 def part_paths(part_path: str, writers: int) -> list[str]:
@@ -99,7 +100,7 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     phases: collections.Counter = collections.Counter()
     # Encoding Parquet is the slowest stage; with two cores or more, two writers take row groups in turn
     # (two files, each in file order; event_index orders the rank's events across them)
-    paths = part_paths(part_path, 2 if threads >= 2 else 1)
+    paths = part_paths(part_path, MAX_WRITERS if threads >= 2 else 1)
     queues = [queue.Queue(maxsize=1) for _ in paths]
     errors: list = []
     writers = [threading.Thread(target=_writer_thread, args=(p, q, errors), daemon=True) for p, q in zip(paths, queues)]
@@ -107,12 +108,13 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
         t.start()
     groups = 0
     held: list = []
+    held_rows = 0
 
     def flush():
-        nonlocal groups, held
+        nonlocal groups, held, held_rows
         queues[groups % len(queues)].put(pa.Table.from_batches(held, schema=EVENTS_SCHEMA))
         groups += 1
-        held = []
+        held, held_rows = [], 0
 
     last_bytes = 0
     gc_was_enabled = gc.isenabled()
@@ -124,7 +126,8 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
             if errors:
                 break
             held.append(rb)
-            if sum(b.num_rows for b in held) >= ROW_GROUP_ROWS:
+            held_rows += rb.num_rows
+            if held_rows >= ROW_GROUP_ROWS:
                 flush()
             if progress is not None:
                 progress(reader.source.json_bytes - last_bytes, rb.num_rows)

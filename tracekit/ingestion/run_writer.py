@@ -13,7 +13,6 @@ import os
 import shutil
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
@@ -21,7 +20,7 @@ from ..discover import check_unique_ranks, find_traces, match_rank_options, pick
 from ..errors import RankError, TracekitError
 from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, rank_parts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
-from .one_file import ingest_file, part_paths, release_memory
+from .one_file import MAX_WRITERS, ingest_file, part_paths, release_memory
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 
@@ -162,7 +161,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
                                  "sha256": _or_none(sha256_of, path), "reason": str(exc)})
-                for written in part_paths(part, 2):
+                for written in part_paths(part, MAX_WRITERS):
                     if os.path.exists(written):
                         os.remove(written)
                 shutil.rmtree(part[:-len(".parquet")] + "-facts", ignore_errors=True)
