@@ -16,6 +16,11 @@ def _missing() -> str:
     return f"real traces not found at {SHARED_TRACES} (../shared/traces beside the checkout)"
 
 
+def _have_shared() -> bool:
+    """The shared traces are there: the directory exists and holds something (an empty one is missing)."""
+    return SHARED_TRACES.is_dir() and any(SHARED_TRACES.iterdir())
+
+
 def require(available: bool, missing: str, in_ci: str) -> None:
     """Skip a test whose prerequisite is missing, except in CI, where it fails (``in_ci`` says why)."""
     if not available:
@@ -26,16 +31,29 @@ def require(available: bool, missing: str, in_ci: str) -> None:
 
 def shared_traces() -> pathlib.Path:
     """../shared/traces; a test that needs it skips without it, except in CI, where it fails."""
-    require(SHARED_TRACES.is_dir(), _missing(), "CI must have them")
+    require(_have_shared(), _missing(), "CI must have them")
     return SHARED_TRACES
 
 
-def all_shared_files():
-    """Every trace file under ../shared/traces, for parametrize; without them one parameter that skips
-    (fails in CI) so that the missing traces are reported, not silently collected as no test."""
-    if not SHARED_TRACES.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skipif(not IN_CI, reason=_missing()), id="shared-traces-missing")]
-    return sorted(p for p in SHARED_TRACES.rglob("*") if p.name.endswith((".json", ".json.gz")))
+def all_shared_files(*suffixes: str) -> list:
+    """Every trace file under ../shared/traces (ending in one of ``suffixes``, default .json and
+    .json.gz), as ``pytest.param``s with readable ids, for parametrize. Without the traces: one parameter,
+    ``shared-traces-missing``, that skips naming where they were looked for (and fails in CI), so that the
+    missing traces are reported rather than silently collected as no test."""
+    if not _have_shared():
+        return [pytest.param(None, marks=pytest.mark.shared_traces, id="shared-traces-missing")]
+    files = sorted(p for p in SHARED_TRACES.rglob("*") if p.name.endswith(suffixes or (".json", ".json.gz")))
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name[:40]}") for p in files]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shared_traces: needs ../shared/traces (skips without, fails in CI)")
+
+
+@pytest.fixture(autouse=True)
+def _shared_traces_marker(request):
+    if request.node.get_closest_marker("shared_traces"):
+        shared_traces()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -17,7 +17,7 @@ def _load(path, **kw):
         return json.load(f, **kw)
 
 
-@pytest.mark.parametrize("path", all_shared_files(), ids=lambda p: p.parent.name + "/" + p.name[:30])
+@pytest.mark.parametrize("path", all_shared_files())
 def test_phase_counts_equal_json_load(path, tmp_path):
     shared_traces()  # fails in CI when the traces are missing
     expect = collections.Counter(e.get("ph") for e in _load(path)["traceEvents"])

@@ -160,7 +160,7 @@ def _ingest_both(path, tmp_path, chunk_bytes=1 << 20):
     return res_fast, res_pure, fast_table.combine_chunks(), pq.read_table(pure_part).combine_chunks()
 
 
-@pytest.mark.parametrize("path", all_shared_files(), ids=lambda p: p.name if p else "none")
+@pytest.mark.parametrize("path", all_shared_files())
 def test_every_shared_trace_ingests_the_same_either_way(path, tmp_path):
     res_fast, res_pure, a, b = _ingest_both(path, tmp_path)
     assert res_fast == res_pure
