@@ -1,27 +1,50 @@
 """Profile a small data-parallel training job with tracekit, end to end.
 
-    python -m torch.distributed.run --nproc_per_node 2 examples/quickstart.py --trace-dir traces/quick
+Copy this one file into your project (it needs torch and tracekit, nothing else), then:
+
+    python -m torch.distributed.run --nproc_per_node 2 quickstart.py --trace-dir traces/quick
     tracekit validate traces/quick
     tracekit report traces/quick summary
 
-Two ranks train a small GPT (examples/gpt/model.py) under DistributedDataParallel: Gloo on CPU, NCCL
-when CUDA is there. torch.profiler records steps 3 and 4 (wait 1, warmup 1, active 2, one cycle);
-tracekit's handler writes DIR/iteration_4/rank{0,1}_trace.json.gz, and record_config stores the model
-and the plan in them so that `tracekit validate` can check every allreduce against tracekit.model.
+Two ranks train a small GPT (torch's own TransformerEncoderLayer, pre-norm, causal) under
+DistributedDataParallel: Gloo on CPU, NCCL when CUDA is there. torch.profiler numbers steps from 0: it
+waits through step 0, warms up on step 1 and records steps 2 and 3 (one cycle); tracekit's handler writes
+DIR/iteration_4/rank{0,1}_trace.json.gz (named for the step count when the cycle ended), and
+record_config stores the model and the plan in them so that `tracekit validate` can check every allreduce
+against tracekit.model.
 """
 
 import argparse
 import os
-import sys
 
 import torch
 import torch.distributed as dist
+import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from model import GPT, GPTConfig  # noqa: E402  (examples/gpt/model.py)
-from tracekit.profiler import record_config, trace_handler  # noqa: E402
+from tracekit.profiler import record_config, trace_handler
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, pre-norm transformer blocks with one fused q/k/v projection
+    (torch's TransformerEncoderLayer), a final norm and an untied LM head."""
+
+    def __init__(self, layers, hidden, heads, vocab, seq):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, hidden), nn.Embedding(seq, hidden)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True) for _ in range(layers))
+        self.ln_f, self.head = nn.LayerNorm(hidden), nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, idx):  # idx: (B, T) token ids -> logits (B, T, V)
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        causal = nn.Transformer.generate_square_subsequent_mask(T, device=idx.device)
+        for block in self.blocks:
+            x = block(x, src_mask=causal, is_causal=True)
+        return self.head(self.ln_f(x))
+
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--trace-dir", required=True, help="where the traces go (one iteration_N directory per cycle)")
@@ -36,13 +59,12 @@ if device.type == "cuda":
     torch.cuda.set_device(device)
 torch.manual_seed(0)
 
-# the model (examples/gpt/model.py) and the same numbers for tracekit.model
+# the model and the same numbers for tracekit.model (fused_qkv: one q/k/v projection, as torch's layer has)
 layers, hidden, heads, vocab, seq, batch = 2, 64, 4, 256, 32, 4
-model = DDP(GPT(GPTConfig(n_layer=layers, n_head=heads, n_embd=hidden, vocab_size=vocab, block_size=seq)).to(device),
-            bucket_cap_mb=25)
+model = DDP(GPT(layers, hidden, heads, vocab, seq).to(device), bucket_cap_mb=25)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 config = {"model": {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
-                    "micro_batch": batch, "dtype": "float32"},
+                    "micro_batch": batch, "dtype": "float32", "fused_qkv": True},
           "plan": {"dp": world, "zero": 0, "backend": backend, "bucket_cap_mb": 25,
                    "groups": {"DP": dist._get_process_group_name(dist.group.WORLD)}},
           "steps": args.steps}
@@ -62,7 +84,7 @@ with torch.profiler.profile(activities=activities, schedule=schedule, record_sha
         opt.step()
         prof.step()
         if rank == 0:
-            print(f"step {step + 1}/{2 + args.steps}: loss {loss.item():.3f}", flush=True)
+            print(f"step {step} ({'profiled' if step >= 2 else 'not profiled'}): loss {loss.item():.3f}", flush=True)
 dist.barrier()
 if rank == 0:
     print(f"traces of {world} ranks in {os.path.abspath(args.trace_dir)}; next: tracekit validate {args.trace_dir}")

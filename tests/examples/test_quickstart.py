@@ -1,9 +1,10 @@
-"""The README's quickstart, exactly as written: torchrun examples/quickstart.py, then tracekit validate
-and tracekit report on the trace directory."""
+"""The README's quickstart, exactly as written: examples/quickstart.py copied alone into an empty project
+directory, run there with torchrun, then tracekit validate and tracekit report on the trace directory."""
 
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -21,22 +22,32 @@ def test_readme_shows_the_quickstart_verbatim():
 
 def test_quickstart_then_validate_and_report(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
-    d = tmp_path / "quick"
+    project = tmp_path / "project"  # a user's project: the one file, nothing else from this repository
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "quickstart.py", project / "quickstart.py")
+    d = project / "traces" / "quick"
     run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          str(ROOT / "examples" / "quickstart.py"), "--trace-dir", str(d)],
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                          "quickstart.py", "--trace-dir", "traces/quick"],
+                         capture_output=True, text=True, timeout=600, cwd=project)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"traces of 2 ranks in {d}" in run.stdout
     assert sorted(p.name for p in (d / "iteration_4").iterdir()) == ["rank0_trace.json.gz", "rank1_trace.json.gz"]
     tk = [sys.executable, "-m", "tracekit.cli.main"]
-    v = subprocess.run(tk + ["validate", str(d), "--format", "json"], capture_output=True, text=True, timeout=300)
+    v = subprocess.run(tk + ["validate", "traces/quick", "--format", "json"], capture_output=True, text=True,
+                       timeout=300, cwd=project)
     assert v.returncode == 0, v.stderr
     rows = json.loads(v.stdout)
     # DDP on 2 ranks, 2 profiled steps: the model's allreduces, measured with no error
     assert rows and all(r["count_error_pct"] == 0 and r["bytes_error_pct"] == 0 for r in rows), rows
     assert {(r["collective"], r["group"]) for r in rows} == {("allreduce", "DP")}
-    s = subprocess.run(tk + ["report", str(d), "summary", "--format", "json"], capture_output=True, text=True,
-                       timeout=300)
+    s = subprocess.run(tk + ["report", "traces/quick", "summary", "--format", "json"], capture_output=True,
+                       text=True, timeout=300, cwd=project)
     assert s.returncode == 0, s.stderr
     summary = json.loads(s.stdout)
     assert [r["rank"] for r in summary] == [0, 1] and all(r["steps"] == 2 and r["collectives"] == 2 for r in summary)
+    # the docstring's steps: torch.profiler numbers from 0, waits through 0, warms up on 1, records 2 and 3
+    q = subprocess.run(tk + ["sql", "traces/quick", "SELECT DISTINCT step FROM steps ORDER BY step", "--format", "json"],
+                       capture_output=True, text=True, timeout=300, cwd=project)
+    assert q.returncode == 0, q.stderr
+    assert [r["step"] for r in json.loads(q.stdout)] == [2, 3]
+    assert "records steps 2 and 3" in " ".join((ROOT / "examples" / "quickstart.py").read_text().split())
