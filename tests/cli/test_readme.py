@@ -26,5 +26,5 @@ def test_python_snippet_runs_without_pandas(tmp_path):
     # all-gathers its parameters
     assert all(x.startswith("{'collective': ") for x in lines[:-1]) and len(lines) > 1
     assert any(x.startswith("{'collective': 'allgather', 'size_bucket': ") for x in lines[:-1])
-    assert lines[-1].startswith("[{'group': ")
+    assert lines[-1].startswith("[{'key': 'default_pg', 'collectives': ")
     assert (tmp_path / "run" / "manifest.json").exists()
