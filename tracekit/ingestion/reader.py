@@ -215,6 +215,13 @@ class TraceReader:
                 if first >= len(buf) or buf[first] in b"{]":
                     self.array_format = True
                     return buf, None, start + 1
+            if start < len(buf) and buf[start] == ord("["):
+                first = _skip_ws(buf, start + 1)
+                found = bytes(buf[first:first + 20]).decode("utf-8", "replace")
+                raise self._fail(
+                    "this JSON array holds no event objects: an array-format trace (Chrome's JSON Array Format) is "
+                    f"a list of {{...}} events, this one starts with {found!r}. Pass the "
+                    ".json/.json.gz files that torch.profiler wrote", offset=first)
             if start < len(buf) and buf[start] != ord("{"):
                 raise self._fail(
                     "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "

@@ -90,9 +90,9 @@ class TraceSource:
             data = self._stream.read(n)
         except EOFError:
             raise TraceFormatError(
-                f"{self.path}: the gzip stream ends early, after {self.json_bytes + 0:,} bytes of JSON "
-                "(the file was cut off while being written or copied). Re-copy the file, or pass "
-                "--on-error skip to ingest the other files."
+                f"{self.path}: the gzip stream is truncated at byte {self.file_bytes:,} (the file ends before "
+                "its compressed stream does: it was cut off while being written or copied). Re-copy the file, "
+                "or pass --on-error skip to ingest the other files."
             ) from None
         except (gzip.BadGzipFile, zlib.error, OSError, *_ISAL_ERRORS) as exc:
             raise TraceFormatError(

@@ -1,0 +1,41 @@
+"""Error messages as a user sees them: the command run from its own directory, the exit code and the
+exact line on stderr."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def tk(*args, cwd, env=None):
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", *map(str, args)], cwd=cwd, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_first_60_kb_of_a_gz_says_where_the_stream_is_cut(tmp_path):
+    events = [{"ph": "X", "name": f"op{i}", "ts": i, "dur": 1, "pid": 1, "tid": 1} for i in range(200_000)]
+    whole = gzip.compress(json.dumps({"traceEvents": events}).encode())
+    assert len(whole) > 61_440
+    (tmp_path / "cut.json.gz").write_bytes(whole[:61_440])
+    for cmd in (["ingest", "cut.json.gz", "-o", "run"], ["report", "cut.json.gz", "summary"]):
+        code, out, err = tk(*cmd, cwd=tmp_path)
+        assert code == 2 and out == ""
+        assert err.startswith(f"error: {tmp_path / 'cut.json.gz'}: the gzip stream is truncated at byte 61,440 "
+                              "(the file ends before its compressed stream does"), err
+
+
+def test_an_array_of_numbers_is_not_called_a_non_object(tmp_path):
+    (tmp_path / "a.json").write_text("[1,2,3]")
+    code, out, err = tk("ingest", "a.json", "-o", "run", cwd=tmp_path)
+    assert code == 2
+    assert err == (f"error: {tmp_path / 'a.json'} (byte 1 of the JSON text): this JSON array holds no event objects: "
+                   "an array-format trace (Chrome's JSON Array Format) is a list of {...} events, this one starts "
+                   "with '1,2,3]'. Pass the .json/.json.gz files that torch.profiler wrote\n")
+    # and an array of events is a trace
+    (tmp_path / "b.json").write_text('[{"ph":"X","name":"op","ts":1,"dur":2,"pid":1,"tid":1}]')
+    code, out, err = tk("sql", "b.json", "SELECT count(*) AS n FROM events", "--format", "csv", cwd=tmp_path)
+    assert code == 0 and out == "n\n1\n", err
