@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from build_traces import build  # noqa: E402
+from install import describe as describe_install  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "traces"
@@ -139,6 +140,7 @@ def main(argv=None) -> int:
         if not path.exists():
             build(str(src), str(path), mb)
         built[int(mb)] = path
+    print(describe_install())
     print(f"tracekit --jobs {args.jobs} on {os.cpu_count()} cores; each time the median of {REPEAT} runs")
     results = {"jobs": args.jobs, "cores": os.cpu_count(), "repeat": REPEAT, "ingest": [], "end_to_end": []}
     if "ingest" not in skip:

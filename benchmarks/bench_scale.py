@@ -26,6 +26,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_ingest import measure  # noqa: E402
+from install import describe as describe_install  # noqa: E402
 
 REPORTS = [["summary"], ["collectives"], ["overlap", "--by", "step"], ["exposed", "--by", "group"], ["skew"],
            ["stragglers"]]
@@ -70,6 +71,7 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", default=None, help="write the latency curves to this PNG")
     ap.add_argument("--skip-dask", action="store_true", help="leave out the Dask 1-vs-2-workers ingest")
     a = ap.parse_args(argv)
+    print(describe_install())
     work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="tk-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     before_path = None

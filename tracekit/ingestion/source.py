@@ -136,7 +136,8 @@ except ImportError:
 
 def gunzip(fileobj):
     """A reader of the gzip data in ``fileobj``: ISA-L, decompressing on its own thread, when python-isal
-    is installed (``pip install tracekit[fast]``) and TRACEKIT_ZLIB is not set; Python's zlib otherwise."""
+    is installed (a dependency: every install has it where its wheel exists) and TRACEKIT_ZLIB is not set;
+    Python's zlib otherwise."""
     if _igzip_threaded is not None and not os.environ.get("TRACEKIT_ZLIB"):
         return _igzip_threaded.open(fileobj, "rb", threads=1)
     return gzip.GzipFile(fileobj=fileobj, mode="rb")
