@@ -20,6 +20,7 @@ import duckdb
 
 from . import sql as _sql
 from .comms.buckets import bucket_rows
+from .comms.comm_kernels import comm_kernel_rows
 from .comms.dtypes import dtype_rows
 from .errors import TracekitError
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
@@ -38,23 +39,36 @@ FACT_TABLES = {
     "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
                         ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
                         ("bucket_order", "INTEGER", "sort order")],
+    "tk_comm_kernels": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
+                        ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind: % any text, _ any one character)"),
+                        ("library", "VARCHAR", "nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, ..."),
+                        ("kind", "VARCHAR", "collective, p2p, ep_dispatch, ep_combine or sync"),
+                        ("collective", "VARCHAR", "the collective the name says (NULL: read it from the name, see tk_collective)"),
+                        ("source", "VARCHAR", "the public source that names the kernel")],
 }
 
 
-@functools.lru_cache(maxsize=None)
 def facts_key() -> str:
-    """Changes whenever a rule that the stored facts depend on changes: a run whose facts carry another
-    key is re-derived from its events."""
+    """Changes whenever a rule that the stored facts depend on changes (the .sql rules, the dtype table,
+    the communication-kernel catalogue with the user's rows): a run whose facts carry another key is
+    re-derived from its events."""
+    return _facts_key(tuple(r[:5] for r in comm_kernel_rows()))
+
+
+@functools.lru_cache(maxsize=8)
+def _facts_key(catalogue: tuple) -> str:
     h = hashlib.sha256(_sql.load("views", "macros").text.encode())
     for name in FACTS + REDUCED:
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
+    h.update(repr(catalogue).encode())
     return h.hexdigest()[:16]
 
 
 def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None = None) -> None:
     """The fact tables and macros every connection has, run or single rank."""
-    rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets)}
+    rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets),
+            "tk_comm_kernels": comm_kernel_rows()}
     for name, cols in FACT_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)

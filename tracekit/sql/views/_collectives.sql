@@ -5,7 +5,7 @@ WITH ck AS (
     SELECT g.rank, g.event_index, g.name, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.step,
            e.collective_name, e.in_msg_nelems, e.out_msg_nelems, e.dtype, e.group_size, e.pg_name,
            e.pg_desc, e.pg_ranks, e.seq, e.comms_id, e.src_rank, e.dst_rank,
-           g.launch_ts_ns, g.launch_pid, g.launch_tid
+           g.launch_ts_ns, g.launch_pid, g.launch_tid, g.comm_library, g.comm_kind, g.comm_collective
     FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
 -- the launching stack: the comm ops of the launching thread whose span holds the launch. A range join;
@@ -48,7 +48,10 @@ link AS (
 gpu AS (
     SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
            coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
-                    tk_collective(ck.name), 'unknown') AS collective,
+                    ck.comm_collective, CASE WHEN ck.comm_kind IN ('collective', 'p2p') THEN tk_collective(ck.name) END,
+                    CASE WHEN ck.comm_kind IN ('ep_dispatch', 'ep_combine', 'sync') THEN ck.comm_kind END,
+                    'unknown') AS collective,
+           ck.comm_library AS library, ck.comm_kind,
            coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
            ck.group_size AS gs_kernel, l.a.gs AS gs_op, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
            coalesce(ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
@@ -77,6 +80,7 @@ gloo_threads AS (
 gloo AS (
     SELECT o.rank, CASE WHEN tk_in_span(o.ts_ns, st.ts_ns, st.end_ns) THEN st.step END AS step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
            o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
+           'gloo' AS library, CASE WHEN tk_collective(o.name) IN ('send', 'recv') THEN 'p2p' ELSE 'collective' END AS comm_kind,
            coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
            o.group_size AS gs_op, o.pg_ranks,
            coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
@@ -113,7 +117,10 @@ sized AS (
                 THEN g.out_nelems_rec // g.in_nelems
                 WHEN g.collective = 'reduce_scatter' AND g.out_nelems_rec > 0 AND g.in_nelems % g.out_nelems_rec = 0
                 THEN g.in_nelems // g.out_nelems_rec END AS gs_shapes,
-           t.world_size
+           t.world_size,
+           -- RCCL keeps NCCL's kernel names: on an AMD GPU they are RCCL's
+           CASE WHEN g.library = 'nccl' AND (t.gpu_name ILIKE '%AMD%' OR t.gpu_name ILIKE '%Instinct%'
+                                             OR t.gpu_name ILIKE '%Radeon%') THEN 'rccl' ELSE g.library END AS library_
     FROM grouped g LEFT JOIN traces t ON t.rank = g.rank),
 gs AS (
     SELECT sized.*,
@@ -136,6 +143,7 @@ msg AS (
                 ELSE coalesce(in_nelems, out_nelems_rec) * elem_bytes END AS bytes
     FROM gs)
 SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.collective,
+       m.library_ AS library, m.comm_kind,
        nullif(regexp_extract(m.kernel_name, '_(NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|RING|TREE|PAT)(_|\(|$)', 1), '') AS algorithm,
        nullif(regexp_extract(m.kernel_name, '_(LL128|LL|SIMPLE)(_|\(|$)', 1), '') AS protocol,
        m.pg_name, m.pg_desc_ AS pg_desc, m.gsize AS group_size, m.group_size_source, m.pg_ranks_ AS pg_ranks,

@@ -1,6 +1,7 @@
 -- collectives: one row per communication kernel on GPU ranks, and one row per Gloo collective
 -- (gloo:* op) on ranks without GPU kernels, with what the trace tells of it.
--- Metadata comes, in this order, from the kernel's own args (newer PyTorch copies record_param_comms
+-- A communication kernel is one the catalogue tk_comm_kernels knows (docs/definitions.md lists every
+-- family with its source). Metadata comes, in this order, from the kernel's own args (newer PyTorch copies record_param_comms
 -- onto the NCCL kernel), from the stack of CPU ops that launched it (record_param_comms / c10d::* /
 -- nccl:* ops enclosing the runtime launch on its thread: their args, else the recorded shapes, where an
 -- op that records both its output and its input shape wins over one that records its input only), or
@@ -15,7 +16,9 @@
 -- @column dur_ns: duration, ns
 -- @column end_ns: end, ns
 -- @column kernel_name: kernel (or Gloo op) name
--- @column collective: allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter or unknown
+-- @column collective: allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter; for a catalogue kernel whose name and ops say none of these, its kind (ep_dispatch, ep_combine, sync); else unknown
+-- @column library: the communication library: from the kernel catalogue tk_comm_kernels (nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, or a user's), rccl for NCCL-named kernels on AMD GPUs, gloo for Gloo ops
+-- @column comm_kind: collective, p2p, ep_dispatch (expert-parallel token dispatch), ep_combine (its return) or sync (notify/barrier/signal kernels), from the catalogue; Gloo ops: p2p for send/recv, else collective
 -- @column algorithm: NCCL algorithm from the kernel name (RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, COLLNET_CHAIN, PAT) or NULL
 -- @column protocol: NCCL protocol from the kernel name (LL, LL128, SIMPLE) or NULL
 -- @column pg_name: process group name

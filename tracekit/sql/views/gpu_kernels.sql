@@ -16,13 +16,24 @@
 -- @column launch_tid: thread that launched the kernel
 -- @column launch_name: the runtime call's name
 -- @column step: ProfilerStep whose CPU span holds the launch (the kernel's own start without a launch)
+-- @column comm_library: comm kernels: the library the catalogue names (tk_comm_kernels: nccl, deepep, ...); else NULL
+-- @column comm_kind: comm kernels: collective, p2p, ep_dispatch, ep_combine or sync (tk_comm_kernels); else NULL
+-- @column comm_collective: comm kernels: the collective the catalogue says for the name, else NULL
 CREATE OR REPLACE VIEW gpu_kernels AS
-WITH k AS (
-    SELECT rank, event_index, name, cat, tk_kernel_kind(name, cat) AS kind, pid AS device,
-           coalesce(stream, tid) AS stream, ts_ns, coalesce(dur_ns, 0) AS dur_ns,
-           ts_ns + coalesce(dur_ns, 0) AS end_ns, correlation
-    FROM events
-    WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')),
+-- the kind rules run once per distinct (name, category), not once per kernel
+WITH names AS (
+    SELECT name, cat, tk_kernel_kind(name, cat) AS kind,
+           CASE WHEN cat = 'kernel' THEN tk_comm_kernel(name) END AS ck
+    FROM (SELECT DISTINCT name, cat FROM events WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'))),
+k AS (
+    SELECT e.rank, e.event_index, e.name, e.cat, n.kind, e.pid AS device,
+           coalesce(e.stream, e.tid) AS stream, e.ts_ns, coalesce(e.dur_ns, 0) AS dur_ns,
+           e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns, e.correlation,
+           CASE WHEN n.kind = 'comm' THEN n.ck.library END AS comm_library,
+           CASE WHEN n.kind = 'comm' THEN n.ck.kind END AS comm_kind,
+           CASE WHEN n.kind = 'comm' THEN n.ck.collective END AS comm_collective
+    FROM events e JOIN names n ON n.name IS NOT DISTINCT FROM e.name AND n.cat = e.cat
+    WHERE e.ph = 'X' AND e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')),
 l AS (
     SELECT rank, correlation, min(ts_ns) AS launch_ts_ns, arg_min(pid, ts_ns) AS launch_pid,
            arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name
@@ -37,5 +48,6 @@ kl AS (
 -- (ASOF: never two rows for one kernel, even where step spans overlap)
 SELECT kl.rank, kl.event_index, kl.name, kl.cat, kl.kind, kl.device, kl.stream, kl.ts_ns, kl.dur_ns, kl.end_ns,
        kl.correlation, kl.launch_ts_ns, kl.launch_pid, kl.launch_tid, kl.launch_name,
-       CASE WHEN tk_in_span(kl.t, st.ts_ns, st.end_ns) THEN st.step END AS step
+       CASE WHEN tk_in_span(kl.t, st.ts_ns, st.end_ns) THEN st.step END AS step,
+       kl.comm_library, kl.comm_kind, kl.comm_collective
 FROM kl ASOF LEFT JOIN steps st ON st.rank = kl.rank AND kl.t >= st.ts_ns;

@@ -1,14 +1,20 @@
 -- macros: the classification rules as SQL macros, used by the views below (and by your own SQL).
--- tk_kernel_kind(name, cat): 'memory' for memcpy/memset activity; 'comm' for NCCL/RCCL/MSCCL kernels
--- (name starts with nccl, rccl or msccl, or contains ncclKernel / ncclDevKernel); 'compute' for every
--- other kernel; 'other' for GPU activity of another category or a kernel without a name.
+-- tk_comm_kernel(name): the first row of the communication-kernel catalogue tk_comm_kernels whose
+-- pattern the kernel name matches (ILIKE), as {library, kind, collective}; NULL when none does.
+-- tk_is_comm_kernel(name): tk_comm_kernel(name) is not NULL.
+-- tk_kernel_kind(name, cat): 'memory' for memcpy/memset activity; 'comm' for a kernel the catalogue
+-- knows (NCCL, RCCL, MSCCL, MSCCL++, DeepEP, NVSHMEM, symmetric memory, userbuffers, custom all-reduce:
+-- docs/definitions.md); 'compute' for every other kernel; 'other' for GPU activity of another category
+-- or a kernel without a name.
 -- tk_collective(text): a collective, op or kernel name -> allreduce, allgather, reduce_scatter,
 -- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter, or NULL when
 -- the name says none of these (so that a coalesce over several names falls through to the next one).
 -- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1).
-CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS  -- (ILIKE: the same test as a case-blind regexp, 3x faster)
-    coalesce(name ILIKE 'nccl%' OR name ILIKE 'rccl%' OR name ILIKE 'msccl%' OR name ILIKE '%ncclKernel%'
-             OR name ILIKE '%ncclDevKernel%', false);
+CREATE OR REPLACE MACRO tk_comm_kernel(name) AS
+    (SELECT {'library': c.library, 'kind': c.kind, 'collective': c.collective}
+     FROM tk_comm_kernels c WHERE name ILIKE c.pattern ORDER BY c.rule_order LIMIT 1);
+
+CREATE OR REPLACE MACRO tk_is_comm_kernel(name) AS coalesce(tk_comm_kernel(name) IS NOT NULL, false);
 
 CREATE OR REPLACE MACRO tk_kernel_kind(name, cat) AS CASE
     WHEN cat IN ('gpu_memcpy', 'gpu_memset') THEN 'memory'
