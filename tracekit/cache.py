@@ -13,13 +13,14 @@ import json
 import os
 import time
 
+from . import settings
 from .ingestion.guard import remove_run
 
 USED = ".last_used"  # touched whenever a cached run is opened
 
 
 def root() -> str:
-    return os.environ.get("TRACEKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracekit")
+    return settings.cache_dir()
 
 
 def dir_for(paths: list[str]) -> str:
@@ -70,7 +71,7 @@ def touch(run_dir: str) -> None:
 
 def enforce_cap(keep: str) -> list[str]:
     """Remove least recently used runs until the cache fits its cap; never ``keep``. Returns the removed."""
-    cap = float(os.environ.get("TRACEKIT_CACHE_MAX_MB", "4096")) * 1e6
+    cap = settings.cache_max_bytes()
     runs = [(os.path.join(root(), n)) for n in os.listdir(root()) if n.startswith("run-")] if os.path.isdir(root()) else []
     sizes = {d: _size(d) for d in runs}
     total = sum(sizes.values())

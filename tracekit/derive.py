@@ -18,6 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import duckdb
 
+from . import settings
 from . import sql as _sql
 from .comms.buckets import bucket_rows
 from .comms.comm_kernels import comm_kernel_rows
@@ -215,10 +216,7 @@ def derive_memory_mb() -> int:
     """DuckDB's memory for one rank's facts: $TRACEKIT_DERIVE_MEMORY_MB, default 256. Past it DuckDB spills
     to disk (inside the run being built), so that the peak memory of an ingest does not grow with the
     trace: a 1 GB trace stays under 512 MB in all."""
-    try:
-        return max(64, int(os.environ.get("TRACEKIT_DERIVE_MEMORY_MB", 256)))
-    except ValueError:
-        return 256
+    return settings.derive_memory_mb()
 
 
 def reduce_run(run_dir: str) -> None:

@@ -70,8 +70,8 @@ def main(argv=None) -> int:  # noqa: C901
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug, not bad input: say so briefly; TRACEKIT_DEBUG=1 shows the traceback
-        import os
-        if os.environ.get("TRACEKIT_DEBUG"):
+        from .. import settings
+        if settings.debug():
             raise
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
                    "for the traceback and report it)", err=True)

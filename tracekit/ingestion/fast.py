@@ -7,11 +7,10 @@ or with ``TRACEKIT_PURE_PYTHON=1``, every event goes through Python (same result
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
 
+from .. import settings
 from .args import KINETO_ARGS
 from .schema import EVENTS_SCHEMA
 
@@ -30,7 +29,7 @@ _SCANNED = [f for f in EVENTS_SCHEMA if f.name not in ("event_index", "extra")]
 
 def enabled() -> bool:
     """True when the compiled fast path is built and not switched off ($TRACEKIT_PURE_PYTHON=1)."""
-    return _fastscan is not None and os.environ.get("TRACEKIT_PURE_PYTHON", "") in ("", "0")
+    return _fastscan is not None and not settings.pure_python()
 
 
 def frame(buf, pos: int):

@@ -32,12 +32,8 @@ MAX_EVENT_MB = 256  # default bound on one event or one gap between events; TRAC
 def max_event_limit() -> int:
     """Bytes one event (or the whitespace between two) may take: $TRACEKIT_MAX_EVENT_MB, default 256.
     Past it the file is refused with a clear error, so that memory stays bounded on hostile input."""
-    import os
-    try:
-        mb = int(os.environ.get("TRACEKIT_MAX_EVENT_MB", MAX_EVENT_MB))
-    except ValueError:
-        mb = MAX_EVENT_MB
-    return max(1, mb) << 20
+    from .. import settings
+    return settings.max_event_bytes()
 _WS = b" \t\r\n"
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _POS = re.compile(r"\(byte (\d+)\)")

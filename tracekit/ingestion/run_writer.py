@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import pyarrow.parquet as pq
 
-from .. import __version__
+from .. import __version__, settings
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
 from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, rank_parts, reduce_run
@@ -103,6 +103,7 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     LocalCluster of ``jobs`` workers), on a Dask cluster."""
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+    settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     with writer_lock(out):

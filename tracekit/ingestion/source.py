@@ -10,6 +10,7 @@ import queue
 import threading
 import zlib
 
+from .. import settings
 from ..errors import TraceFormatError
 
 
@@ -138,6 +139,6 @@ def gunzip(fileobj):
     """A reader of the gzip data in ``fileobj``: ISA-L, decompressing on its own thread, when python-isal
     is installed (a dependency: every install has it where its wheel exists) and TRACEKIT_ZLIB is not set;
     Python's zlib otherwise."""
-    if _igzip_threaded is not None and not os.environ.get("TRACEKIT_ZLIB"):
+    if _igzip_threaded is not None and not settings.use_zlib():
         return _igzip_threaded.open(fileobj, "rb", threads=1)
     return gzip.GzipFile(fileobj=fileobj, mode="rb")
