@@ -52,3 +52,62 @@ def test_report_help_lists_the_reports(capsys):
     lines = [line.strip() for line in out.splitlines()]
     for name, rep in REGISTRY.items():
         assert f"{name:12s} {rep.summary}" in lines
+
+
+def _count_hashes(monkeypatch):
+    from tracekit.ingestion import run_writer
+    hashed = []
+    real = run_writer.sha256_of
+    monkeypatch.setattr(run_writer, "sha256_of", lambda p: hashed.append(p) or real(p))
+    return hashed
+
+
+def test_a_second_open_of_unchanged_inputs_reads_no_file(tmp_path, monkeypatch):
+    from tracekit.ingestion import source
+    monkeypatch.setattr(source, "RACY_NS", 0)  # the inputs were written just now: trust their stat anyway
+    d = trace_dir(tmp_path / "t", 50)
+    first = tracekit.open(d)
+    hashed = _count_hashes(monkeypatch)
+    assert tracekit.open(d).name == first.name
+    assert hashed == []  # size, inode, mtime and ctime as recorded: no SHA-256 of the input
+
+
+def test_a_file_changed_to_the_same_size_is_ingested_again(tmp_path, monkeypatch):
+    from tracekit.ingestion import source
+    monkeypatch.setattr(source, "RACY_NS", 0)
+    d = trace_dir(tmp_path / "t", 50)
+    trace = d / "rank0.json"
+    assert tracekit.open(d).sql("SELECT count(*) AS n FROM events WHERE name = 'k'").column("n").to_pylist() == [50]
+    text = trace.read_bytes()
+    st = os.stat(trace)
+    trace.write_bytes(text.replace(b'"name": "k"', b'"name": "q"'))  # same size, other content
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with its mtime put back (cp -p does)
+    assert os.path.getsize(trace) == st.st_size
+    hashed = _count_hashes(monkeypatch)
+    run = tracekit.open(d)
+    assert hashed == [str(trace)]  # the stat differs (ctime): hashed, and the hash differs
+    assert run.sql("SELECT count(*) AS n FROM events WHERE name = 'q'").column("n").to_pylist() == [50]
+
+
+def test_a_file_replaced_by_a_copy_is_hashed_not_ingested_again(tmp_path, monkeypatch):
+    from tracekit.ingestion import source
+    monkeypatch.setattr(source, "RACY_NS", 0)
+    d = trace_dir(tmp_path / "t", 50)
+    trace = d / "rank0.json"
+    first = tracekit.open(d)
+    (d / "copy").write_bytes(trace.read_bytes())
+    os.replace(d / "copy", trace)  # a new inode, the same bytes
+    hashed = _count_hashes(monkeypatch)
+    again = tracekit.open(d)
+    assert hashed == [str(trace)] and again.name == first.name
+
+
+def test_a_file_changed_just_before_it_was_read_is_always_hashed(tmp_path, monkeypatch):
+    # its stat cannot tell a second change within the same timestamp tick: it is not recorded
+    from tracekit.ingestion import source
+    monkeypatch.setattr(source, "RACY_NS", 3600 * 10**9)  # "just before": the last hour, however slow this machine
+    d = trace_dir(tmp_path / "t", 50)
+    tracekit.open(d)
+    hashed = _count_hashes(monkeypatch)
+    tracekit.open(d)
+    assert hashed == [str(d / "rank0.json")]

@@ -155,6 +155,7 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     rank_value, rank_source = resolve_rank(path, header, rank, single)
     res = describe(path, header, reader, rank_value, rank_source, dict(phases))
     res["parts"] = paths[:max(1, groups)]
+    res["stat"] = reader.source.stat
     return res
 
 

@@ -23,6 +23,7 @@ from .guard import recover, resolve_output, switch, version_dir, writer_lock
 from .one_file import MAX_WRITERS, ingest_file, part_paths, release_memory
 from .progress import IngestProgress, make_sink, worker_init
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
+from .source import same_stat, stat_now
 
 MANIFEST = "manifest.json"
 
@@ -44,7 +45,8 @@ def read_manifest(run_dir: str) -> dict | None:
 
 
 def is_up_to_date(run_dir: str, files: list[str]) -> bool:
-    """True when run_dir was built by this schema from exactly these files, byte for byte."""
+    """True when run_dir was built by this schema from exactly these files, byte for byte. A file whose
+    size, inode, mtime and ctime are those recorded is not read again; any other is hashed."""
     m = read_manifest(run_dir)
     if not m or m.get("schema_version") != SCHEMA_VERSION or m.get("facts_key") != facts_key():
         return False
@@ -54,6 +56,8 @@ def is_up_to_date(run_dir: str, files: list[str]) -> bool:
     for f in files:
         entry = known[f]
         try:
+            if same_stat(entry.get("stat"), f):
+                continue
             if entry.get("bytes") != os.path.getsize(f) or entry.get("sha256") != sha256_of(f):
                 return False
         except OSError:
@@ -161,6 +165,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
                 results.append((path, part, fut_result))
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
+                                 "stat": _or_none(stat_now, path),  # (before the hash: the file it hashes)
                                  "sha256": _or_none(sha256_of, path), "reason": str(exc)})
                 for written in part_paths(part, MAX_WRITERS):
                     if os.path.exists(written):
@@ -243,6 +248,7 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "executor": executor,
         "inputs": [{"path": r["trace"]["path"], "bytes": r["trace"]["file_bytes"], "sha256": r["trace"]["sha256"],
+                    "stat": r.get("stat"),
                     "rank": r["trace"]["rank"], "rank_source": r["trace"]["rank_source"],
                     "events": r["trace"]["event_count"], "worker": r["worker"]} for _, _, r in results],
         "failures": failures,

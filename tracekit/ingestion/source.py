@@ -8,10 +8,37 @@ import hashlib
 import os
 import queue
 import threading
+import time
 import zlib
 
 from .. import settings
 from ..errors import TraceFormatError
+
+
+# A file whose inode changed (content, mode, owner, name) less than this before it was read may change
+# again within the same timestamp tick (coarse on some file systems) without its stat showing it.
+RACY_NS = 2_000_000_000
+
+
+def file_stat(st: os.stat_result, read_at_ns: int) -> dict | None:
+    """What tells, without reading the file again, that it is the one read at ``read_at_ns``: its size,
+    inode, mtime and ctime (which no one can set back). None when it changed too shortly before."""
+    if st.st_ctime_ns > read_at_ns - RACY_NS:
+        return None
+    return {"bytes": st.st_size, "inode": st.st_ino, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
+def stat_now(path: str) -> dict | None:
+    return file_stat(os.stat(path), time.time_ns())
+
+
+def same_stat(recorded: dict | None, path: str) -> bool:
+    """True when ``path``'s stat is the one ``file_stat`` recorded (so its content is too)."""
+    if not recorded:
+        return False
+    st = os.stat(path)
+    return recorded == {"bytes": st.st_size, "inode": st.st_ino, "mtime_ns": st.st_mtime_ns,
+                        "ctime_ns": st.st_ctime_ns}
 
 
 class _Hashing:
@@ -73,8 +100,11 @@ class TraceSource:
     def __init__(self, path: str):
         self.path = path
         try:
-            self.file_bytes = os.path.getsize(path)
+            read_at = time.time_ns()
             self._hashing = _Hashing(open(path, "rb"))
+            st = os.fstat(self._hashing.raw.fileno())
+            self.file_bytes = st.st_size
+            self.stat = file_stat(st, read_at)
         except OSError as exc:
             raise TraceFormatError(f"{path}: cannot read it ({exc.strerror}); check that it exists and that "
                                    "you may read it, or pass --on-error skip to ingest the other files") from None
