@@ -9,6 +9,8 @@ read is a one-line error naming the variable and the value; an unset or empty va
   TRACEKIT_DERIVE_MEMORY_MB   DuckDB's memory for one rank's facts, MB (default 256, at least 64)
   TRACEKIT_ZLIB               1: decompress gzip with Python's zlib even when ISA-L is installed
   TRACEKIT_PURE_PYTHON        1: ingest on the pure-Python path, not the compiled one
+  TRACEKIT_COMM_KERNELS       CSV files of communication-kernel patterns, os.pathsep-separated (see
+                              tracekit/comms/comm_kernels.py; a bad file is an error naming the file)
   TRACEKIT_DEBUG              1: an internal error shows its traceback
 """
 
@@ -75,6 +77,11 @@ def use_zlib() -> bool:
 
 def pure_python() -> bool:
     return _flag("TRACEKIT_PURE_PYTHON")
+
+
+def comm_kernel_catalogues() -> str:
+    """The user's catalogue files, os.pathsep-separated as given ('' for none)."""
+    return _raw("TRACEKIT_COMM_KERNELS") or ""
 
 
 def debug() -> bool:

@@ -15,6 +15,7 @@ import functools
 import os
 from importlib import resources
 
+from .. import settings
 from ..errors import TracekitError
 
 ENV = "TRACEKIT_COMM_KERNELS"
@@ -69,4 +70,4 @@ def _rows_for(extra: str) -> tuple:
 def comm_kernel_rows() -> list[tuple]:
     """(rule_order, pattern, library, kind, collective, source) for the tk_comm_kernels table: the user's
     rows (TRACEKIT_COMM_KERNELS) first, then the shipped ones; the first pattern a name matches wins."""
-    return list(_rows_for(os.environ.get(ENV, "")))
+    return list(_rows_for(settings.comm_kernel_catalogues()))
