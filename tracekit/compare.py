@@ -19,6 +19,6 @@ def diff(run_a, run_b) -> pa.Table:
         con.register("side_b", run_b.sql(side))
         return con.sql(_sql.load("reports", "diff").text).to_arrow_table()
     except duckdb.Error as exc:
-        raise QueryError(f"diff of {run_a.path} and {run_b.path} failed: {exc}") from None
+        raise QueryError(f"diff of {run_a.name} and {run_b.name} failed: {exc}") from None
     finally:
         con.close()

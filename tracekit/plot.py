@@ -82,7 +82,7 @@ def overlap(run, path: str) -> str:
     rows = run.sql("SELECT rank, compute_ns, overlap_ns, exposed_comm_ns FROM comm_overlap WHERE step IS NULL "
                    "ORDER BY rank").to_pylist()
     if not rows:
-        raise TracekitError(f"{run.path}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
+        raise TracekitError(f"{run.name}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
     ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731
     return _hidden_exposed(path, [str(r["rank"]) for r in rows], ms("overlap_ns"), ms("exposed_comm_ns"),
                            ms("compute_ns"), "rank", "ms", "Communication overlap")
@@ -130,7 +130,7 @@ def overlap_by_step(run, path: str) -> str:
                    "FROM comm_overlap "
                    "WHERE step IS NOT NULL GROUP BY step ORDER BY step").to_pylist()
     if not rows:
-        raise TracekitError(f"{run.path}: nothing to plot per step: no interval at all")
+        raise TracekitError(f"{run.name}: nothing to plot per step: no interval at all")
     return _hidden_exposed(path, [str(r["step"]) for r in rows], [r["o"] / 1e6 for r in rows],
                            [r["e"] / 1e6 for r in rows], None, "step (-1: outside steps)", "ms, all ranks",
                            "Communication per step")
@@ -143,7 +143,7 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
                    "JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' "
                    "ORDER BY i.first_start_ns").to_pylist()
     if not rows:
-        raise TracekitError(f"{run.path}: no clean collective instance to draw (one rank, or none matched)")
+        raise TracekitError(f"{run.name}: no clean collective instance to draw (one rank, or none matched)")
     starts = sorted({r["first_start_ns"] for r in rows})[:limit]
     col = {t: i for i, t in enumerate(starts)}
     ranks = sorted({r["rank"] for r in rows})
@@ -170,7 +170,7 @@ def fitted_laws(run, path: str) -> str:
     pts = points(run)
     laws = fit(run, pts)
     if not laws:
-        raise TracekitError(f"{run.path}: no clean matched instance with a size: nothing to fit")
+        raise TracekitError(f"{run.name}: no clean matched instance with a size: nothing to fit")
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, f in enumerate(laws):
         mine = [(traffic, t_ns / 1e3) for traffic, t_ns, _ in pts[(f["collective"], f["kind"])]]

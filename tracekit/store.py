@@ -37,7 +37,8 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
-        self.name = os.path.abspath(path)  # the run as the user names it
+        self.directory = os.path.abspath(path)  # the run directory (a link to its current version)
+        self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
         self.path = os.path.realpath(path)  # the version it reads: a reader keeps it, whatever replaces the run
         self.size_buckets = size_buckets
         if not os.path.exists(self.path):
@@ -45,7 +46,7 @@ class Run:
             recover(self.path)
         manifest = os.path.join(self.path, MANIFEST)
         if not os.path.isfile(manifest):
-            raise RunError(f"{self.path}: not a tracekit run (no {MANIFEST}); create one with "
+            raise RunError(f"{path}: not a tracekit run (no {MANIFEST}); create one with "
                            f"`tracekit ingest TRACES -o {path}`")
         try:
             with open(manifest) as f:
@@ -56,11 +57,11 @@ class Run:
             raise RunError(f"{manifest}: damaged or unreadable ({exc}); ingest the traces again into this "
                            f"directory with --force, or into a new one") from None
         if self.manifest.get("schema_version") != SCHEMA_VERSION:
-            raise RunError(f"{self.path}: run schema version {self.manifest.get('schema_version')} is not "
+            raise RunError(f"{path}: run schema version {self.manifest.get('schema_version')} is not "
                            f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")
         if self.manifest.get("facts_key") != facts_key():
             import sys
-            print(f"tracekit: {self.path}: its facts were derived by other rules than this tracekit's; "
+            print(f"tracekit: {path}: its facts were derived by other rules than this tracekit's; "
                   "deriving them again from its events (what `tracekit ingest --rederive` does)", file=sys.stderr)
             rederive_run(self.path)
             with open(manifest) as f:
@@ -127,7 +128,8 @@ class Run:
                 return pa.table({})
             return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
         except duckdb.Error as exc:
-            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+            from .query_errors import describe
+            raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), list(TABLES) + VIEWS)}") from None
 
     def __repr__(self) -> str:
         inputs = self.manifest.get("inputs", [])
@@ -188,4 +190,6 @@ def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> R
     ingest_run(paths, out, **ingest_options)
     cache.touch(out)
     cache.enforce_cap(keep=out)
-    return Run(out, size_buckets=size_buckets)
+    run = Run(out, size_buckets=size_buckets)
+    run.name = " ".join(paths)  # messages name the traces as the user gave them, not the cache's directory
+    return run

@@ -25,7 +25,7 @@ def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
     configs = recorded_configs(run) if configs is None else configs
     if configs:
         return next(iter(configs.values()))
-    raise TracekitError(f"{run.path}: the traces carry no training config (tracekit.profiler.record_config "
+    raise TracekitError(f"{run.name}: the traces carry no training config (tracekit.profiler.record_config "
                         "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")
 
 

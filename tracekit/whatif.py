@@ -82,7 +82,7 @@ def whatif(run, plan) -> pa.Table:
     shape, _ = from_recorded(recorded_config(run))
     laws = {(f["collective"], f["kind"]): f for f in fit(run)}
     if not laws:
-        raise TracekitError(f"{run.path}: no clean matched collective instance with a size to fit a law to "
+        raise TracekitError(f"{run.name}: no clean matched collective instance with a size to fit a law to "
                             "(one rank, or no sizes); see tracekit doctor")
     by_coll: dict[str, list] = {}
     for f in laws.values():

@@ -26,14 +26,14 @@ def test_cache_is_capped_least_recently_used_first(tmp_path, monkeypatch, capsys
     time.sleep(0.05)
     rb = tracekit.open(b)
     time.sleep(0.05)
-    assert tracekit.open(a).name == ra.name  # a used again: now b is the least recently used
+    assert tracekit.open(a).directory == ra.directory  # a used again: now b is the least recently used
     time.sleep(0.05)
     rc = tracekit.open(c)
     left = sorted(n for n in os.listdir(tmp_path / "cache") if n.startswith("run-"))
-    assert left == sorted(os.path.basename(p) for p in (ra.name, rc.name)) and os.path.basename(rb.name) not in left
+    assert left == sorted(os.path.basename(p) for p in (ra.directory, rc.directory)) and os.path.basename(rb.directory) not in left
     assert main(["cache", "list", "--format", "csv"]) == 0
     listed = capsys.readouterr().out
-    assert ra.name in listed and rc.name in listed and rb.name not in listed
+    assert ra.directory in listed and rc.directory in listed and rb.directory not in listed
     assert main(["cache", "clear"]) == 0
     assert "removed 2 cached runs" in capsys.readouterr().out
     assert os.listdir(tmp_path / "cache") == []

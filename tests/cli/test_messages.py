@@ -4,6 +4,7 @@ exact line on stderr."""
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -39,3 +40,23 @@ def test_an_array_of_numbers_is_not_called_a_non_object(tmp_path):
     (tmp_path / "b.json").write_text('[{"ph":"X","name":"op","ts":1,"dur":2,"pid":1,"tid":1}]')
     code, out, err = tk("sql", "b.json", "SELECT count(*) AS n FROM events", "--format", "csv", cwd=tmp_path)
     assert code == 0 and out == "n\n1\n", err
+
+
+def _fsdp(tmp_path):
+    shutil.copytree(ROOT / "examples" / "traces" / "fsdp", tmp_path / "traces")
+    return {"TRACEKIT_CACHE": str(tmp_path / "cache")}
+
+
+def test_misspelled_table_suggests_a_tracekit_view_by_the_name_the_user_typed(tmp_path):
+    env = _fsdp(tmp_path)
+    code, out, err = tk("sql", "traces", "SELECT * FROM waits", cwd=tmp_path, env=env)
+    assert code != 0 and out == ""
+    assert err == ("error: SQL failed on run traces: no table or view named waits; did you mean collective_waits? "
+                   "(`tracekit schema RUN` lists every column)\n")
+    code, out, err = tk("sql", "traces", "SELECT * FROM pg_const", cwd=tmp_path, env=env)  # DuckDB: pg_constraint
+    assert "pg_constraint" not in err and "no table or view named pg_const; the tables and views are: events, traces, " in err
+    # a run directory: named as typed, never its internal version directory
+    assert tk("ingest", "traces", "-o", "run", cwd=tmp_path, env=env)[0] == 0
+    code, out, err = tk("sql", "run", "SELECT * FROM waits", cwd=tmp_path, env=env)
+    assert err.startswith("error: SQL failed on run run: no table or view named waits"), err
+    assert ".v-" not in err and str(tmp_path / "cache") not in err
