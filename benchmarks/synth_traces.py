@@ -201,7 +201,7 @@ def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> tuple[dict[i
     return {r: rk.events for r, rk in ranks.items()}, truth
 
 
-def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> dict:
+def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, record_config: bool = True) -> dict:
     os.makedirs(out, exist_ok=True)
     events, per_rank = job(plan, model, steps, slow_rank)
     for r, evs in events.items():
@@ -219,6 +219,8 @@ def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> 
                                    "plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero,
                                             "backend": "nccl"}, "steps": steps},
                "traceEvents": evs, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
+        if not record_config:  # as a job that never called tracekit.profiler.record_config
+            del doc["tracekit_config"]
         with gzip.open(os.path.join(out, f"rank{r}_trace.json.gz"), "wt", compresslevel=1) as f:
             json.dump(doc, f)
     truth = {"plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero}, "steps": steps,
@@ -236,6 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--model", default="gpt2-small", choices=sorted(PRESETS))
     ap.add_argument("--slow-rank", type=int, default=None, help="the late rank [default: the last]")
+    ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
     plan = parse_plan(a.plan)
@@ -246,7 +249,7 @@ def main(argv=None) -> int:
         preset["micro_batches"] = 2 * plan.pp
     model = GPTShape(**preset)
     slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
-    write(a.out, plan, model, a.steps, slow)
+    write(a.out, plan, model, a.steps, slow, record_config=not a.no_config)
     print(f"{a.out}: {a.ranks} traces and {TRUTH} (slow rank {slow})")
     return 0
 

@@ -173,7 +173,7 @@ def fitted_laws(run, path: str) -> str:
         raise TracekitError(f"{run.name}: no clean matched instance with a size: nothing to fit")
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, f in enumerate(laws):
-        mine = [(traffic, t_ns / 1e3) for traffic, t_ns, _ in pts[(f["collective"], f["kind"])]]
+        mine = [(traffic, t_ns / 1e3) for traffic, t_ns, *_ in pts[(f["collective"], f["kind"])]]
         color = f"C{i % 10}"
         ax.scatter([x for x, _ in mine], [y for _, y in mine], s=10, color=color, alpha=0.6)
         lo, hi = min(x for x, _ in mine), max(x for x, _ in mine)

@@ -17,3 +17,44 @@ def output_options(f):
 
 def run_argument(f):
     return click.argument("run", type=click.Path(exists=True))(f)
+
+
+MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype")
+PLAN_FIELDS = ("dp", "tp", "pp", "zero", "sequence_parallel", "backend")
+
+
+def model_options(default_preset: str | None):
+    """--preset and one flag per model dimension (declared once for model and whatif)."""
+    from ..model import PRESETS
+
+    def deco(f):
+        for name in reversed(MODEL_FIELDS):
+            flag = "--" + name.replace("_", "-")
+            f = click.option(flag, name, type=str if name == "dtype" else int, default=None,
+                             help="override the preset's" if name == "layers" else None)(f)
+        return click.option("--preset", type=click.Choice(sorted(PRESETS)), default=default_preset,
+                            show_default=default_preset is not None,
+                            help="a model of tracekit.model.PRESETS")(f)
+    return deco
+
+
+def plan_options(defaults: dict):
+    """--dp/--tp/--pp/--zero/--sequence-parallel/--backend (declared once for model and whatif);
+    ``defaults``: their defaults (None: not given)."""
+    def deco(f):
+        f = click.option("--backend", type=click.Choice(["nccl", "gloo"]), default=defaults.get("backend"),
+                         show_default=defaults.get("backend") is not None)(f)
+        f = click.option("--sequence-parallel", "sequence_parallel", is_flag=True, default=None)(f)
+        f = click.option("--zero", type=click.IntRange(0, 3), default=defaults.get("zero"),
+                         show_default=defaults.get("zero") is not None,
+                         help="0 DDP, 1 ZeRO-1, 2 FSDP without reshard, 3 FSDP/ZeRO-3")(f)
+        for name in ("pp", "tp", "dp"):
+            f = click.option(f"--{name}", type=int, default=defaults.get(name),
+                             show_default=defaults.get(name) is not None)(f)
+        return f
+    return deco
+
+
+def split_fields(kw: dict, names) -> dict:
+    """Pop the named options from a command's keyword arguments."""
+    return {n: kw.pop(n) for n in names}

@@ -1,44 +1,79 @@
 from __future__ import annotations
 
+import json
+
 import click
 
 from ..api import open as api_open
-from ..model import Plan
+from ..errors import TracekitError
 from ..render import emit
-from ..whatif import fit, whatif
-from .options import output_options
+from ..whatif import fit, points, whatif
+from .options import (
+    MODEL_FIELDS,
+    PLAN_FIELDS,
+    model_options,
+    output_options,
+    plan_options,
+    split_fields,
+)
+
+
+def read_config(path: str | None) -> dict | None:
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            config = json.load(f)
+    except ValueError as exc:
+        raise TracekitError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise TracekitError(f"{path}: a config is a JSON object {{\"model\": {{...}}, \"plan\": {{...}}}}")
+    return config
 
 
 @click.command("whatif")
 @click.argument("run", type=click.Path(exists=True))
-@click.option("--dp", type=int, default=1, show_default=True)
-@click.option("--tp", type=int, default=1, show_default=True)
-@click.option("--pp", type=int, default=1, show_default=True)
-@click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True)
-@click.option("--sequence-parallel", is_flag=True)
-@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True)
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
+@model_options(None)
+@plan_options({})
+@click.option("--world", type=int, default=None, help="plan for this many ranks [default: the run's]")
 @click.option("--fit", "show_fit", is_flag=True, help="Print the fitted laws instead of the prediction.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also draw the fitted laws with the measured points to this PNG.")
 @output_options
-def whatif_cmd(run, dp, tp, pp, zero, sequence_parallel, backend, show_fit, plot_path, fmt, output):
-    """The run's model under another plan, timed by the run's own network: per group and collective,
-    one step on an average rank: count, bytes, communication time and exposed time. The note column
-    says what is extrapolated. Needs a run that recorded its config (tracekit.profiler.record_config).
+def whatif_cmd(run, config_file, preset, world, show_fit, plot_path, fmt, output, **kw):
+    """The run's model under its own plan or another, timed by the run's own network: per process group
+    and collective, one step on the busiest rank: count, bytes, transfer time (the fastest rank of clean
+    instances: no waiting) and exposed time (what the step pays), predicted beside measured. The note
+    column says what is extrapolated. The plan defaults to the run's (recorded, from --config, or inferred
+    from its process groups: stderr says which); plan flags change it (--tp 4 alone: dp takes the rest).
 
     \b
     Example:
-      tracekit whatif run/ --tp 4 --pp 2 --dp 8 --zero 3
+      tracekit whatif examples/traces/ddp
+      tracekit whatif run/ --tp 4 --pp 2
+      tracekit whatif ../shared/traces/hta_df_index_resolver --preset gpt2-small --dp 2
       tracekit whatif run/ --fit
     """
     import pyarrow as pa
 
+    model = split_fields(kw, MODEL_FIELDS)
+    changes = split_fields(kw, PLAN_FIELDS)
+    changes["sequence_parallel"] = changes["sequence_parallel"] or None  # the flag absent: unchanged
     r = api_open(run)
     if plot_path:
         from ..plot import fitted_laws
         fitted_laws(r, plot_path)
     if show_fit:
-        emit(pa.Table.from_pylist(fit(r)), fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
+        laws = fit(r, points(r))
+        if not laws:
+            raise TracekitError(f"{run}: no clean matched collective instance with a size to fit a law to; "
+                                "see tracekit doctor")
+        emit(pa.Table.from_pylist(laws), fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
         return
-    plan = Plan(dp=dp, tp=tp, pp=pp, zero=zero, sequence_parallel=sequence_parallel, backend=backend)
-    emit(whatif(r, plan), fmt, output, title=f"whatif — dp {dp} x tp {tp} x pp {pp}, zero {zero}")
+    try:
+        table = whatif(r, config=read_config(config_file), preset=preset, model=model, changes=changes, world=world)
+    except TracekitError as exc:
+        raise TracekitError(f"{run}: {exc}") from None
+    emit(table, fmt, output, title="whatif — per step, busiest rank: predicted beside measured")

@@ -1,8 +1,8 @@
 """Analytic communication model of GPT training under DP/ZeRO/FSDP/TP/PP (see docs/model.md)."""
 
-from .config import PRESETS, GPTShape, Plan, from_recorded
+from .config import PRESETS, GPTShape, Plan, check_fits, from_recorded
 from .params import rank_params, total_params
 from .predict import Expected, predict, predict_rank
 
-__all__ = ["PRESETS", "Expected", "GPTShape", "Plan", "from_recorded", "predict", "predict_rank", "rank_params",
+__all__ = ["PRESETS", "Expected", "GPTShape", "Plan", "check_fits", "from_recorded", "predict", "predict_rank", "rank_params",
            "total_params"]

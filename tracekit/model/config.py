@@ -98,6 +98,24 @@ PRESETS = {
 }
 
 
+def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
+    """Refuse, in one line, a plan that cannot run this model (or, given ``world``, this many ranks)."""
+    why = None
+    if shape.heads % plan.tp:
+        why = f"tp {plan.tp} does not divide the model's {shape.heads} attention heads"
+    elif shape.layers % plan.pp:
+        why = (f"pp {plan.pp} does not divide the model's {shape.layers} layers"
+               + (" (a stage would hold no layer)" if plan.pp > shape.layers else ""))
+    elif plan.sequence_parallel and plan.tp == 1:
+        why = "sequence parallelism shards over tensor-parallel ranks: it needs tp > 1"
+    elif plan.sequence_parallel and shape.seq % plan.tp:
+        why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
+    elif world is not None and plan.world != world:
+        why = f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {plan.world} ranks, the run has {world}"
+    if why:
+        raise TracekitError(f"impossible plan: {why}")
+
+
 def _build(cls, given: dict, where: str):
     known = {f.name for f in fields(cls)}
     try:
