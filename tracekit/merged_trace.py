@@ -42,9 +42,37 @@ def _meta(pid: int, tid: int | None, name: str) -> str:
                        "args": {"name": name}})
 
 
+def _spans(numbers: list[int]) -> str:
+    """1,2,3,5 -> '1-3, 5'."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(str(start) if start == n else f"{start}-{n}")
+            start = None
+    return ", ".join(out)
+
+
+def _check_steps(run, lo: int, hi: int) -> None:
+    have = [r["step"] for r in run.sql("SELECT DISTINCT step FROM steps ORDER BY step").to_pylist()]
+    shown = f"{lo}:{hi}" if lo != hi else str(lo)
+    if lo > hi:
+        raise TracekitError(f"--steps {shown}: the first step is after the last; give A:B with A <= B")
+    if not have:
+        raise TracekitError(f"--steps {shown}: the traces hold no ProfilerStep, so there are no steps to keep; "
+                            "leave out --steps (profile with torch.profiler.schedule and prof.step() to get them)")
+    if not any(lo <= s <= hi for s in have):
+        which = f"its only step is {have[0]}" if len(have) == 1 else f"its steps are {_spans(have)}"
+        raise TracekitError(f"--steps {shown}: the run has no such step; {which}")
+
+
 def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_only: bool = False) -> dict:
-    """Write the merged trace to ``out`` (.json or .json.gz); returns counts of what was written."""
+    """Write the merged trace to ``out`` (.json or .json.gz); returns counts of what was written.
+    ``steps`` (A, B) keeps steps A to B; a range that holds none of the run's steps is an error naming them."""
     lo, hi = steps if steps else (None, None)
+    if steps is not None:
+        _check_steps(run, int(lo), int(hi))
     in_range = "TRUE" if steps is None else f"step BETWEEN {int(lo)} AND {int(hi)}"
     kinds = "kind IN ('comm', 'compute')" if kernels_only else "kind IN ('comm', 'compute', 'memory', 'other')"
     counts = {"kernels": 0, "cpu_ops": 0, "exposed": 0, "instances": 0, "flows": 0, "stragglers": 0}

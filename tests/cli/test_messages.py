@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, dist, write_trace
 
 
 def tk(*args, cwd, env=None):
@@ -60,3 +60,36 @@ def test_misspelled_table_suggests_a_tracekit_view_by_the_name_the_user_typed(tm
     code, out, err = tk("sql", "run", "SELECT * FROM waits", cwd=tmp_path, env=env)
     assert err.startswith("error: SQL failed on run run: no table or view named waits"), err
     assert ".v-" not in err and str(tmp_path / "cache") not in err
+
+
+def test_doctor_fail_on_gives_ci_an_exit_code(tmp_path):
+    # rank 0 of a 2-rank job alone, without a ProfilerStep: two warnings (rank 1 missing, no steps)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "name": "op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}],
+                header=dist(0, world=2))
+    env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
+    code, out, err = tk("doctor", "rank0.json", "--format", "csv", cwd=tmp_path, env=env)
+    assert code == 0 and ",warning,1," in out, out
+    code, out, err = tk("doctor", "rank0.json", "--format", "csv", "--fail-on", "warning", cwd=tmp_path, env=env)
+    assert code == 6 and ",warning,1," in out
+    assert err.endswith("doctor: 2 findings at warning or above (--fail-on warning)\n"), err
+    code, out, err = tk("doctor", "rank0.json", "--format", "csv", "--fail-on", "error", cwd=tmp_path, env=env)
+    assert code == 0 and err == ""
+    code, out, err = tk("doctor", str(ROOT / "examples" / "traces" / "fsdp"), "--fail-on", "warning", cwd=tmp_path,
+                        env=env)
+    assert code == 0, err
+
+
+def test_timeline_steps_outside_the_run_name_the_steps_it_has(tmp_path):
+    def op(name, ts, dur):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+    write_trace(tmp_path / "rank0.json", [op("ProfilerStep#551", 0, 100), op("aten::mm", 10, 5),
+                                          op("ProfilerStep#552", 100, 100), op("aten::add", 110, 5)],
+                header=dist(0, world=1))
+    env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
+    code, out, err = tk("timeline", "rank0.json", "-o", "t.json", "--steps", "999:1000", cwd=tmp_path, env=env)
+    assert (code, out, err) == (1, "", "error: --steps 999:1000: the run has no such step; its steps are 551-552\n")
+    assert not (tmp_path / "t.json").exists()
+    code, out, err = tk("timeline", "rank0.json", "-o", "t.json", "--steps", "552", cwd=tmp_path, env=env)
+    assert code == 0, err
+    names = {e["name"] for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e["ph"] == "X"}
+    assert "aten::add" in names and "aten::mm" not in names  # step 552 alone

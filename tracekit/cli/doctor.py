@@ -7,11 +7,18 @@ from ..reports import get
 from ..render import emit
 from .options import output_options, run_argument
 
+# severities, least to most severe; --fail-on LEVEL fails on LEVEL and every one after it
+LEVELS = ("info", "warning", "error")
+FINDINGS_EXIT = 6  # a distinct code: the checks ran and found something (1-5 are errors running them)
+
 
 @click.command("doctor")
 @run_argument
 @output_options
-def doctor_cmd(run, fmt, output):
+@click.option("--fail-on", type=click.Choice(LEVELS[1:]), default=None,
+              help=f"Exit {FINDINGS_EXIT} when a finding is this severe or more (for CI); default: exit 0 "
+                   "whatever is found.")
+def doctor_cmd(run, fmt, output, fail_on):
     """Health checks of a run, each finding with its severity and a fix: ranks missing against the
     world size, step sets that differ, no ProfilerStep, no message sizes, NCCL kernels without metadata,
     kernels without a launch event, clocks that disagree, unmatched collectives, a trace cut short,
@@ -21,6 +28,15 @@ def doctor_cmd(run, fmt, output):
     Example:
       tracekit doctor run/
       tracekit doctor traces/ --format json
+      tracekit doctor run/ --fail-on warning     # in CI: exit 6 on any warning or error
     """
     rep = get("doctor")
-    emit(rep.run(api_open(run)), fmt, output, title=f"doctor — {rep.summary}")
+    table = rep.run(api_open(run))
+    emit(table, fmt, output, title=f"doctor — {rep.summary}")
+    if fail_on:
+        worse = LEVELS[LEVELS.index(fail_on):]
+        n = sum(1 for s in table.column("severity").to_pylist() if s in worse)
+        if n:
+            click.echo(f"doctor: {n} finding{'s' if n != 1 else ''} at {fail_on} or above (--fail-on {fail_on})",
+                       err=True)
+            raise click.exceptions.Exit(FINDINGS_EXIT)

@@ -54,7 +54,9 @@ def __getattr__(name: str):
 
 def main(argv=None) -> int:  # noqa: C901
     try:
-        cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
+        rc = cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
+        if isinstance(rc, int):  # a command's own exit code (click.exceptions.Exit), e.g. doctor --fail-on
+            return rc
     except TracekitError as exc:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code

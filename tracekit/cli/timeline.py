@@ -11,7 +11,9 @@ from ..merged_trace import write_timeline
 @click.argument("run", type=click.Path(exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The merged trace to write (.json or .json.gz).")
-@click.option("--steps", default=None, metavar="A:B", help="Keep only steps A to B (kernels by launching step).")
+@click.option("--steps", default=None, metavar="A:B",
+              help="Keep only steps A to B, or step A alone (--steps 5); kernels go by their launching step. "
+                   "Steps the run does not have are an error naming those it has.")
 @click.option("--kernels-only", is_flag=True, help="Only comm and compute kernels (no CPU ops): for large jobs.")
 def timeline_cmd(run, output, steps, kernels_only):
     """One Chrome/Perfetto trace of the whole job: a process per rank with its GPU streams and CPU
@@ -22,6 +24,7 @@ def timeline_cmd(run, output, steps, kernels_only):
     Example:
       tracekit timeline run/ -o job.json.gz
       tracekit timeline run/ -o job.json.gz --steps 3:4 --kernels-only
+      tracekit timeline run/ -o step5.json.gz --steps 5
     """
     rng = None
     if steps:
