@@ -97,19 +97,38 @@ def test_ids_as_numbers_or_text_and_absent_keys():
     assert one('{"ph": "X", "args": null}')["args"] is None
 
 
-@pytest.mark.parametrize("text", [
+DECLINED = [
     '{"ph": "X", "tts": 5}',  # a non-standard key: the Python path keeps it in `extra`
     '{"ph": "X", "pid": 1.5}', '{"ph": "X", "ts": 1e3}', '{"ph": "X", "ts": "12"}', '{"ph": "X", "ts": true}',
     '{"ph": "X", "args": {"External id": 18446744073709551616}}', '{"ph": "X", "pid": -9223372036854775808}',
-    '{"ph": "X", "ph": "B"}', '{"ph": "X", "args": {"stream": 1, "stream": 2}}', '{"ph": "X", "args": {"stream": "abc"}}',
+    '{"ph": "X", "ph": "B"}', '{"ph": "X", "args": {"stream": 1, "stream": 2}}', '{"ph": "X", "args": {"stream": " 12"}}',
+    '{"ph": "X", "args": {"stream": "1_000"}}', '{"ph": "X", "args": {"stream": "\\u0031"}}',
     '{"ph": "X", "name": "\\ud800"}', '{"ph": "X", "name": "\\udc00x"}', '{"n\\u0061me": "a", "ph": "X"}',
     '{"ph": "X"},', '{"name": "no phase"}', '[1]', '{"ph": "X", "args": [1]}', '{"ph": "X", "args": {"dtype": 5}}',
     '{"ph": "X", "name": "tab\tinside"}', '{"ph": "X", "ts": 01}', '{"ph": "X", "ts": 1.}', '{"ph": "X", "ts": .5}',
     '{"ph": "X", "args": {"x": ' + "[" * 600 + "]" * 600 + "}}", '{"ph": "X", "dur": 99999999999999999999}',
     '{"ph": "X", "args": {"Comms Id": -0}}', '{"ph": "X"} {"ph": "X"}', '{"ph": "X", "args": {"x": tru}}',
-])
+]
+
+
+@pytest.mark.parametrize("text", DECLINED)
 def test_declines_what_it_cannot_decode_exactly(text):
     assert fast.scan(text.encode()) is None
+
+
+def test_docs_count_the_declined_inputs():
+    import pathlib
+    import re
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "ingest.md").read_text()
+    (n,) = re.findall(r"(\d+) inputs it\s+must decline", doc)
+    assert int(n) == len(DECLINED)
+
+
+@pytest.mark.parametrize("stream", ["0x0", "abc", "12 streams", "x"])
+def test_an_int_or_text_arg_with_a_letter_is_null(stream):
+    # Python's int() refuses any string with an ASCII letter: NULL, the text stays in args (ROCm writes "0x0")
+    row = one(f'{{"ph": "X", "args": {{"stream": "{stream}"}}}}')
+    assert row["stream"] is None and json.loads(row["args"]) == {"stream": stream}
 
 
 def test_declines_invalid_utf8():
@@ -142,9 +161,12 @@ def test_random_events_same_or_declined(events, ensure_ascii, indent):
     same_or_declined(text)
 
 
-def _ingest_both(path, tmp_path, chunk_bytes=1 << 20):
+def _ingest_both(path, tmp_path, chunk_bytes=1 << 20, scanned=None):
     fast_part, pure_part = tmp_path / "fast.parquet", tmp_path / "pure.parquet"
+    before = fast.stats()
     res_fast = ingest_file(str(path), str(fast_part), rank=0, chunk_bytes=chunk_bytes, threads=2)
+    if scanned is not None:  # what the C scanner did on the fast ingest
+        scanned.update({k: v - before[k] for k, v in fast.stats().items()})
     old = os.environ.get("TRACEKIT_PURE_PYTHON")
     os.environ["TRACEKIT_PURE_PYTHON"] = "1"
     try:
@@ -162,20 +184,56 @@ def _ingest_both(path, tmp_path, chunk_bytes=1 << 20):
 
 @pytest.mark.parametrize("path", all_shared_files())
 def test_every_shared_trace_ingests_the_same_either_way(path, tmp_path):
-    res_fast, res_pure, a, b = _ingest_both(path, tmp_path)
+    scanned: dict = {}
+    res_fast, res_pure, a, b = _ingest_both(path, tmp_path, scanned=scanned)
     assert res_fast == res_pure
     assert a.num_rows == res_pure["trace"]["event_count"]
     assert a.equals(b)
+    # these are profilers' own files: the compiled scanner declines none of their chunks and decodes
+    # every event (a scanner that declined everything would pass the comparison above)
+    assert scanned["declined"] == 0 and scanned["chunks"] > 0
+    assert scanned["events"] == res_pure["trace"]["event_count"]
+
+
+def test_a_failed_configure_keeps_the_table_in_use():
+    from tracekit.ingestion import _fastscan
+    text = b'{"ph": "X", "args": {"External id": 5, "stream": "7"}}'
+    before = fast_batch(text).to_pylist()
+    assert before[0]["external_id"] == 5 and before[0]["stream"] == 7
+    keys = [key.encode() for _, key, _, _ in KINETO_ARGS]
+    kinds = [fast._KIND_CODES[k] for _, _, k, _ in KINETO_ARGS]
+    for bad_keys, bad_kinds, error in (
+            (keys[:3] + [keys[0]], kinds[:4], ValueError),  # a key twice
+            (keys[:3] + ["not bytes"], kinds[:4], TypeError),  # fails after three keys were made
+            (keys[:2], [0, 99], ValueError),  # no such kind
+            (keys[:1] + [b""], kinds[:2], ValueError),
+            ([], [], ValueError)):
+        with pytest.raises(error):
+            _fastscan.configure(bad_keys, bad_kinds)
+        assert fast_batch(text).to_pylist() == before  # the old table, whole
+    fixed = 13  # ph, cat, name, pid, tid, pid_text, tid_text, ts, dur, id, id_text, bp, s
+    assert len(_fastscan.scan(text)[1]) == fixed + len(keys) + 1  # + the args text
+    _fastscan.configure(keys[:1], kinds[:1])  # a call that succeeds replaces it
+    try:
+        n, cols, _ = _fastscan.scan(text)
+        assert n == 1 and len(cols) == fixed + 1 + 1
+        assert bytes(cols[fixed][1])[:8] == (5).to_bytes(8, "little", signed=True)  # External id, int64
+    finally:
+        _fastscan.configure(keys, kinds)
+    assert fast_batch(text).to_pylist() == before
 
 
 def test_a_declined_chunk_mid_file_keeps_order_and_extra_keys(tmp_path):
     events = [{"ph": "X", "name": f"op{i}", "ts": i + 0.5, "dur": 1, "pid": 1, "tid": 1, "args": {"External id": i}}
               for i in range(3000)]
     events[1700]["tts"] = 17  # a non-standard key: that chunk goes through the Python path
-    events[2500]["args"]["stream"] = "not a number"  # declined by C, NULL on the Python path
+    events[2500]["args"]["stream"] = "+5"  # declined by C (Python's int() reads it): 5 on the Python path
     p = write_trace(tmp_path / "t.json", events, indent=1)
-    _, _, a, b = _ingest_both(p, tmp_path, chunk_bytes=20_000)
+    scanned: dict = {}
+    _, _, a, b = _ingest_both(p, tmp_path, chunk_bytes=20_000, scanned=scanned)
+    assert scanned["declined"] == 2  # the two chunks (of about 130 events each) that hold those events
     assert a.equals(b)
+    assert a.column("stream").to_pylist()[2500] == 5
     assert a.column("event_index").to_pylist() == list(range(3000))
     assert a.column("name").to_pylist() == [e["name"] for e in events]
     assert a.column("extra").to_pylist()[1700] == '{"tts":17}'

@@ -8,9 +8,11 @@
  * events, or reports what is wrong with them. Both functions release the GIL while they work, so
  * several threads scan several chunks of one file at once.
  *
- *   configure(keys: list[bytes], kinds: list[int])  the typed args (args.py's KINETO_ARGS, in order)
+ *   configure(keys: list[bytes], kinds: list[int])  the typed args (args.py's KINETO_ARGS, in order);
+ *                                                    not while a scan runs
  *   frame(buf, pos) -> (cut, next, is_end, events) | None
  *   scan(data: bytes) -> (n, [(validity|None, data, offsets|None, null_count), ...], {ph: n}) | None
+ *   stats() -> {"chunks": scanned, "declined": of them, "events": accepted}  since the module loaded
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,6 +44,7 @@ typedef struct { int kind, seen; int64_t i; double f; const unsigned char *p; si
 enum { K_INT = 0, K_STR, K_FLOAT, K_INT_OR_TEXT, K_EXACT_INT, K_JSON, K_TEXT };
 
 #define MAX_ARGS 128
+static long long stat_chunks = 0, stat_declined = 0, stat_events = 0;  /* changed with the GIL held */
 static int n_args = 0;
 static int arg_kind[MAX_ARGS];
 static char *arg_key[MAX_ARGS];
@@ -492,27 +495,25 @@ static int args_object(Scan *sc, size_t *i) {
             case K_STR:
                 if (!str_value(s, &j, end, cell)) return 0;
                 break;
-            case K_FLOAT:
+            case K_FLOAT:  /* an integer a double holds exactly; any other number: the Python path */
                 if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
-                if (!number(s, &j, end, &p, &len, &frac, &expo) || len >= 64) return 0;
+                if (!number(s, &j, end, &p, &len, &frac, &expo) || frac || expo) return 0;
                 {
-                    char tmp[64];
-                    memcpy(tmp, p, len); tmp[len] = 0;
-                    if (!frac && !expo) {
-                        int64_t iv;
-                        if (!to_int64(p, len, &iv) || iv > (1LL << 53) || iv < -(1LL << 53)) return 0;
-                        cell->f = (double)iv;
-                    } else {
-                        cell->f = strtod(tmp, NULL);
-                    }
+                    int64_t iv;
+                    if (!to_int64(p, len, &iv) || iv > (1LL << 53) || iv < -(1LL << 53)) return 0;
+                    cell->f = (double)iv;
                 }
                 if (!set(cell, V_F64)) return 0;
                 break;
             case K_INT_OR_TEXT:
                 if (c == 'n') { if (!literal(s, &j, end, "null")) return 0; break; }
-                if (c == '"') {  /* a string of plain decimal digits: its integer; any other string: Python decides */
-                    int esc;
-                    if (!string(s, &j, end, &p, &len, &esc) || esc || len == 0 || len > 19) return 0;
+                if (c == '"') {  /* a string of plain decimal digits: its integer; one with an ASCII letter
+                                  * (ROCm's "0x0"): NULL, as Python's int() refuses it; any other: Python decides */
+                    int esc, letter = 0;
+                    if (!string(s, &j, end, &p, &len, &esc) || esc) return 0;
+                    for (size_t q = 0; q < len && !letter; q++) letter = (p[q] | 0x20) >= 'a' && (p[q] | 0x20) <= 'z';
+                    if (letter) break;
+                    if (len == 0 || len > 19) return 0;
                     size_t q = p[0] == '-' ? 1 : 0;
                     if (q == len) return 0;
                     for (; q < len; q++) if (p[q] < '0' || p[q] > '9') return 0;
@@ -735,7 +736,9 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     Py_END_ALLOW_THREADS
     free(sc.cells);
     PyBuffer_Release(&view);
-    if (!ok) { free_cols(sc.cols, sc.ncols); Py_RETURN_NONE; }
+    stat_chunks++;
+    if (!ok) { stat_declined++; free_cols(sc.cols, sc.ncols); Py_RETURN_NONE; }
+    stat_events += sc.rows;
     PyObject *phases = phase_counts(&sc.cols[C_PH], sc.rows);
     if (!phases) { free_cols(sc.cols, sc.ncols); return NULL; }
     PyObject *list = PyList_New(sc.ncols);
@@ -825,28 +828,51 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "keys and kinds: lists of one length, 1 to 128");
         return NULL;
     }
-    for (int k = 0; k < n_args; k++) free(arg_key[k]);
-    n_args = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
+    /* the new table is built and checked whole before the old one goes: a call that fails leaves the
+     * old table in use */
+    char *key[MAX_ARGS];
+    size_t klen[MAX_ARGS];
+    int kind[MAX_ARGS];
+    Py_ssize_t made = 0;
+    for (; made < n; made++) {
         char *p; Py_ssize_t len;
-        if (PyBytes_AsStringAndSize(PyList_GET_ITEM(keys, k), &p, &len) < 0) return NULL;
-        long kind = PyLong_AsLong(PyList_GET_ITEM(kinds, k));
-        if (kind == -1 && PyErr_Occurred()) return NULL;
-        arg_key[k] = malloc((size_t)len + 1);
-        if (!arg_key[k]) return PyErr_NoMemory();
-        memcpy(arg_key[k], p, (size_t)len); arg_key[k][len] = 0;
-        arg_len[k] = (size_t)len;
-        arg_kind[k] = (int)kind;
-        n_args = (int)k + 1;
+        if (PyBytes_AsStringAndSize(PyList_GET_ITEM(keys, made), &p, &len) < 0) goto fail;
+        long kd = PyLong_AsLong(PyList_GET_ITEM(kinds, made));
+        if (kd == -1 && PyErr_Occurred()) goto fail;
+        if (len == 0 || kd < K_INT || kd > K_TEXT) {
+            PyErr_Format(PyExc_ValueError, "key %zd: an empty key, or kind %ld not in 0..%d", made, kd, K_TEXT);
+            goto fail;
+        }
+        for (Py_ssize_t q = 0; q < made; q++)
+            if (klen[q] == (size_t)len && memcmp(key[q], p, (size_t)len) == 0) {
+                PyErr_Format(PyExc_ValueError, "key %zd repeats key %zd", made, q);
+                goto fail;
+            }
+        key[made] = malloc((size_t)len + 1);
+        if (!key[made]) { PyErr_NoMemory(); goto fail; }
+        memcpy(key[made], p, (size_t)len); key[made][len] = 0;
+        klen[made] = (size_t)len;
+        kind[made] = (int)kd;
     }
+    for (int k = 0; k < n_args; k++) free(arg_key[k]);
+    for (Py_ssize_t k = 0; k < n; k++) { arg_key[k] = key[k]; arg_len[k] = klen[k]; arg_kind[k] = kind[k]; }
+    n_args = (int)n;
     build_arg_table();
     Py_RETURN_NONE;
+fail:
+    for (Py_ssize_t k = 0; k < made; k++) free(key[k]);
+    return NULL;
+}
+
+static PyObject *py_stats(PyObject *self, PyObject *unused) {
+    return Py_BuildValue("{sLsLsL}", "chunks", stat_chunks, "declined", stat_declined, "events", stat_events);
 }
 
 static PyMethodDef methods[] = {
     {"configure", py_configure, METH_VARARGS, "Set the typed args: keys (bytes) and kinds (ints)."},
     {"scan", py_scan, METH_O, "Framed events -> (rows, column buffers), or None for the Python path."},
     {"frame", py_frame, METH_VARARGS, "(buf, pos) -> (cut, next, is_end, events) or None."},
+    {"stats", py_stats, METH_NOARGS, "{chunks scanned, declined, events accepted} since the module loaded."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,6 +32,12 @@ def enabled() -> bool:
     return _fastscan is not None and not settings.pure_python()
 
 
+def stats() -> dict:
+    """What the compiled scanner did in this process: {"chunks": scanned, "declined": of them (the Python
+    path decoded those), "events": accepted}."""
+    return _fastscan.stats()
+
+
 def frame(buf, pos: int):
     """The latest event boundary after ``buf[pos]``: (cut, next, is_end, events before it) or None."""
     return _fastscan.frame(buf, pos)
