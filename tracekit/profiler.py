@@ -13,8 +13,8 @@ The config (checked by :func:`check_config`, which names a wrong key):
 - ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
   bucket_cap_mb, first_bucket_mb), plus ``groups`` ({role: process group name}, roles DP, TP, PP, which
   lets validate tell the groups apart), and the free labels ``scheme``, ``batch`` and ``schedule``;
-- optional ``steps`` (profiled steps), ``world`` (world size) and ``markers`` (from
-  :func:`mark_process_groups`).
+- optional ``steps`` (profiled steps), ``world`` (world size) and ``gloo_threads`` (from
+  :func:`gloo_threads`; ``markers`` in traces of older tracekit).
 
 torch is imported lazily: importing tracekit never imports torch. See examples/quickstart.py.
 """
@@ -31,11 +31,12 @@ from .discover import TRACE_PATH_TEMPLATE
 
 CONFIG_KEY = "tracekit_config"
 _PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
-MARKER_BASE = 262139  # marker allreduces have 262139, 262140, ... elements: sizes a model rarely sends
-# issued at once, so that every Gloo worker thread of the group takes at least one: enough of them, and
-# each large enough (1 MB) to keep a thread busy while the next one wakes; with 8 markers of 32 KB, a
-# loaded machine sometimes ran them all on one thread and the other thread's ops had no group
+# gloo_threads issues its allreduces at once, so that every Gloo worker thread of a group takes one:
+# enough of them, each large enough (1 MB) to keep a thread busy while the next one wakes, and again
+# (up to MAX_ROUNDS) when a loaded machine still ran them all on fewer threads
+MARKER_NUMEL = 262144
 MARKERS_PER_GROUP = 16
+MAX_ROUNDS = 8
 
 
 def _rank() -> int:
@@ -107,7 +108,7 @@ def check_config(config: dict) -> dict:
 
     if not isinstance(config, dict):
         raise TracekitError(f"record_config: the config must be a dict, not {type(config).__name__}")
-    top = {"model", "plan", "steps", "world", "markers"}
+    top = {"model", "plan", "steps", "world", "gloo_threads", "markers"}
     for k in config:
         if k not in top:
             raise TracekitError(f"record_config: unknown key {k!r}; the config takes {', '.join(sorted(top))}")
@@ -137,32 +138,65 @@ def record_config(prof, config: dict) -> None:
     _PENDING[id(prof)] = check_config(config)
 
 
-def mark_process_groups(groups) -> dict[str, str]:
-    """Tie Gloo worker threads to their process groups, for traces recorded on CPU.
+def gloo_threads(groups) -> dict[str, str]:
+    """Which Gloo worker threads serve which process group: ``{thread id: group name}``.
 
-    Gloo ops in a trace do not name their process group, but each group runs its ops on worker threads
-    of its own. Call this inside the profiled region (in a step that is recorded) with the groups the
-    training uses (``{role: ProcessGroup}`` or a list); it runs, per group, ``MARKERS_PER_GROUP``
-    allreduces of a distinctive element count (``MARKER_BASE`` + i) and returns ``{count: group name}``.
-    Put that under ``"markers"`` in the config given to :func:`record_config`: the ``collectives``
-    view then gives every Gloo op the group of its thread, and flags the marker allreduces
-    (``tracekit_marker``) so that ``tracekit validate`` leaves them out. No other collective is dropped
-    or changed. Does nothing on NCCL groups (their kernels name the group) and returns ``{}`` there.
+    Gloo ops in a trace name neither their process group nor record_param_comms (PyTorch 2.13), but
+    each group runs its ops on worker threads of its own. Call this once BEFORE the profiler starts, with
+    the groups the training uses (``{role: ProcessGroup}`` or a list, in the same order on every rank),
+    and put the result under ``"gloo_threads"`` in the config given to :func:`record_config`: the
+    ``collectives`` view then gives every Gloo op the group of its thread. It finds the threads by
+    profiling, in a short session of its own, ``MARKERS_PER_GROUP`` asynchronous allreduces per group,
+    again until every worker thread of the group ran one (the members of a group agree on when to stop);
+    none of them is in the training's trace. Returns ``{}`` for NCCL groups (their kernels name the group).
     """
     import torch
     import torch.distributed as dist
+
+    from .errors import TracekitError
 
     groups = list(groups.values()) if isinstance(groups, dict) else list(groups)
     by_name = {dist._get_process_group_name(g): g for g in groups}
     if not by_name or any(dist.get_backend(g) != "gloo" for g in by_name.values()):
         return {}
-    markers = {str(MARKER_BASE + i): name for i, name in enumerate(by_name)}
-    for numel, name in markers.items():
-        works = [dist.all_reduce(torch.zeros(int(numel)), group=by_name[name], async_op=True)
+    if torch.autograd.profiler._is_profiler_enabled:
+        raise TracekitError("gloo_threads: call it before the profiler starts (its allreduces would be "
+                            "in the trace); see examples/gpt/train.py")
+    found: dict[str, str] = {}
+    for name, group in by_name.items():
+        want = getattr(getattr(group._get_backend(torch.device("cpu")), "options", None), "_threads", 1)
+        tids: set[int] = set()
+        for _ in range(MAX_ROUNDS):
+            tids |= _threads_running(group)
+            done = torch.tensor([int(len(tids) >= want)])
+            dist.all_reduce(done, op=dist.ReduceOp.MIN, group=group)
+            if done.item():
+                break
+        else:
+            raise TracekitError(f"gloo_threads: group {name} ran its allreduces on {len(tids)} of its "
+                                f"{want} worker threads in {MAX_ROUNDS} rounds")
+        found.update({str(t): name for t in sorted(tids)})
+    return found
+
+
+def _threads_running(group) -> set[int]:
+    """The trace thread ids of the Gloo ops of one burst of allreduces on ``group``, profiled apart."""
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        works = [dist.all_reduce(torch.zeros(MARKER_NUMEL), group=group, async_op=True)
                  for _ in range(MARKERS_PER_GROUP)]
         for w in works:
             w.wait()
-    return markers
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "threads.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    return {e["tid"] for e in events if e.get("name") == "gloo:all_reduce" and e.get("ph") == "X"}
 
 
 def read_config(metadata: dict) -> dict | None:

@@ -21,7 +21,6 @@ SELECT c.pg_name, nullif(c.pg_desc, '') AS pg_desc, c.collective,
 FROM collectives c
 LEFT JOIN collective_waits w ON w.rank = c.rank AND w.event_index = c.event_index
 LEFT JOIN collective_instances i ON i.instance_key = w.instance_key
-WHERE NOT c.tracekit_marker
 GROUP BY c.pg_name, c.pg_desc, c.collective, c.group_size
 """
 

@@ -60,7 +60,7 @@ def validate(run, config: dict | None = None) -> pa.Table:
     unsized = 0
     for row in run.sql("SELECT rank, collective, pg_name, count(*) AS n, CAST(sum(bytes) AS BIGINT) AS b, "
                        "count(*) - count(bytes) AS nb "
-                       "FROM collectives WHERE NOT tracekit_marker GROUP BY ALL").to_pylist():
+                       "FROM collectives GROUP BY ALL").to_pylist():
         groups = groups_of.get(row["rank"], default_groups)
         key = (row["collective"], _role_of(row["pg_name"], row["collective"], groups, roles))
         acc = measured.setdefault(key, [0, 0])

@@ -115,7 +115,7 @@ def measured(run, rp: RunPlan) -> dict[tuple[str, str], dict]:
 
 def coverage(run) -> str | None:
     """Why the model does not cover this run (a collective it never predicts), or None."""
-    rows = run.sql("SELECT collective, count(*) AS n FROM collectives WHERE NOT tracekit_marker GROUP BY ALL "
+    rows = run.sql("SELECT collective, count(*) AS n FROM collectives GROUP BY ALL "
                    "ORDER BY n DESC").to_pylist()
     out = [r for r in rows if r["collective"] not in MODELLED | IGNORED]
     if not out:

@@ -67,12 +67,13 @@ def main(argv=None) -> int:
     plan["groups"] = names
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    from tracekit.profiler import mark_process_groups, record_config, trace_handler
+    from tracekit.profiler import gloo_threads, record_config, trace_handler
 
     config = {"model": {"layers": cfg.n_layer, "hidden": cfg.n_embd, "heads": cfg.n_head, "vocab": cfg.vocab_size,
                         "seq": args.seq, "micro_batch": args.micro_batch, "micro_batches": args.micro_batches,
                         "dtype": "float32"},
-              "plan": plan, "steps": args.steps, "world": world}
+              "plan": plan, "steps": args.steps, "world": world,
+              "gloo_threads": gloo_threads(groups)}  # Gloo worker threads -> groups, found before profiling
     gen = torch.Generator().manual_seed(1234 + rank)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -80,10 +81,8 @@ def main(argv=None) -> int:
     schedule = torch.profiler.schedule(wait=1, warmup=1, active=args.steps, repeat=1)
     with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
                                 on_trace_ready=trace_handler(args.trace_dir)) as prof:
+        record_config(prof, config)
         for it in range(2 + args.steps):
-            if it == 2:  # first active step: Gloo threads -> groups (see tracekit.profiler), then the config
-                config["markers"] = mark_process_groups(groups)
-                record_config(prof, config)
             tokens = torch.randint(0, cfg.vocab_size, (plan["batch"], args.seq + 1), generator=gen).to(device)
             step_fn(tokens[:, :-1], tokens[:, 1:])
             prof.step()

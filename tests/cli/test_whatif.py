@@ -23,7 +23,7 @@ SELECT c.pg_desc AS grp, CASE WHEN c.collective IN ('send', 'recv') THEN c.colle
        w.rank, CAST(sum(i.transfer_ns) AS DOUBLE) AS t
 FROM collective_waits w JOIN collective_instances i USING (instance_key)
 JOIN _collectives c ON c.rank = w.rank AND c.event_index = w.event_index
-WHERE i.status = 'clean' AND NOT c.tracekit_marker GROUP BY ALL
+WHERE i.status = 'clean' GROUP BY ALL
 """
 
 

@@ -109,9 +109,20 @@ def test_gloo_trace_with_one_process_group_attaches_it(tmp_path):
     assert by_group == {"default_pg"}
 
 
-def test_gloo_markers_name_groups_and_no_collective_is_dropped(tmp_path):
-    # thread 7 ran the marker allreduces of group "5" (size 7919); thread 8 ran a real allreduce of
-    # another group, which no marker names: it stays in, unflagged and unnamed
+def test_gloo_threads_in_the_config_name_groups(tmp_path):
+    # the config says thread 7 serves group "5" (tracekit.profiler.gloo_threads); thread 8 is not listed
+    other = [cpu_op("gloo:all_reduce", 30, 2, tid=8, **{"Input Dims": [[7920]], "Input type": ["float"]})]
+    write_trace(tmp_path / "rank0.json", [step(1, 0, 100)] + gloo_ops(tid=7) + other,
+                header={**dist(0, world=2, backend="gloo"), "tracekit_config": {"gloo_threads": {"7": "5"}}})
+    run = tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
+    got = rows(run, "SELECT stream, collective, pg_name FROM collectives ORDER BY ts_ns")
+    assert [(r["stream"], r["collective"], r["pg_name"]) for r in got] == [
+        (7, "allreduce", "5"), (7, "allgather", "5"), (8, "allreduce", None)]
+
+
+def test_old_gloo_markers_name_groups_and_are_left_out_of_every_figure(tmp_path):
+    # traces of older tracekit: thread 7 ran the marker allreduces of group "5" (size 7919, 1 us each);
+    # thread 8 ran a real allreduce of another group, which no marker names: it stays in, unnamed
     marker = [cpu_op("gloo:all_reduce", 1 + i, 1, tid=7, **{"Input Dims": [[7919]], "Input type": ["float"]})
               for i in range(2)]
     other = [cpu_op("gloo:all_reduce", 30, 2, tid=8, **{"Input Dims": [[7920]], "Input type": ["float"]})]
@@ -119,10 +130,11 @@ def test_gloo_markers_name_groups_and_no_collective_is_dropped(tmp_path):
     write_trace(tmp_path / "rank0.json", evs,
                 header={**dist(0, world=2, backend="gloo"), "tracekit_config": {"markers": {"7919": "5"}}})
     run = tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
-    got = rows(run, "SELECT stream, collective, pg_name, tracekit_marker FROM collectives ORDER BY ts_ns")
-    assert len(got) == 5  # every gloo op of the trace
-    assert [(r["stream"], r["pg_name"], r["tracekit_marker"]) for r in got] == [
-        (7, "5", True), (7, "5", True), (7, "5", False), (7, "5", False), (8, None, False)]
+    got = rows(run, "SELECT stream, collective, pg_name FROM collectives ORDER BY ts_ns")
+    assert [(r["stream"], r["pg_name"]) for r in got] == [(7, "5"), (7, "5"), (8, None)]
+    # comm: the job's three ops, 5 + 5 + 2 us apart from each other; the two 1 us markers are not in it
+    (s,) = tracekit.report(run, "summary").to_pylist()
+    assert (s["comm_ms"], s["collectives"]) == (pytest.approx(0.012), 3)
 
 
 def two_ranks(tmp_path, r0, r1):

@@ -19,5 +19,4 @@ FROM collectives c
 LEFT JOIN comm_exposure x ON x.rank = c.rank AND x.event_index = c.event_index
 LEFT JOIN collective_waits w ON w.rank = c.rank AND w.event_index = c.event_index
 LEFT JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
-WHERE NOT c.tracekit_marker
 GROUP BY ALL

@@ -18,9 +18,8 @@ SELECT w.rank, i.collective, c.pg_name, nullif(c.pg_desc, '') AS pg_desc, i.expe
 FROM collective_instances i JOIN w USING (instance_key)
 JOIN _collectives c ON c.rank = w.rank AND c.event_index = w.event_index
 WHERE i.status = 'clean' AND i.bytes > 0 AND i.transfer_ns > 0 AND i.expected_ranks IS NOT NULL
-  AND NOT c.tracekit_marker
 UNION ALL
 SELECT c.rank, c.collective, c.pg_name, nullif(c.pg_desc, ''), c.group_size, c.bytes, c.dur_ns, 'one rank'
 FROM collectives c, one
-WHERE one.yes AND c.bytes > 0 AND c.dur_ns > 0 AND NOT c.tracekit_marker
+WHERE one.yes AND c.bytes > 0 AND c.dur_ns > 0
   AND (c.group_size IS NOT NULL OR c.collective IN ('send', 'recv'))

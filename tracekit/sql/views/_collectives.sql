@@ -63,20 +63,29 @@ gpu AS (
                 ELSE 'kernel name only' END AS meta_source,
            coalesce(ck.seq, l.a.seq) AS seq, coalesce(ck.comms_id, l.a.cid) AS comms_id,
            coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
-           false AS tracekit_marker, ck.event_index
+           ck.event_index
     FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
--- Gloo ops do not name their process group, but each group has its own worker threads. A trace
--- whose process groups tracekit.profiler.mark_process_groups marked lists marker allreduces
--- (tracekit_config.markers: element count -> group name); the threads that ran them serve that group.
--- The markers stay in (they ran), flagged tracekit_marker.
+-- Gloo ops do not name their process group (PyTorch 2.13 records neither the group nor
+-- record_param_comms for them), but each group has worker threads of its own. Where the trace's config
+-- lists them (tracekit_config.gloo_threads: thread id -> group name, from
+-- tracekit.profiler.gloo_threads, found before profiling) a Gloo op takes its thread's group.
+-- Traces of older tracekit instead list marker allreduces (tracekit_config.markers: element count ->
+-- group name) that ran in the profiled step; the threads that ran them serve that group, and the markers
+-- themselves are tracekit's, not the job's: left out here, so out of every view and report.
 markers AS (
     SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
            json_extract_string(t.metadata, '$.tracekit_config.markers."' || u.k || '"') AS pg_name
     FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.markers'))) AS u(k)),
 gloo_threads AS (
-    SELECT o.rank, o.tid, any_value(m.pg_name) AS pg_name
-    FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
-    WHERE o.name = 'gloo:all_reduce' GROUP BY ALL),
+    SELECT rank, tid, any_value(pg_name) AS pg_name FROM (
+        SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS tid,
+               json_extract_string(t.metadata, '$.tracekit_config.gloo_threads."' || u.k || '"') AS pg_name
+        FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.gloo_threads'))) AS u(k)
+        UNION ALL
+        SELECT o.rank, o.tid, m.pg_name
+        FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
+        WHERE o.name = 'gloo:all_reduce')
+    GROUP BY ALL),
 gloo AS (
     SELECT o.rank, CASE WHEN tk_in_span(o.ts_ns, st.ts_ns, st.end_ns) THEN st.step END AS step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
            o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
@@ -86,14 +95,13 @@ gloo AS (
            coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
            coalesce(o.in_msg_nelems, o.shape_in_nelems) AS in_nelems,
            coalesce(o.out_msg_nelems, o.shape_out_nelems) AS out_nelems_rec,
-           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank,
-           (o.name = 'gloo:all_reduce' AND th.pg_name IS NOT NULL
-            AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank)) AS tracekit_marker,
-           o.event_index
+           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
     FROM comm_ops o
     LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
     ASOF LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns >= st.ts_ns
-    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)),
+    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
+      AND NOT (o.name = 'gloo:all_reduce'
+               AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
 allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
 -- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):
 -- every collective of that rank is in it
@@ -150,5 +158,5 @@ SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.c
        m.dtype, m.elem_bytes, m.in_nelems, m.out_nelems, m.bytes,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,
-       m.meta_source, m.tracekit_marker, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
+       m.meta_source, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
 FROM msg m;

@@ -34,7 +34,6 @@
 -- @column algbw_gbps: bytes / dur_ns = algorithm bandwidth, GB/s (decimal, 1e9 bytes/s)
 -- @column busbw_gbps: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.busbw_gbps is the transfer's
 -- @column meta_source: kernel args, launching CPU op, kernel name only, or gloo op
--- @column tracekit_marker: an allreduce that tracekit.profiler.mark_process_groups ran to tie Gloo worker threads to their group (validate leaves them out; reports count them: they ran)
 -- @column seq: collective sequence number in its process group, when the trace has it
 -- @column comms_id: collective instance id, when the trace has it
 -- @column src_rank: point-to-point source, when the trace has it
