@@ -22,6 +22,7 @@ from . import settings
 from . import sql as _sql
 from .comms.buckets import bucket_rows
 from .comms.comm_kernels import comm_kernel_rows
+from .kernel_families import family_rows
 from .comms.dtypes import dtype_rows
 from .errors import TracekitError
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
@@ -46,6 +47,10 @@ FACT_TABLES = {
                         ("kind", "VARCHAR", "collective, p2p, ep_dispatch, ep_combine or sync"),
                         ("collective", "VARCHAR", "the collective the name says (NULL: read it from the name, see tk_collective)"),
                         ("source", "VARCHAR", "the public source that names the kernel")],
+    "tk_kernel_families": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
+                           ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind, backslash escapes _)"),
+                           ("family", "VARCHAR", "gemm, attention or elementwise (a name no pattern matches: other)"),
+                           ("why", "VARCHAR", "what the pattern catches")],
 }
 
 
@@ -69,7 +74,7 @@ def _facts_key(catalogue: tuple) -> str:
 def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None = None) -> None:
     """The fact tables and macros every connection has, run or single rank."""
     rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets),
-            "tk_comm_kernels": comm_kernel_rows()}
+            "tk_comm_kernels": comm_kernel_rows(), "tk_kernel_families": family_rows()}
     for name, cols in FACT_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)

@@ -29,7 +29,7 @@ TABLES = {
 # (collectives' size buckets, exposure labels).
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
-                    "collective_instances", "stragglers"]
+                    "collective_instances", "stragglers", "step_breakdown"]
 _HELPERS = ["_collectives", "_comm_exposure"]
 
 

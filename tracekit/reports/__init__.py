@@ -5,11 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..errors import TracekitError
-from . import collectives, doctor, exposed, overlap, skew, stragglers, summary
+from . import breakdown, collectives, doctor, exposed, overlap, skew, stragglers, summary
 from .base import Report
 
 REGISTRY: dict[str, Report] = {m.REPORT.name: m.REPORT for m in (summary, collectives, overlap, exposed, skew,
-                                                                  stragglers, doctor)}
+                                                                  stragglers, breakdown, doctor)}
 
 
 def get(name: str) -> Report:

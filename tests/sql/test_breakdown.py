@@ -1,0 +1,82 @@
+"""The breakdown report: on a hand-worked two-rank timeline (every expected figure below is worked out
+by hand from the events' times), and on every shared trace, where the parts must add up to windows
+computed here from the steps and the kernels, independently of step_breakdown."""
+
+import pytest
+
+import tracekit
+from tests.conftest import all_shared_files, dist, write_trace
+from tests.tracegen import kernel, step
+
+GROUP = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+         "Group size": 2, "Process Group Name": "1", "Process Group Description": "DP",
+         "Process Group Ranks": "[0, 1]"}
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def hand_run(tmp_path):
+    # rank 0, times in us. Step 1 [0, 100), step 2 [100, 200) (CPU spans).
+    r0 = [step(1, 0, 100), step(2, 100, 100)]
+    r0 += kernel("volta_sgemm_128x32_nt", 10, 20)                       # gemm [10, 30)
+    r0 += kernel("void at::native::vectorized_elementwise_kernel<4>", 25, 15, stream=8)  # [25, 40)
+    r0 += kernel(NCCL, 50, 30, stream=20, **GROUP)                       # [50, 80); rank 1 arrives at 60
+    r0 += [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 9, "ts": 85, "dur": 5,
+            "args": {"stream": 9}}]                                       # [85, 90)
+    r0 += kernel("flash_fwd_kernel", 95, 10)                            # [95, 105): crosses into step 2
+    r0 += kernel("triton_poi_fused_add_0", 150, 10)                     # [150, 160)
+    r0 += kernel("my_custom_kernel", 160, 10)                           # [160, 170)
+    r0 += kernel("late_kernel", 210, 10, launch=(209, 1))               # outside every step
+    r1 = [step(1, 0, 100), step(2, 100, 100)] + kernel(NCCL, 60, 20, stream=20, **GROUP)  # [60, 80)
+    for r, evs in ((0, r0), (1, r1)):
+        write_trace(tmp_path / f"rank{r}.json", evs, header=dist(r, world=2))
+    return tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+
+
+def test_a_hand_worked_timeline(tmp_path):
+    run = hand_run(tmp_path)
+    got = {(r["rank"], r["step"]): r for r in tracekit.report(run, "breakdown").to_pylist()}
+    assert set(got) == {(0, 1), (0, 2), (0, -1), (1, 1), (1, 2)}
+    cols = ("window_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_ms", "memory_ms",
+            "wait_ms", "starved_ms", "outside_ms")
+    ms = 1e-3  # the figures below are in us
+    expected = {
+        # gemm [10, 25) alone + half of [25, 30) shared with the elementwise kernel; elementwise the other
+        # half + [30, 40); attention [95, 100); allreduce: waits [50, 60) for rank 1, transfers [60, 80);
+        # memcpy [85, 90); idle [0, 10) [40, 50) [80, 85) [90, 95)
+        (0, 1): (100, 17.5, 5, 12.5, 0, 20, 5, 10, 30, 0),
+        # attention [100, 105), triton_poi [150, 160), other [160, 170); the rest starved; the last
+        # step ends at its CPU end (200), after its last kernel
+        (0, 2): (100, 0, 5, 10, 10, 0, 0, 0, 75, 0),
+        (0, -1): (20, 0, 0, 0, 10, 0, 0, 0, 0, 10),  # [200, 210) idle, the late kernel [210, 220)
+        (1, 1): (100, 0, 0, 0, 0, 20, 0, 0, 80, 0),  # arrives last at 60: no wait
+        (1, 2): (100, 0, 0, 0, 0, 0, 0, 0, 100, 0),
+    }
+    for key, exp in expected.items():
+        assert tuple(got[key][c] for c in cols) == pytest.approx(tuple(v * ms for v in exp)), key
+    assert got[(0, 1)]["comm_by_group"] == "DP 0.020"
+    by_rank = {r["rank"]: r for r in tracekit.report(run, "breakdown", by="rank").to_pylist()}
+    assert by_rank[0]["window_ms"] == pytest.approx(220 * ms) and by_rank[0]["starved_ms"] == pytest.approx(105 * ms)
+
+
+WINDOWS = """
+WITH st AS (SELECT rank, step, ts_ns, end_ns, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS nxt
+            FROM steps WHERE step IS NOT NULL),
+k AS (SELECT rank, step, max(end_ns) AS e FROM gpu_kernels WHERE step IS NOT NULL GROUP BY ALL)
+SELECT st.rank, st.step, coalesce(st.nxt, greatest(st.end_ns, coalesce(k.e, st.end_ns))) - st.ts_ns AS w
+FROM st LEFT JOIN k USING (rank, step)
+"""
+
+
+@pytest.mark.parametrize("trace", all_shared_files(), ids=lambda p: getattr(p, "name", str(p)))
+def test_parts_add_up_to_each_step_window_on_shared_traces(trace, tmp_path):
+    run = tracekit.ingest([trace], tmp_path / "run", jobs=1)
+    parts = ("compute_ms", "comm_ms", "memory_ms", "wait_ms", "starved_ms", "outside_ms")
+    windows = {(r["rank"], r["step"]): r["w"] / 1e6 for r in run.sql(WINDOWS).to_pylist()}
+    rows = tracekit.report(run, "breakdown").to_pylist()
+    for r in rows:
+        assert sum(r[p] for p in parts) == pytest.approx(r["window_ms"], rel=1e-9, abs=1e-9), r
+        fams = r["gemm_ms"] + r["attention_ms"] + r["elementwise_ms"] + r["other_ms"]
+        assert fams == pytest.approx(r["compute_ms"], rel=1e-9, abs=1e-9)
+        if r["step"] != -1:
+            assert r["window_ms"] == pytest.approx(windows[(r["rank"], r["step"])], rel=1e-9), r
+    assert {k for k in windows} <= {(r["rank"], r["step"]) for r in rows}

@@ -1,0 +1,94 @@
+-- step_breakdown: where each rank's time goes, step by step, as a partition: every nanosecond of a
+-- rank's timeline (from its first interval or step to its last) is in exactly one row's part.
+-- Windows: step N on a rank runs from the CPU start of its ProfilerStep#N to the CPU start of the
+-- rank's next step; the last step ends at the later of its CPU end and the end of the last GPU interval
+-- it launched. Time outside every window is step -1. Within a window each instant goes to the first
+-- of: compute (a compute kernel runs; shared between the families running then in proportion to their
+-- kernels), comm (a comm kernel runs past the time its collective's last rank arrived: the exposed
+-- transfer; shared equally between the groups running then), idle 'waiting at a collective' (a comm
+-- kernel runs but its clean matched instance's last rank has not arrived: collective_waits.wait_ns),
+-- memory (memcpy/memset), idle 'starved' (nothing runs inside a step: the GPU waits for the CPU to
+-- launch), idle 'outside steps' (nothing runs, outside every step). Kernel families: tk_kernel_families
+-- (tracekit/kernel_families.csv; first pattern wins; no match: other). CPU-only (Gloo) ranks: the
+-- compute intervals are CPU ops (family other), the comm ones Gloo ops (comm_intervals).
+-- @column rank: global rank
+-- @column step: ProfilerStep number (-1: outside every step's window)
+-- @column part: compute, comm, memory or idle
+-- @column detail: compute: gemm, attention, elementwise or other; comm: the process group (comm_exposure.group_label); memory: memcpy/memset; idle: waiting at a collective, starved or outside steps
+-- @column ns: time, ns (fractional where several families or groups share an instant)
+-- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
+CREATE OR REPLACE VIEW step_breakdown AS
+WITH st AS (
+    SELECT rank, step, ts_ns AS w0, end_ns, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns, step) AS next0
+    FROM steps WHERE step IS NOT NULL),
+gpu_end AS (SELECT rank, step, max(end_ns) AS e FROM comm_intervals WHERE step IS NOT NULL GROUP BY ALL),
+win AS (
+    SELECT st.rank, st.step, st.w0,
+           coalesce(st.next0, greatest(st.end_ns, coalesce(g.e, st.end_ns))) AS w1
+    FROM st LEFT JOIN gpu_end g ON g.rank = st.rank AND g.step = st.step),
+names AS (SELECT DISTINCT name FROM gpu_kernels WHERE kind = 'compute'),
+fam AS (
+    SELECT n.name, arg_min(f.family, f.rule_order) AS family
+    FROM names n JOIN tk_kernel_families f ON n.name ILIKE f.pattern ESCAPE '\'
+    GROUP BY n.name),
+clean_wait AS (
+    SELECT w.rank, w.event_index, w.wait_ns
+    FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
+    WHERE w.wait_ns > 0),
+iv AS (
+    SELECT i.rank, i.kind, i.ts_ns, i.end_ns,
+           CASE WHEN i.kind = 'compute' THEN coalesce(f.family, 'other')
+                WHEN i.kind = 'comm' THEN coalesce(x.group_label, 'unknown') END AS detail,
+           least(i.end_ns, i.ts_ns + coalesce(cw.wait_ns, 0)) AS arrived_ns
+    FROM comm_intervals i
+    LEFT JOIN gpu_kernels g ON i.kind = 'compute' AND g.rank = i.rank AND g.event_index = i.event_index
+    LEFT JOIN fam f ON f.name = g.name
+    LEFT JOIN comm_exposure x ON i.kind = 'comm' AND x.rank = i.rank AND x.event_index = i.event_index
+    LEFT JOIN clean_wait cw ON i.kind = 'comm' AND cw.rank = i.rank AND cw.event_index = i.event_index
+    WHERE i.end_ns > i.ts_ns),
+pieces AS (  -- a comm kernel is two pieces: waiting for the last rank, then the transfer
+    SELECT rank, CASE WHEN kind = 'compute' THEN 'c_' || detail ELSE kind END AS cls, detail, ts_ns AS t0, end_ns AS t1
+    FROM iv WHERE kind IN ('compute', 'memory')
+    UNION ALL SELECT rank, 'wait', detail, ts_ns, arrived_ns FROM iv WHERE kind = 'comm' AND arrived_ns > ts_ns
+    UNION ALL SELECT rank, 'comm', detail, arrived_ns, end_ns FROM iv WHERE kind = 'comm' AND end_ns > arrived_ns),
+pts AS (
+    SELECT rank, t0 AS t, 1 AS d, cls FROM pieces
+    UNION ALL SELECT rank, t1, -1, cls FROM pieces
+    UNION ALL SELECT rank, w0, 0, NULL FROM win
+    UNION ALL SELECT rank, w1, 0, NULL FROM win),
+agg AS (
+    SELECT rank, t,
+           coalesce(sum(d) FILTER (WHERE cls = 'c_gemm'), 0) AS g, coalesce(sum(d) FILTER (WHERE cls = 'c_attention'), 0) AS a,
+           coalesce(sum(d) FILTER (WHERE cls = 'c_elementwise'), 0) AS e, coalesce(sum(d) FILTER (WHERE cls = 'c_other'), 0) AS o,
+           coalesce(sum(d) FILTER (WHERE cls = 'comm'), 0) AS c, coalesce(sum(d) FILTER (WHERE cls = 'wait'), 0) AS w,
+           coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS m
+    FROM pts GROUP BY rank, t),
+run AS (
+    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t1,
+           sum(g) OVER x AS g, sum(a) OVER x AS a, sum(e) OVER x AS e, sum(o) OVER x AS o,
+           sum(c) OVER x AS c, sum(w) OVER x AS w, sum(m) OVER x AS m
+    FROM agg WINDOW x AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
+seg AS (
+    SELECT r.*, CAST(r.t1 - r.t AS DOUBLE) AS len,
+           CASE WHEN tk_in_span(r.t, wn.w0, wn.w1) THEN wn.step ELSE -1 END AS step
+    FROM run r ASOF LEFT JOIN win wn ON wn.rank = r.rank AND r.t >= wn.w0
+    WHERE r.t1 > r.t),
+shared AS (  -- exposed transfer and waiting, shared between the groups whose pieces cover the segment
+    SELECT s.rank, s.step, CASE WHEN s.c > 0 THEN 'comm' ELSE 'idle' END AS part,
+           CASE WHEN s.c > 0 THEN p.detail ELSE 'waiting at a collective' END AS detail,
+           s.len / count(*) OVER (PARTITION BY s.rank, s.t) AS ns
+    FROM seg s JOIN pieces p ON p.rank = s.rank AND p.cls = CASE WHEN s.c > 0 THEN 'comm' ELSE 'wait' END
+                            AND p.t0 <= s.t AND s.t1 <= p.t1
+    WHERE s.g + s.a + s.e + s.o = 0 AND (s.c > 0 OR s.w > 0)),
+parts AS (
+    SELECT rank, step, 'compute' AS part, fam.detail, len * fam.n / (g + a + e + o) AS ns
+    FROM seg, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
+    WHERE g + a + e + o > 0 AND fam.n > 0
+    UNION ALL SELECT rank, step, part, detail, ns FROM shared
+    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', len FROM seg WHERE g + a + e + o + c + w = 0 AND m > 0
+    UNION ALL SELECT rank, step, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, len
+    FROM seg WHERE g + a + e + o + c + w + m = 0),
+windows AS (SELECT rank, step, sum(len) AS window_ns FROM seg GROUP BY ALL)
+SELECT p.rank, p.step, p.part, p.detail, sum(p.ns) AS ns, any_value(w.window_ns) AS window_ns
+FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
+GROUP BY p.rank, p.step, p.part, p.detail;
