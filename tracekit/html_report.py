@@ -1,77 +1,154 @@
-"""`tracekit html RUN -o report.html`: one self-contained page (no network: plots are embedded PNGs)
-with what summary, collectives, overlap, exposed --by group, skew and, when the run carries a training
-config, validate say, and the plots. Where a section has nothing to show, the page says why."""
+"""`tracekit html RUN -o report.html`: one self-contained page (no network: the Plotly bundle is embedded)
+with the run's identity, then what summary, collectives, overlap, exposed --by group, skew and, when the
+run carries a training config, validate say, with interactive charts (values on hover). Wide tables show
+the columns a reader needs first, the rest one click away; a section with nothing to show says why."""
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import html
-import os
-import tempfile
 
-from . import plot
+import pyarrow as pa
+
+from . import __version__, figures
 from .errors import TracekitError
 from .render import to_html
 from .reports import get
 from .reports.base import note_of
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;
-margin-top:2em;border-bottom:1px solid #ccc}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:.2em .5em}td.n{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f4f4f4}img{max-width:100%;border:1px solid #eee}p.why{color:#666;font-style:italic}
-table{display:block;overflow-x:auto;max-width:100%}"""
-# says on the browser's console if an embedded plot failed to decode (the tests read the console)
-CHECK = """<script>window.addEventListener("load",()=>{for(const i of document.images){if(!i.complete||
-i.naturalWidth===0){console.error("plot failed to load: "+i.alt)}}})</script>"""
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{border:1px solid #ddd;padding:.2em .5em}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4;text-align:left}
+p.why{color:#444;background:#f6f8fa;border-left:3px solid #9ab;padding:.4em .7em}
+details{margin:.3em 0 .8em}summary{cursor:pointer;color:#0366d6}.scroll{overflow-x:auto;max-width:100%}
+table.identity td:first-child{font-weight:600;background:#f8f8f8}p.meta{color:#666;margin-top:0}
+.plot{width:100%}"""
+# says on the browser's console if a chart failed to draw (the tests read the console)
+CHECK = """<script>window.addEventListener("load",()=>{for(const d of document.querySelectorAll("div.plot")){
+if(!d.querySelector(".main-svg")){console.error("chart failed to draw: "+d.id)}}})</script>"""
+
+# the rows the charts take (from the public views; the tables beside them show the same numbers)
+SIZES_SQL = """SELECT collective, size_bucket_lo, any_value(size_bucket) AS size_bucket, count(*) AS n
+FROM collectives WHERE bytes IS NOT NULL GROUP BY collective, size_bucket_lo ORDER BY size_bucket_lo"""
+BY_STEP_SQL = """SELECT step, sum(overlap_ns) / 1e6 AS overlap_ms, sum(exposed_comm_ns) / 1e6 AS exposed_comm_ms,
+       sum(compute_ns) / 1e6 AS compute_ms
+FROM comm_overlap WHERE step IS NOT NULL GROUP BY step ORDER BY step"""
+WAITS_SQL = """SELECT i.instance_key, i.first_start_ns, w.rank, w.wait_ns FROM collective_waits w
+JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' ORDER BY i.first_start_ns, w.rank"""
+
+# the columns each table shows first; the rest are one click away
+FIRST = {
+    "summary": ["rank", "steps", "window_ms", "busy_pct", "comm_ms", "exposed_comm_ms", "overlap_pct",
+                "collectives", "top_collective"],
+    "collectives": ["collective", "size_bucket", "count", "total_bytes", "total_ms", "exposed_ms", "busbw_p50_gbps"],
+    "overlap": ["rank", "window_ms", "comm_ms", "compute_ms", "overlap_ms", "exposed_comm_ms", "overlap_pct"],
+    "overlap_step": ["rank", "step", "comm_ms", "compute_ms", "exposed_comm_ms", "overlap_pct"],
+    "skew": ["instance_key", "collective", "bytes", "start_skew_us", "transfer_us", "last_rank", "total_wait_us"],
+    "validate": ["collective", "group", "predicted_count", "measured_count", "predicted_bytes", "measured_bytes",
+                 "bytes_error_pct"],
+}
+MAX_ROWS = 16
 
 
-def _img(make, tmp: str, name: str) -> str:
-    path = os.path.join(tmp, name + ".png")
-    try:
-        make(path)
-    except TracekitError as exc:
-        return f'<p class="why">No plot: {html.escape(str(exc))}</p>'
-    with open(path, "rb") as f:
-        data = base64.b64encode(f.read()).decode()
-    return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+def why(sentence: str) -> str:
+    return f'<p class="why">{html.escape(sentence)}</p>'
 
 
-def _table(run, name: str, **params) -> str:
+def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS) -> str:
+    """The table with its ``first`` columns and first ``max_rows`` rows; when that leaves anything out,
+    the whole table follows in a <details> (one click away)."""
+    cols = [c for c in (first or t.column_names) if c in t.column_names]
+    shown = t.select(cols).slice(0, max_rows)
+    out = f'<div class="scroll">{to_html(shown)}</div>'
+    left = []
+    if t.num_rows > max_rows:
+        left.append(f"{t.num_rows - max_rows:,} more row{'s' if t.num_rows - max_rows != 1 else ''}")
+    if len(cols) < t.num_columns:
+        hidden = [c for c in t.column_names if c not in cols]
+        left.append(f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} ({', '.join(hidden)})")
+    if left:
+        out += (f"<details><summary>The whole table: {' and '.join(left)}</summary>"
+                f'<div class="scroll">{to_html(t)}</div></details>')
+    return out
+
+
+def _report(run, name: str, first_key: str | None = None, **params) -> tuple[pa.Table, str]:
     t = get(name).run(run, **params)
     note = note_of(t)
-    out = to_html(t) if t.num_rows else ""
-    return out + (f'<p class="why">{html.escape(note)}</p>' if note else "")
+    body = table(t, FIRST.get(first_key or name)) if t.num_rows else ""
+    return t, body + (why(note) if note else "")
+
+
+def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
+    return figures.div(fig, div_id) if fig is not None else why(nothing)
+
+
+def identity_table(run) -> str:
+    rows = get("identity").run(run).to_pylist()
+    body = "".join(f"<tr><td>{html.escape(r['item'])}</td><td>{html.escape(r['value'] or '')}</td></tr>" for r in rows)
+    return f'<table class="identity">{body}</table>'
+
+
+def sections(run) -> list[tuple[str, str]]:
+    from .validate import validate
+
+    out = [("Summary", _report(run, "summary")[1])]
+    sizes = run.sql(SIZES_SQL).to_pylist()
+    out.append(("Collectives by message size", _report(run, "collectives")[1] + _chart(
+        figures.message_sizes(sizes), "message_sizes",
+        "No chart: no collective here has a message size (no communication, or traces recorded without "
+        "record_shapes=True).")))
+    t, body = _report(run, "overlap")
+    out.append(("Overlap per rank", body + _chart(
+        figures.overlap(t.to_pylist(), "rank", "rank"), "overlap",
+        "No chart: the traces hold no GPU kernel and no Gloo op, so there is no communication to overlap.")))
+    steps = run.sql(BY_STEP_SQL).to_pylist()
+    chart = (_chart(figures.overlap(steps, "step", "step"), "overlap_by_step", "") if len(steps) > 1 else
+             why("No chart per step: " + ("the run has one step; the chart per rank above shows it." if steps else
+                                         "the traces hold no ProfilerStep (profile with torch.profiler.schedule "
+                                         "and call prof.step() once per training step).")))
+    out.append(("Overlap and exposed communication per step (all ranks)",
+                _report(run, "overlap", "overlap_step", by="step")[1] + chart))
+    out.append(("Exposed communication by process group", _report(run, "exposed", by="group")[1]))
+    skew, body = _report(run, "skew")
+    out.append(("Skew across ranks (most skewed first)", body + _chart(
+        figures.skew_heatmap(run.sql(WAITS_SQL).to_pylist()), "skew",
+        "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
+    try:
+        rows = validate(run)
+    except TracekitError as exc:
+        text = str(exc).split(": ", 1)[-1] if str(exc).startswith(str(run.name)) else str(exc)
+        out.append(("Measured against the model (validate)", why(
+            "Not compared: " + text.replace("; pass one with --config FILE", "; `tracekit validate --config FILE` "
+                                            "takes one"))))
+    else:
+        out.append(("Measured against the model (validate)", table(rows, FIRST["validate"]) + _chart(
+            figures.measured_vs_predicted(rows.to_pylist()), "measured_vs_predicted",
+            "No chart: no collective has both a predicted and a measured volume.")))
+    return out
 
 
 def write_html(run, out: str) -> str:
-    from .validate import validate
+    import os
 
-    parts = [f"<h1>tracekit report</h1><p>{html.escape(run.name)} — {len(run.ranks)} ranks — "
-             f"{_dt.datetime.now().isoformat(timespec='seconds')}</p>"]
-    with tempfile.TemporaryDirectory() as tmp:
-        sections = [
-            ("Summary", _table(run, "summary")),
-            ("Collectives by message size", _table(run, "collectives")
-             + _img(lambda p: plot.message_sizes({"": run}, p), tmp, "message_sizes")),
-            ("Overlap per rank", _table(run, "overlap") + _img(lambda p: plot.overlap(run, p), tmp, "overlap")),
-            ("Overlap and exposed communication per step", _table(run, "overlap", by="step")
-             + _img(lambda p: plot.overlap_by_step(run, p), tmp, "overlap_by_step")),
-            ("Exposed communication by process group", _table(run, "exposed", by="group")),
-            ("Skew across ranks", _table(run, "skew", limit=20) + _img(lambda p: plot.skew_heatmap(run, p), tmp, "skew")),
-        ]
-        try:
-            rows = validate(run)
-            sections.append(("Measured against the model (validate)", to_html(rows) + _img(
-                lambda p: plot.measured_vs_predicted(rows.to_pylist(), p), tmp, "measured_vs_predicted")))
-        except TracekitError as exc:
-            sections.append(("Measured against the model (validate)", f'<p class="why">{html.escape(str(exc))}</p>'))
-        for title, body in sections:
-            parts.append(f"<h2>{html.escape(title)}</h2>{body}")
-    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>tracekit report</title>'
-            f"<style>{STYLE}</style></head><body>{''.join(parts)}{CHECK}</body></html>\n")
+    head = (f"<h1>tracekit report: {html.escape(run.name)}</h1>"
+            f"<p class=\"meta\">tracekit {__version__}, {_dt.datetime.now().isoformat(timespec='seconds')}</p>"
+            + identity_table(run))
+    body = "".join(f"<h2>{html.escape(title)}</h2>{content}" for title, content in sections(run))
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>tracekit report: {html.escape(run.name)}</title><style>{STYLE}</style>"
+            f"<script>{figures.plotly_js()}</script></head><body>{head}{body}{CHECK}</body></html>\n")
     tmp_out = f"{out}.tmp-{os.getpid()}"
     with open(tmp_out, "w", encoding="utf-8") as f:
         f.write(page)
     os.replace(tmp_out, out)
     return out
+
+
+def notebook_html(run) -> str:
+    """A run in Jupyter (Run._repr_html_): its identity, the summary and the doctor's findings."""
+    _, summary = _report(run, "summary")
+    _, doctor = _report(run, "doctor")
+    return (f"<div><b>tracekit run {html.escape(run.name)}</b>{identity_table(run)}"
+            f"<b>summary</b>{summary}<b>doctor</b>{doctor}</div>")

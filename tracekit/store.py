@@ -138,6 +138,12 @@ class Run:
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
         return f"Run({self.name!r}: {len(ranks)} ranks [{shown}], {events:,} events, {len(inputs)} inputs)"
 
+    def _repr_html_(self) -> str:
+        """In Jupyter: the run's identity, its summary and the doctor's findings."""
+        from .html_report import notebook_html
+
+        return notebook_html(self)
+
     @property
     def ranks(self) -> list[int]:
         return [r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]

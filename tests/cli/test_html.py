@@ -1,19 +1,30 @@
-"""tracekit html: a self-contained page, opened in a real headless browser (Debian's chromium, which
-.ci/run installs): it loads with no console message and the screenshot shows the plots."""
+"""tracekit html: a self-contained page, made as a user makes it (the command, from another directory, on
+the traces), then opened in a real headless browser (Debian's chromium, which .ci/run installs): it loads
+with no console message, every chart is drawn, no legend overlaps the plotting area or a bar, and the
+screenshot shows the bars."""
 
+import json
 import os
 import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import IN_CI
-from tracekit.cli.main import main
+from tests.conftest import IN_CI, ROOT, shared_traces
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TAB_BLUE = (31, 119, 180)  # matplotlib's first colour: the bars of the plots
+BLUE, ORANGE, GREY = (31, 119, 180), (255, 127, 14), (127, 127, 127)  # hidden comm, exposed comm, compute
+VERSION_DIR = re.compile(r"\.v-\d+-\d+")  # a run's internal version directory (run.v-PID-NANOS)
+
+# injected into a copy of the page by the test only: the boxes of every chart's legend, plotting area
+# and bars, on the console
+PROBE = """<script>window.addEventListener("load",()=>setTimeout(()=>{const box=e=>{const r=e.getBoundingClientRect();
+return [r.left,r.top,r.right,r.bottom]};for(const d of document.querySelectorAll("div.plot")){
+const lg=d.querySelector("g.legend");console.log("LAYOUT "+JSON.stringify({id:d.id,
+legend:lg?box(lg):null,area:box(d.querySelector("rect.nsewdrag")),
+bars:[...d.querySelectorAll("g.point path")].map(box)}))}},300))</script>"""
 
 
 def chromium():
@@ -25,27 +36,101 @@ def chromium():
     return exe
 
 
-def test_html_report_loads_cleanly_and_shows_the_plots(tmp_path):
-    pytest.importorskip("matplotlib")
-    from PIL import Image
-    page = tmp_path / "report.html"
-    assert main(["html", str(ROOT / "examples" / "traces" / "fsdp"), "-o", str(page)]) == 0
-    text = page.read_text()
-    # self-contained: every image is embedded, nothing is fetched from anywhere
-    assert not re.search(r'(src|href)="(?!data:)', text)
-    assert len(re.findall(r'<img alt="[^"]+" src="data:image/png;base64,', text)) == 5
-    for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks",
+def tk(*args, cwd, env=None):
+    return subprocess.run([sys.executable, "-m", "tracekit.cli.main", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def make_page(tmp_path, traces: pathlib.Path) -> str:
+    work = tmp_path / "work"
+    shutil.copytree(traces, work / "traces")
+    r = tk("html", "traces", "-o", "report.html", cwd=work, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 0 and r.stdout == "report.html\n", r.stderr
+    text = (work / "report.html").read_text()
+    assert text.count(_plotly_js()) == 1  # the charts' JavaScript, embedded once
+    ours = text.replace(_plotly_js(), "")
+    # self-contained: nothing is fetched from anywhere, no static image, the charts are drawn by the page
+    assert not re.search(r'(src|href)="(?!data:)', ours) and "<img" not in ours
+    # the run as the user named it, never a cache or version directory
+    assert "<h1>tracekit report: traces</h1>" in text
+    assert not VERSION_DIR.search(ours) and str(tmp_path / "cache") not in text
+    return text
+
+
+def _plotly_js() -> str:
+    from tracekit.figures import plotly_js
+    return plotly_js()
+
+
+def test_page_of_the_fsdp_example(tmp_path):
+    text = make_page(tmp_path, ROOT / "examples" / "traces" / "fsdp" / "iteration_3")
+    # the header: the example's 2 ranks on one host "vm" (distributedInfo and host_name in the traces), Gloo
+    for item, value in (("ranks", "2 ranks (0–1)"), ("hosts", "1 host: vm"), ("backend", "gloo"),
+                        ("NCCL", "not recorded in the traces"), ("steps", "2")):
+        assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item
+    for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks (most skewed first)",
                   "Exposed communication by process group", "Measured against the model (validate)"):
         assert f"<h2>{title}</h2>" in text
+    assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 4  # sizes, overlap, skew, validate
+    # one step: the per-step section says why it has no chart
+    assert "No chart per step: the run has one step; the chart per rank above shows it." in text
+    # the summary's comm_mb is one click away (<details>), with the whole table
+    assert "<details><summary>The whole table: 1 more column (comm_mb)</summary>" in text
+
+
+def test_page_of_the_dlrm_run_in_chromium(tmp_path):
+    traces = shared_traces() / "param_dlrm_kineto_8rank"
+    text = make_page(tmp_path, traces)
+    for item, value in (("ranks", "8 ranks (0–7)"), ("GPUs", "Tesla V100-SXM2-32GB × 8"), ("steps", "10")):
+        assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item  # SOURCES.md: 8 V100s, ProfilerStep#10
+    assert "Not compared: the traces carry no training config" in text
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", PROBE + "</body>"))
     shot = tmp_path / "shot.png"
     proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--enable-logging=stderr", "--v=0", "--window-size=1200,4000",
-                           f"--screenshot={shot}", page.as_uri()],
+                           "--enable-logging=stderr", "--v=0", "--window-size=1400,4200", "--virtual-time-budget=5000",
+                           f"--screenshot={shot}", probe.as_uri()],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "HOME": str(tmp_path)})
     assert shot.exists(), proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
-    assert console == []
-    img = Image.open(shot).convert("RGB")
-    blue = sum(1 for px in img.getdata() if all(abs(a - b) < 8 for a, b in zip(px, TAB_BLUE)))
-    assert blue > 5000, blue  # the bar plots are drawn
+    layouts = [json.loads(re.search(r'"LAYOUT (.*)", source', line).group(1).replace('\\"', '"'))
+               for line in console if "LAYOUT " in line]
+    assert len(console) == len(layouts), console  # no other console message: every chart drew
+    assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew"}
+
+    def meet(a, b):
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    for x in layouts:
+        if x["legend"]:
+            assert not meet(x["legend"], x["area"]), x  # outside the plotting area: it cannot cover data
+            assert not any(meet(x["legend"], b) for b in x["bars"]), x
+    assert len(next(x for x in layouts if x["id"] == "overlap")["bars"]) == 3 * 8  # hidden, exposed, compute x 8
+
+    import numpy as np
+    from PIL import Image
+    px = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    counts = {c: int((np.abs(px - c) < 8).all(axis=2).sum()) for c in (BLUE, ORANGE, GREY)}
+    assert all(n > 2000 for n in counts.values()), counts  # the bars are drawn, in their three colours
+
+
+def test_run_renders_in_jupyter(tmp_path):
+    import tracekit
+    run = tracekit.open(ROOT / "examples" / "traces" / "fsdp")
+    page = run._repr_html_()
+    assert page.startswith(f"<div><b>tracekit run {ROOT / 'examples' / 'traces' / 'fsdp'}</b>")
+    assert "<tr><td>ranks</td><td>2 ranks (0–1)</td></tr>" in page  # the identity
+    assert "<b>summary</b>" in page and "<th>exposed_comm_ms</th>" in page
+    assert "<b>doctor</b>" in page and '<td class="t">no finding</td>' in page  # the example is healthy
+
+
+def test_identity_report_of_the_b200_trace(tmp_path):
+    # SOURCES.md: rank 0 of 8, NVIDIA B200, NCCL 2.27.5, CUDA runtime 12.9, no ProfilerStep
+    trace = shared_traces() / "tracelens_b200_eager"
+    r = tk("report", trace, "identity", "--format", "csv", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    rows = dict(line.split(",", 1) for line in r.stdout.splitlines()[1:])
+    assert rows["ranks"] == "1 rank (0) of a world of 8" and rows["GPUs"] == "NVIDIA B200"
+    assert rows["NCCL"] == "2.27.5" and rows["CUDA runtime"] == "12.9"
+    assert rows["steps"] == "none (no ProfilerStep in the traces)" and rows["PyTorch"] == "not recorded in the traces"

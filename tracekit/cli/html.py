@@ -10,8 +10,9 @@ from ..html_report import write_html
 @click.argument("run", type=click.Path(exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The page to write.")
 def html_cmd(run, output):
-    """A one-page, self-contained HTML report (no network): summary, collectives, overlap, exposed by
-    group, skew, validate when the run carries a config, and their plots.
+    """A one-page, self-contained HTML report (no network): the run's identity (ranks, hosts, GPUs,
+    versions, steps, window), summary, collectives, overlap, exposed by group, skew, validate when the
+    run carries a config, with interactive charts (values on hover).
 
     \b
     Example:

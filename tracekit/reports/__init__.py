@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..errors import TracekitError
-from . import breakdown, collectives, doctor, exposed, overlap, skew, stragglers, summary
+from . import breakdown, collectives, doctor, exposed, identity, overlap, skew, stragglers, summary
 from .base import Report
 
-REGISTRY: dict[str, Report] = {m.REPORT.name: m.REPORT for m in (summary, collectives, overlap, exposed, skew,
+REGISTRY: dict[str, Report] = {m.REPORT.name: m.REPORT for m in (identity, summary, collectives, overlap, exposed, skew,
                                                                   stragglers, breakdown, doctor)}
 
 

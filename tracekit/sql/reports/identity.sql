@@ -1,0 +1,54 @@
+-- identity: what the run is, one line per item: ranks, hosts, GPUs, backend and versions, steps, window.
+-- Items a trace does not record say so.
+-- @column item: what is described
+-- @column value: its value, as text (counts with thousands separators; "not recorded" where no trace has it)
+WITH tr AS (SELECT * FROM traces),
+ranks AS (
+    SELECT count(*) AS n, max(world_size) AS world, min(rank) AS lo, max(rank) AS hi,
+           sum(event_count) AS events FROM tr),
+hosts AS (SELECT count(DISTINCT host_name) AS n,
+                 string_agg(DISTINCT host_name, ', ' ORDER BY host_name) AS names FROM tr),
+gpus AS (SELECT string_agg(g, ', ' ORDER BY g) AS names
+         FROM (SELECT gpu_name || CASE WHEN count(*) > 1 THEN ' × ' || count(*) ELSE '' END AS g
+               FROM tr WHERE gpu_name IS NOT NULL GROUP BY gpu_name)),
+versions AS (
+    SELECT string_agg(DISTINCT backend, ', ' ORDER BY backend) AS backend,
+           string_agg(DISTINCT nccl_version, ', ' ORDER BY nccl_version) AS nccl,
+           -- CUDA writes its version as major * 1000 + minor * 10 (12090 is 12.9)
+           string_agg(DISTINCT CASE WHEN TRY_CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) >= 1000
+                                    THEN (CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) // 1000) || '.'
+                                         || (CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) % 1000 // 10)
+                                    ELSE json_extract_string(metadata, '$.cuda_runtime_version') END, ', ') AS cuda,
+           string_agg(DISTINCT coalesce(json_extract_string(metadata, '$.pytorch_version'),
+                                        json_extract_string(metadata, '$.tracekit_config.pytorch_version')), ', ')
+               AS torch
+    FROM tr),
+st AS (SELECT step, count(DISTINCT rank) AS ranks FROM steps GROUP BY step),
+steps_text AS (
+    SELECT CASE WHEN count(*) = 0 THEN 'none (no ProfilerStep in the traces)'
+                WHEN max(step) - min(step) + 1 = count(*) AND count(*) > 1
+                    THEN min(step) || '–' || max(step) || ' (' || count(*) || ' steps)'
+                ELSE string_agg(CAST(step AS VARCHAR), ', ' ORDER BY step) END AS t
+    FROM st),
+win AS (SELECT min(window_ns) / 1e6 AS lo, max(window_ns) / 1e6 AS hi FROM comm_overlap WHERE step IS NULL)
+SELECT item, value FROM (
+    SELECT 1 AS o, 'ranks' AS item,
+           format('{:,d}', n) || CASE WHEN n = 1 THEN ' rank' ELSE ' ranks' END
+           || CASE WHEN n > 1 THEN ' (' || lo || '–' || hi || ')' ELSE ' (' || lo || ')' END
+           || CASE WHEN world IS NOT NULL AND world <> n THEN ' of a world of ' || format('{:,d}', world) ELSE '' END
+           AS value FROM ranks
+    UNION ALL SELECT 2, 'hosts', CASE WHEN n = 0 THEN 'not recorded in the traces'
+                                      ELSE format('{:,d}', n) || CASE WHEN n = 1 THEN ' host: ' ELSE ' hosts: ' END || names END
+              FROM hosts
+    UNION ALL SELECT 3, 'GPUs', coalesce(names, 'none recorded (a CPU run, or traces without deviceProperties)') FROM gpus
+    UNION ALL SELECT 4, 'backend', coalesce(backend, 'not recorded (no distributedInfo)') FROM versions
+    UNION ALL SELECT 5, 'NCCL', coalesce(nccl, 'not recorded in the traces') FROM versions
+    UNION ALL SELECT 6, 'CUDA runtime', coalesce(cuda, 'not recorded in the traces') FROM versions
+    UNION ALL SELECT 7, 'PyTorch', coalesce(torch, 'not recorded in the traces') FROM versions
+    UNION ALL SELECT 8, 'steps', t FROM steps_text
+    UNION ALL SELECT 9, 'window', CASE WHEN lo IS NULL THEN 'no interval (no kernel, Gloo or CPU op)'
+                                       WHEN round(lo, 3) = round(hi, 3) THEN format('{:.3f}', lo) || ' ms per rank'
+                                       ELSE format('{:.3f}', lo) || '–' || format('{:.3f}', hi) || ' ms per rank' END
+              FROM win
+    UNION ALL SELECT 10, 'events', format('{:,d}', events) FROM ranks
+) ORDER BY o;
