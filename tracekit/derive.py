@@ -20,6 +20,7 @@ import duckdb
 
 from . import settings
 from . import sql as _sql
+from .comms.bandwidth import BUSBW_FACTORS
 from .comms.buckets import bucket_rows
 from .comms.comm_kernels import comm_kernel_rows
 from .kernel_families import family_rows
@@ -37,7 +38,12 @@ FACTS_DIR = "facts"
 # Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
 FACT_TABLES = {
     "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
-                  ("bytes", "BIGINT", "bytes per element")],
+                  ("bytes", "BIGINT", "bytes per element"),
+                  ("kernel_suffix", "BOOLEAN", "NCCL spells the dtype so at the end of a kernel's name (_f32, _bf16)")],
+    "tk_busbw_factors": [("collective", "VARCHAR", "collective"),
+                         ("coeff", "DOUBLE", "the factor, or its coefficient when per_rank_share"),
+                         ("per_rank_share", "BOOLEAN", "the factor is coeff x (n - 1) / n for a group of n ranks"),
+                         ("point_to_point", "BOOLEAN", "one peer: the factor is coeff whatever the group")],
     "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
                         ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
                         ("bucket_order", "INTEGER", "sort order")],
@@ -67,13 +73,14 @@ def _facts_key(catalogue: tuple) -> str:
     for name in FACTS + REDUCED:
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
+    h.update(repr(BUSBW_FACTORS).encode())
     h.update(repr(catalogue).encode())
     return h.hexdigest()[:16]
 
 
 def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None = None) -> None:
     """The fact tables and macros every connection has, run or single rank."""
-    rows = {"tk_dtypes": dtype_rows(), "tk_size_buckets": bucket_rows(size_buckets),
+    rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS), "tk_size_buckets": bucket_rows(size_buckets),
             "tk_comm_kernels": comm_kernel_rows(), "tk_kernel_families": family_rows()}
     for name, cols in FACT_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")

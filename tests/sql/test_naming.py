@@ -48,15 +48,40 @@ def test_kernel_kind(con, name, cat, kind):
     assert con.execute("SELECT tk_kernel_kind(?, ?)", [name, cat]).fetchone()[0] == kind
 
 
-@pytest.mark.parametrize("coll, n, factor", [
-    ("allreduce", 8, 2 * 7 / 8), ("allgather", 8, 7 / 8), ("reduce_scatter", 4, 3 / 4), ("alltoall", 2, 1 / 2),
-    ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("send", 2, 1.0), ("barrier", 8, None), ("allreduce", None, None),
-])
-def test_busbw_factor_matches_python(con, coll, n, factor):
+# nccl-tests' doc/PERFORMANCE.md, "Summary": busbw = algbw x this factor for n ranks. Send/receive: the
+# algorithm bandwidth itself (one peer); barrier, gather, scatter: none given.
+NCCL_TESTS_FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "alltoallv": lambda n: (n - 1) / n,  # alltoall with per-peer sizes: the same traffic pattern
+    "broadcast": lambda n: 1,
+    "reduce": lambda n: 1,
+    "send": lambda n: 1, "recv": lambda n: 1, "sendrecv": lambda n: 1,
+    "barrier": lambda n: None, "gather": lambda n: None, "scatter": lambda n: None, "unknown": lambda n: None,
+}
+
+
+@pytest.mark.parametrize("coll", sorted(NCCL_TESTS_FACTOR))
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 1024])
+def test_busbw_factor_is_nccl_tests_formula(con, coll, n):
     from tracekit.comms.bandwidth import busbw_factor
-    got = con.execute("SELECT tk_busbw_factor(?, ?)", [coll, n]).fetchone()[0]
-    assert got == pytest.approx(factor) if factor is not None else got is None
-    assert busbw_factor(coll, n) == (pytest.approx(factor) if factor is not None else None)
+    want = NCCL_TESTS_FACTOR[coll](n)
+    got_sql = con.execute("SELECT tk_busbw_factor(?, ?)", [coll, n]).fetchone()[0]
+    got_py = busbw_factor(coll, n)
+    if want is None:
+        assert got_sql is None and got_py is None
+    else:
+        assert got_sql == pytest.approx(want, rel=1e-12) and got_py == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("coll, want", [("allreduce", None), ("broadcast", None), ("send", 1), ("sendrecv", 1)])
+def test_busbw_factor_without_a_group_size(con, coll, want):
+    # a collective's factor needs the group's size; point-to-point has one peer whatever the group
+    from tracekit.comms.bandwidth import busbw_factor
+    assert con.execute("SELECT tk_busbw_factor(?, NULL)", [coll]).fetchone()[0] == want
+    assert busbw_factor(coll, None) == want
 
 
 # Kernel names as public sources spell them (cited in docs/definitions.md): DeepEP's kernels
@@ -123,3 +148,26 @@ def test_comm_kernel_catalogue(con, name, library, kind, collective):
 def test_lookalikes_are_not_comm(con, name):
     assert con.execute("SELECT tk_comm_kernel(?), tk_kernel_kind(?, 'kernel')", [name, name]).fetchone() \
         == (None, "compute")
+
+
+# The dtype a kernel's name alone spells (nothing else says it): NCCL 2.19+ names end in _Sum_f32_RING_LL,
+# older ones in _Sum_float(...) / _Sum_int8_t; expected from the name by hand.
+@pytest.mark.parametrize("name, dtype", [
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "float32"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_NVLS_SIMPLE", "bfloat16"),
+    ("ncclDevKernel_ReduceScatter_Sum_f8e4m3_RING_LL", "float8_e4m3fn"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "float32"),
+    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "int8"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_uint64_t(ncclDevComm*)", "uint64"),
+    ("ncclDevKernel_AllReduce_Sum_u8_TREE_LL128", "uint8"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", None),  # no dtype in the name
+    ("ncclDevKernel_AllReduce_Sum_f32x_RING_LL", None),  # not a whole suffix
+])
+def test_dtype_from_the_kernel_name_alone(tmp_path, name, dtype):
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel
+    write_trace(tmp_path / "r0.json", kernel(name, 10, 5), header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path / "r0.json"], tmp_path / "run", jobs=1)
+    assert run.sql("SELECT dtype, meta_source FROM collectives").to_pylist() == \
+        [{"dtype": dtype, "meta_source": "kernel name only"}]

@@ -23,3 +23,8 @@ def test_buckets_powers_of_two_and_custom():
     assert human_bytes(1536) == "1.5 KiB"
     with pytest.raises(TracekitError, match="cannot read '12 parsecs'"):
         parse_edges("12 parsecs")
+
+
+def test_every_kernel_suffix_is_a_known_spelling():
+    from tracekit.comms.dtypes import KERNEL_SUFFIXES
+    assert [s for s in KERNEL_SUFFIXES if dtype_bytes(s) is None] == []

@@ -2,7 +2,8 @@
 
 Three spellings reach us: PyTorch ScalarType names in record_param_comms/kernel args ("Float",
 "BFloat16"), C++ type names in "Input type" ("float", "c10::BFloat16", "long int"), and NCCL's suffixes
-in kernel names ("f32", "bf16", old "float", "int8_t").
+in kernel names ("f32", "bf16", old "float", "int8_t"): KERNEL_SUFFIXES, which the SQL rule reads from
+the tk_dtypes table (column kernel_suffix).
 """
 
 from __future__ import annotations
@@ -36,13 +37,18 @@ _TABLE: dict[str, tuple[int, tuple[str, ...]]] = {
     "qint32": (4, ("QInt32", "c10::qint32")),
 }
 
+# NCCL's dtype suffixes in kernel names (ncclDevKernel_AllReduce_Sum_f32_RING_LL; before NCCL 2.19
+# ncclKernel_..._Sum_float and ..._int8_t), each a spelling above
+KERNEL_SUFFIXES = ("f16", "f32", "f64", "bf16", "i8", "u8", "i32", "u32", "i64", "u64", "f8e4m3", "f8e5m2", "half",
+                   "float", "double", "int8_t", "uint8_t", "int32_t", "uint32_t", "int64_t", "uint64_t")
 
-def dtype_rows() -> list[tuple[str, str, int]]:
-    """(spelling, canonical, bytes) for every known spelling, for the tk_dtypes table."""
+
+def dtype_rows() -> list[tuple[str, str, int, bool]]:
+    """(spelling, canonical, bytes, kernel_suffix) for every known spelling, for the tk_dtypes table."""
     rows = []
     for canonical, (size, names) in _TABLE.items():
         for name in (canonical, *names):
-            rows.append((name, canonical, size))
+            rows.append((name, canonical, size, name in KERNEL_SUFFIXES))
     return sorted(set(rows))
 
 

@@ -45,6 +45,13 @@ link AS (
     JOIN comm_ops o ON o.rank = st.rank AND o.event_index = st.op_index
     LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
     GROUP BY ALL),
+-- the dtype a kernel's name spells (NCCL's ..._Sum_f32_RING_LL): the spellings tk_dtypes marks as
+-- kernel-name suffixes, between '_' and '_', '(' or the end; once per distinct name
+name_dtype AS (
+    SELECT k.name, regexp_extract(k.name, p.re, 1) AS spelling
+    FROM (SELECT DISTINCT name FROM ck) k,
+         (SELECT '_(' || string_agg(spelling, '|' ORDER BY length(spelling) DESC, spelling) || ')(_|\(|$)' AS re
+          FROM tk_dtypes WHERE kernel_suffix) p),
 gpu AS (
     SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
            coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
@@ -55,7 +62,7 @@ gpu AS (
            coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
            ck.group_size AS gs_kernel, l.a.gs AS gs_op, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
            coalesce(ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
-                    regexp_extract(ck.name, '_(f16|f32|f64|bf16|i8|u8|i32|u32|i64|u64|f8e4m3|f8e5m2|half|float|double|int8_t|uint8_t|int32_t|uint32_t|int64_t|uint64_t)(_|\(|$)', 1)) AS dtype_raw,
+                    nd.spelling) AS dtype_raw,
            coalesce(ck.in_msg_nelems, l.a.in_n, l.both.i, l.inner.i) AS in_nelems,
            coalesce(ck.out_msg_nelems, l.a.out_n, l.both.o) AS out_nelems_rec,
            CASE WHEN ck.collective_name IS NOT NULL THEN 'kernel args'
@@ -64,7 +71,8 @@ gpu AS (
            coalesce(ck.seq, l.a.seq) AS seq, coalesce(ck.comms_id, l.a.cid) AS comms_id,
            coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
            ck.event_index
-    FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index),
+    FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index
+    LEFT JOIN name_dtype nd ON nd.name = ck.name),
 -- Gloo ops do not name their process group (PyTorch 2.13 records neither the group nor
 -- record_param_comms for them), but each group has worker threads of its own. Where the trace's config
 -- lists them (tracekit_config.gloo_threads: thread id -> group name, from

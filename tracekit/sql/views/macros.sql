@@ -9,7 +9,8 @@
 -- tk_collective(text): a collective, op or kernel name -> allreduce, allgather, reduce_scatter,
 -- broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter, or NULL when
 -- the name says none of these (so that a coalesce over several names falls through to the next one).
--- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1).
+-- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1),
+-- from the table tk_busbw_factors (tracekit/comms/bandwidth.py); NULL for a collective it does not list.
 CREATE OR REPLACE MACRO tk_comm_kernel(name) AS
     (SELECT {'library': c.library, 'kind': c.kind, 'collective': c.collective}
      FROM tk_comm_kernels c WHERE name ILIKE c.pattern ORDER BY c.rule_order LIMIT 1);
@@ -45,13 +46,12 @@ CREATE OR REPLACE MACRO tk_collective(s) AS CASE WHEN s IS NOT NULL THEN list_tr
     WHEN n LIKE '%scatter%' THEN 'scatter'
     END)[1] END;
 
-CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS CASE
-    WHEN coll IN ('send', 'recv', 'sendrecv') THEN 1.0  -- one peer, whatever the group
-    WHEN n IS NULL OR n <= 0 THEN NULL
-    WHEN coll = 'allreduce' THEN 2.0 * (n - 1) / n
-    WHEN coll IN ('allgather', 'reduce_scatter', 'alltoall', 'alltoallv') THEN (n - 1) * 1.0 / n
-    WHEN coll IN ('broadcast', 'reduce') THEN 1.0
-    END;
+CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS (  -- the factors are data: tk_busbw_factors
+    SELECT CASE WHEN f.point_to_point THEN f.coeff  -- one peer, whatever the group
+                WHEN n IS NULL OR n <= 0 THEN NULL
+                WHEN f.per_rank_share THEN f.coeff * (n - 1) / n
+                ELSE f.coeff END
+    FROM tk_busbw_factors f WHERE f.collective = coll);
 
 -- tk_in_span(t, lo, hi): t lies in the half-open span [lo, hi). Every "which step holds this time"
 -- join uses it, so that a time exactly on a boundary shared by two steps belongs to the later one only.
