@@ -94,8 +94,8 @@ def split(total: int, count: int, unit: int) -> list[int]:
 
 
 class Rank:
-    def __init__(self, rank: int, slow_rank: int):
-        self.rank, self.slow_rank = rank, slow_rank
+    def __init__(self, rank: int, slow_rank: int, slow_op: str | None = None):
+        self.rank, self.slow_rank, self.slow_op = rank, slow_rank, slow_op
         self.events: list[dict] = []
         self.corr = 0
 
@@ -123,6 +123,9 @@ class Rank:
         if peer:
             args.update({"Src Rank": peer[0], "Dst Rank": peer[1]})
         launch = start - 3
+        if self.slow_op and self.rank == self.slow_rank:  # what makes it late: a CPU op before the launch
+            self.events.append({"ph": "X", "cat": "cpu_op", "name": self.slow_op, "pid": 1, "tid": 1,
+                                "ts": t_us - 2, "dur": SLOW_US - 6, "args": {}})
         self.events += [
             {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": launch - 2,
              "dur": 6, "args": {k: v for k, v in args.items() if k != "Comms Id"}},
@@ -141,10 +144,11 @@ class Rank:
         ]
 
 
-def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> tuple[dict[int, list[dict]], dict]:
+def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | None = None
+        ) -> tuple[dict[int, list[dict]], dict]:
     """The events of every rank and the ground truth."""
     elem = model.elem_bytes
-    ranks = {r: Rank(r, slow_rank) for r in range(plan.world)}
+    ranks = {r: Rank(r, slow_rank, slow_op) for r in range(plan.world)}
     truth: dict[str, list] = {}
     mb = model.micro_batches
     exps = {r: predict_rank(model, plan, r) for r in ranks}
@@ -201,9 +205,10 @@ def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int) -> tuple[dict[i
     return {r: rk.events for r, rk in ranks.items()}, truth
 
 
-def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, record_config: bool = True) -> dict:
+def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, record_config: bool = True,
+          slow_op: str | None = None) -> dict:
     os.makedirs(out, exist_ok=True)
-    events, per_rank = job(plan, model, steps, slow_rank)
+    events, per_rank = job(plan, model, steps, slow_rank, slow_op)
     for r, evs in events.items():
         gr = groups_of(plan, r)
         pg_config = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
@@ -239,6 +244,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="gpt2-small", choices=sorted(PRESETS))
     ap.add_argument("--slow-rank", type=int, default=None, help="the late rank [default: the last]")
     ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
+    ap.add_argument("--slow-op", default=None, metavar="NAME",
+                    help=f"the slow rank runs a CPU op NAME of {SLOW_US - 6} us just before each launch (why it is late)")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
     plan = parse_plan(a.plan)
@@ -249,7 +256,7 @@ def main(argv=None) -> int:
         preset["micro_batches"] = 2 * plan.pp
     model = GPTShape(**preset)
     slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
-    write(a.out, plan, model, a.steps, slow, record_config=not a.no_config)
+    write(a.out, plan, model, a.steps, slow, record_config=not a.no_config, slow_op=a.slow_op)
     print(f"{a.out}: {a.ranks} traces and {TRUTH} (slow rank {slow})")
     return 0
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..errors import TracekitError
-from . import breakdown, collectives, doctor, exposed, identity, overlap, skew, stragglers, summary
+from . import breakdown, collectives, doctor, exposed, identity, overlap, skew, stragglers, summary, why_late
 from .base import Report
 
 REGISTRY: dict[str, Report] = {m.REPORT.name: m.REPORT for m in (identity, summary, collectives, overlap, exposed, skew,
-                                                                  stragglers, breakdown, doctor)}
+                                                                  stragglers, why_late, breakdown, doctor)}
 
 
 def get(name: str) -> Report:

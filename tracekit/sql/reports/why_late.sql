@@ -1,0 +1,66 @@
+-- why_late: why a rank arrives last. For each clean matched instance, each rank's lead-up is the time
+-- on its launching thread from its previous collective's launch to this one's (a GPU collective: the
+-- kernel's launching runtime call; a Gloo op: the op's start). In it: the CPU ops of that thread
+-- (cpu_op, user_annotation, python_function; nested ops count each) and the GPU kernels (not comm) it
+-- launched, summed by name. Per name, the late rank's time is set against the mean of the other ranks'
+-- in the same instance; over the instances a rank arrived last at, the names whose difference is
+-- largest come first ($limit per rank, after the lead-up's own length). Ranks are ordered by the waiting
+-- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
+-- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
+-- @column rank: the rank that arrived last
+-- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms
+-- @column instances: clean instances it arrived last at with a lead-up on every rank, count
+-- @column kind: lead-up (the whole lead-up's length), cpu op or kernel
+-- @column name: the op or kernel name
+-- @column late_ms: its time in the late rank's lead-ups, summed over those instances, ms
+-- @column others_ms: its mean time in the other ranks' lead-ups, summed over those instances, ms
+-- @column diff_ms: late_ms − others_ms, ms (positive: the late rank spent longer on it)
+WITH c AS (
+    SELECT w.instance_key, w.rank, coalesce(g.launch_ts_ns, w.ts_ns) AS t1,
+           coalesce(g.launch_pid, e.pid) AS pid, coalesce(g.launch_tid, e.tid) AS tid
+    FROM collective_waits w
+    LEFT JOIN gpu_kernels g ON g.rank = w.rank AND g.event_index = w.event_index
+    LEFT JOIN events e ON g.rank IS NULL AND e.rank = w.rank AND e.event_index = w.event_index),
+lead_up AS (  -- [previous launch, this launch) on each rank
+    SELECT *, lag(t1) OVER (PARTITION BY rank ORDER BY t1, instance_key) AS t0 FROM c),
+inst AS (
+    SELECT i.instance_key, i.last_rank, i.ranks_present
+    FROM collective_instances i
+    WHERE i.status = 'clean' AND i.ranks_present > 1
+      AND (SELECT count(*) FROM lead_up u WHERE u.instance_key = i.instance_key AND u.t0 IS NOT NULL) = i.ranks_present),
+win AS (SELECT u.* FROM lead_up u JOIN inst USING (instance_key) WHERE u.t0 < u.t1),
+cpu AS (
+    SELECT rank, name, ts_ns, dur_ns, pid, tid FROM events
+    WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation', 'python_function') AND name NOT LIKE 'ProfilerStep#%'),
+cpu_in AS (
+    SELECT w.instance_key, w.rank, 'cpu op' AS kind, x.name, sum(coalesce(x.dur_ns, 0)) AS ns
+    FROM cpu x ASOF JOIN win w ON w.rank = x.rank AND x.ts_ns >= w.t0
+    WHERE x.ts_ns < w.t1 AND x.pid = w.pid AND x.tid = w.tid
+    GROUP BY ALL),
+gpu_in AS (
+    SELECT w.instance_key, w.rank, 'kernel' AS kind, k.name, sum(k.dur_ns) AS ns
+    FROM (SELECT * FROM gpu_kernels WHERE kind <> 'comm' AND launch_ts_ns IS NOT NULL) k
+    ASOF JOIN win w ON w.rank = k.rank AND k.launch_ts_ns >= w.t0
+    WHERE k.launch_ts_ns < w.t1
+    GROUP BY ALL),
+x AS (
+    SELECT * FROM cpu_in UNION ALL SELECT * FROM gpu_in
+    UNION ALL SELECT instance_key, rank, 'lead-up', 'from the previous collective''s launch to this one''s', t1 - t0
+    FROM win),
+per AS (
+    SELECT x.instance_key, inst.last_rank, x.kind, x.name,
+           coalesce(sum(x.ns) FILTER (WHERE x.rank = inst.last_rank), 0) AS late_ns,
+           coalesce(sum(x.ns) FILTER (WHERE x.rank <> inst.last_rank), 0) / (inst.ranks_present - 1) AS others_ns
+    FROM x JOIN inst USING (instance_key)
+    GROUP BY x.instance_key, inst.last_rank, inst.ranks_present, x.kind, x.name),
+n AS (SELECT last_rank, count(*) AS instances FROM inst GROUP BY last_rank),
+agg AS (
+    SELECT p.last_rank AS rank, p.kind, p.name, sum(p.late_ns) AS late_ns, sum(p.others_ns) AS others_ns,
+           row_number() OVER (PARTITION BY p.last_rank ORDER BY p.kind = 'lead-up' DESC,
+                                                     sum(p.late_ns) - sum(p.others_ns) DESC, p.name) AS k
+    FROM per p GROUP BY p.last_rank, p.kind, p.name)
+SELECT a.rank, s.caused_wait_ns / 1e6 AS caused_wait_ms, n.instances, a.kind, a.name,
+       a.late_ns / 1e6 AS late_ms, a.others_ns / 1e6 AS others_ms, (a.late_ns - a.others_ns) / 1e6 AS diff_ms
+FROM agg a JOIN n ON n.last_rank = a.rank LEFT JOIN stragglers s ON s.rank = a.rank
+WHERE a.k <= $limit + 1
+ORDER BY s.caused_wait_ns DESC NULLS LAST, a.rank, a.k;
