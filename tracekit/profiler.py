@@ -12,7 +12,8 @@ The config (checked by :func:`check_config`, which names a wrong key):
   micro_batch; optional micro_batches, dtype, tied_head, fused_qkv);
 - ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
   bucket_cap_mb, first_bucket_mb), plus ``groups`` ({role: process group name}, roles DP, TP, PP, which
-  lets validate tell the groups apart), and the free labels ``scheme``, ``batch`` and ``schedule``;
+  lets validate tell the groups apart), and the free labels ``scheme``, ``batch``, ``schedule`` and
+  ``compile`` (the torch.compile backend);
 - optional ``steps`` (profiled steps), ``world`` (world size) and ``gloo_threads`` (from
   :func:`gloo_threads`; ``markers`` in traces of older tracekit).
 
@@ -112,7 +113,7 @@ def check_config(config: dict) -> dict:
     for k in config:
         if k not in top:
             raise TracekitError(f"record_config: unknown key {k!r}; the config takes {', '.join(sorted(top))}")
-    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch", "schedule"})):
+    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch", "schedule", "compile"})):
         given = config.get(part)
         if not isinstance(given, dict):
             raise TracekitError(f"record_config: the config needs a {part!r} dict "

@@ -15,9 +15,11 @@ def lm_loss(logits, targets):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def _train_step(model, opt):
+def _train_step(model, opt, args):
+    forward = torch.compile(model, backend=args.compile) if args.compile else model  # collectives become functional ops in its graphs
+
     def step(x, y):
-        loss = lm_loss(model(x), y)
+        loss = lm_loss(forward(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -37,7 +39,7 @@ def ddp(args, cfg, world, device, zero=0):
         opt = torch.optim.SGD(model.parameters(), lr=LR)
     plan = {"scheme": "zero1" if zero else "ddp", "dp": world, "tp": 1, "pp": 1, "zero": zero,
             "sequence_parallel": False, "batch": args.micro_batch, "bucket_cap_mb": 25}
-    return _train_step(model, opt), plan, {"DP": dist.group.WORLD}
+    return _train_step(model, opt, args), plan, {"DP": dist.group.WORLD}
 
 
 def fsdp(args, cfg, world, device, reshard=True):
@@ -50,7 +52,7 @@ def fsdp(args, cfg, world, device, reshard=True):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     plan = {"scheme": "fsdp" if reshard else "zero2", "dp": world, "tp": 1, "pp": 1, "zero": 3 if reshard else 2,
             "sequence_parallel": False, "batch": args.micro_batch}
-    return _train_step(model, opt), plan, {"DP": dist.group.WORLD}
+    return _train_step(model, opt, args), plan, {"DP": dist.group.WORLD}
 
 
 def tensor_parallel(model, mesh, sequence_parallel: bool):
@@ -91,7 +93,7 @@ def tp(args, cfg, world, device, sequence_parallel=False):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     plan = {"scheme": "tp-sp" if sequence_parallel else "tp", "dp": 1, "tp": world, "pp": 1, "zero": 0,
             "sequence_parallel": sequence_parallel, "batch": args.micro_batch}
-    return _train_step(model, opt), plan, {"TP": mesh.get_group("tp")}
+    return _train_step(model, opt, args), plan, {"TP": mesh.get_group("tp")}
 
 
 def tp_dp(args, cfg, world, device):
@@ -108,7 +110,7 @@ def tp_dp(args, cfg, world, device):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     plan = {"scheme": "tp-dp", "dp": world // tp_size, "tp": tp_size, "pp": 1, "zero": 3,
             "sequence_parallel": False, "batch": args.micro_batch}
-    return _train_step(model, opt), plan, {"DP": mesh.get_group("dp"), "TP": mesh.get_group("tp")}
+    return _train_step(model, opt, args), plan, {"DP": mesh.get_group("dp"), "TP": mesh.get_group("tp")}
 
 
 def pp(args, cfg, world, device):
@@ -150,6 +152,8 @@ def pp(args, cfg, world, device):
 
 def build_scheme(args, cfg, world, device):
     name = args.parallel
+    if name == "pp" and args.compile:
+        raise SystemExit("--compile applies to the schemes that train one module: not pp")
     if name == "tp-dp" and world % 2:
         raise SystemExit("tp-dp needs an even number of ranks (4: tp 2 x dp 2)")
     return {

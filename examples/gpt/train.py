@@ -8,6 +8,10 @@
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp-sp --trace-dir traces/tp-sp
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel pp --trace-dir traces/pp
     python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel tp-dp --trace-dir traces/tp-dp
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --compile --trace-dir traces/tp-compile
+
+--compile runs the model through torch.compile (inductor; --compile aot_eager skips code generation):
+its collectives become functional ops (_c10d_functional::all_reduce_ ...) inside the compiled graphs.
 
 Gloo on CPU, NCCL when CUDA is there. Synthetic tokens. The profiler skips the first iterations (DDP
 rebuilds its buckets and pipelining infers shapes there) and records --steps active ones.
@@ -42,6 +46,7 @@ def parse_args(argv=None):
     ap.add_argument("--micro-batches", type=int, default=2, help="pipeline micro-batches per step")
     ap.add_argument("--schedule", choices=("gpipe", "1f1b"), default="1f1b", help="pipeline schedule")
     ap.add_argument("--steps", type=int, default=2, help="profiled (active) steps")
+    ap.add_argument("--compile", nargs="?", const="inductor", help="torch.compile the model with this backend (inductor if none given; not pp)")
     return ap.parse_args(argv)
 
 
@@ -65,6 +70,8 @@ def main(argv=None) -> int:
     # role (DP, TP, PP) -> process group name, so that validate can map groups to roles
     names = {role: dist._get_process_group_name(g) for role, g in groups.items()}
     plan["groups"] = names
+    if args.compile:
+        plan["compile"] = args.compile
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     from tracekit.profiler import gloo_threads, record_config, trace_handler
