@@ -4,7 +4,7 @@
     run.sql("SELECT rank, count(*) FROM events GROUP BY rank")
 """
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 from .errors import TracekitError  # noqa: E402
 

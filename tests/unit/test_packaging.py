@@ -1,0 +1,44 @@
+"""The package as pip builds it: the version written once (tracekit/__init__.py) is the wheel's and the
+installed distribution's, and the wheel carries every rule file the code loads."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import tracekit
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_wheel_and_the_install_carry_the_one_version(tmp_path):
+    src = tmp_path / "src"  # a copy: the build writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT / "tracekit", src / "tracekit",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
+    for f in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / f, src / f)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist"), str(src)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("tracekit-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        meta = z.read(f"tracekit-{tracekit.__version__}.dist-info/METADATA").decode()
+    assert f"Version: {tracekit.__version__}" in meta.splitlines()
+    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "tracekit").rglob("*") if p.suffix in (".sql", ".csv")}
+    assert shipped and shipped <= names, sorted(shipped - names)
+    # installed (dependencies from this interpreter's site-packages), run from outside the checkout
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
+    py = tmp_path / "venv" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # not the checkout's tracekit
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
+                   capture_output=True, env=env)
+    out = subprocess.run([py, "-c", "import importlib.metadata as m, tracekit; "
+                          "print(m.version('tracekit'), tracekit.__version__, tracekit.__file__)"],
+                         cwd=tmp_path, env=env,
+                         check=True, capture_output=True, text=True).stdout.split()
+    assert out[:2] == [tracekit.__version__] * 2 and str(tmp_path / "venv") in out[2]
