@@ -3,17 +3,11 @@ its process groups; and the role (DP, TP, PP) of each of its groups. Every infer
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from .errors import TracekitError
 from .model import GPTShape, Plan, check_fits, from_recorded
-
-ROLES = ("DP", "TP", "PP")
-# words in a process group's description that name its role (Megatron's TENSOR_MODEL_PARALLEL_GROUP,
-# torchtitan's dp_shard / tp / pp, DeepSpeed's data_parallel, ...); checked in this order
-_ROLE_WORDS = (("PP", {"pp", "pipe", "pipeline"}), ("TP", {"tp", "tensor", "mp"}),
-               ("DP", {"dp", "data", "ddp", "fsdp", "zero", "replicate", "shard"}))
+from .model.roles import ROLES, group_role, role_of_desc
 
 GROUPS_SQL = """
 SELECT c.pg_name, nullif(c.pg_desc, '') AS pg_desc, c.collective,
@@ -23,16 +17,6 @@ LEFT JOIN collective_waits w ON w.rank = c.rank AND w.event_index = c.event_inde
 LEFT JOIN collective_instances i ON i.instance_key = w.instance_key
 GROUP BY c.pg_name, c.pg_desc, c.collective, c.group_size
 """
-
-
-def role_of_desc(desc: str | None) -> str | None:
-    if not desc:
-        return None
-    words = set(re.split(r"[^a-z]+", desc.lower()))
-    for role, names in _ROLE_WORDS:
-        if words & names:
-            return role
-    return None
 
 
 @dataclass
@@ -48,19 +32,7 @@ class RunPlan:
         named = self.names.get(rank, {}).get(str(pg_name)) if pg_name is not None else None
         if named is None and pg_name is not None and not self.names.get(rank):
             named = next((r for m in self.names.values() for n, r in m.items() if n == str(pg_name)), None)
-        if named:
-            return named
-        by_desc = role_of_desc(pg_desc)
-        if by_desc:
-            return by_desc
-        if collective in ("send", "recv", "sendrecv"):
-            return "PP"
-        if self.plan is not None:
-            sizes = {r: getattr(self.plan, r.lower()) for r in ROLES if getattr(self.plan, r.lower()) > 1}
-            fits = [r for r, n in sizes.items() if n == group_size] if group_size else list(sizes)
-            if len(fits) == 1:
-                return fits[0]
-        return "unknown"
+        return group_role(named, pg_desc, group_size, collective, self.plan)
 
 
 def _recorded(run) -> list[dict]:

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from .errors import TracekitError
 from .model import from_recorded, predict_rank
+from .model.roles import group_role
 from .profiler import read_config
 
 
@@ -29,17 +30,6 @@ def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
                         "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")
 
 
-def _role_of(pg_name, collective, groups: dict, roles: set) -> str:
-    by_name = {v: k for k, v in groups.items()}
-    if pg_name is not None and str(pg_name) in by_name:
-        return by_name[str(pg_name)]
-    if collective in ("send", "recv") and "PP" in roles:
-        return "PP"
-    if len(roles) == 1:
-        return next(iter(roles))
-    return "unknown"
-
-
 def validate(run, config: dict | None = None) -> pa.Table:
     per_rank = {} if config else recorded_configs(run)  # process group names are rank-local
     cfg = config or recorded_config(run, per_rank)
@@ -55,14 +45,15 @@ def validate(run, config: dict | None = None) -> pa.Table:
             acc = predicted.setdefault((e.collective, e.group), [0, 0, e.why])
             acc[0] += e.count * steps
             acc[1] += e.bytes * steps
-    roles = {g for _, g in predicted} | set(default_groups)
     measured: dict[tuple[str, str], list] = {}
     unsized = 0
-    for row in run.sql("SELECT rank, collective, pg_name, count(*) AS n, CAST(sum(bytes) AS BIGINT) AS b, "
-                       "count(*) - count(bytes) AS nb "
+    for row in run.sql("SELECT rank, collective, pg_name, pg_desc, group_size, count(*) AS n, "
+                       "CAST(sum(bytes) AS BIGINT) AS b, count(*) - count(bytes) AS nb "
                        "FROM collectives GROUP BY ALL").to_pylist():
-        groups = groups_of.get(row["rank"], default_groups)
-        key = (row["collective"], _role_of(row["pg_name"], row["collective"], groups, roles))
+        named = {str(v): k for k, v in groups_of.get(row["rank"], default_groups).items()}
+        role = group_role(named.get(str(row["pg_name"])) if row["pg_name"] is not None else None,
+                          row["pg_desc"], row["group_size"], row["collective"], plan)
+        key = (row["collective"], role)
         acc = measured.setdefault(key, [0, 0])
         acc[0] += row["n"]
         acc[1] += row["b"] or 0

@@ -23,6 +23,7 @@ from . import sql as _sql
 from .comms.bandwidth import busbw_factor
 from .comms.buckets import human_bytes
 from .errors import TracekitError
+from .model.roles import role_sizes
 from .reports.base import NOTE_KEY
 from .run_plan import RunPlan, resolve
 
@@ -172,7 +173,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}
     meas = measured(run, rp)
     exp_share = _exposed_share(meas)
-    size = {"DP": target.dp, "TP": target.tp, "PP": target.pp}
+    size = role_sizes(target)
     acc: dict[tuple[str, str], dict] = {}
     for stage in range(target.pp):
         per = {}

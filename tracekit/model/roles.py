@@ -1,0 +1,51 @@
+"""The role of a process group (DP, TP or PP) and its size under a plan: the one mapping that validate,
+whatif and the plan inference use."""
+
+from __future__ import annotations
+
+import re
+
+from .config import Plan
+
+ROLES = ("DP", "TP", "PP")
+# words in a process group's description that name its role (Megatron's TENSOR_MODEL_PARALLEL_GROUP,
+# torchtitan's dp_shard / tp / pp, DeepSpeed's data_parallel, ...); checked in this order
+_ROLE_WORDS = (("PP", {"pp", "pipe", "pipeline"}), ("TP", {"tp", "tensor", "mp"}),
+               ("DP", {"dp", "data", "ddp", "fsdp", "zero", "replicate", "shard"}))
+POINT_TO_POINT = ("send", "recv", "sendrecv")
+
+
+def role_sizes(plan: Plan) -> dict[str, int]:
+    """Ranks in a group of each role: {"DP": dp, "TP": tp, "PP": pp}."""
+    return {role: getattr(plan, role.lower()) for role in ROLES}
+
+
+def role_of_desc(desc: str | None) -> str | None:
+    if not desc:
+        return None
+    words = set(re.split(r"[^a-z]+", desc.lower()))
+    for role, names in _ROLE_WORDS:
+        if words & names:
+            return role
+    return None
+
+
+def group_role(named: str | None, pg_desc: str | None, group_size: int | None, collective: str,
+               plan: Plan | None) -> str:
+    """DP, TP or PP for a collective's group, else 'unknown', from the first that says: the role the
+    recorded config names the group with (``named``), the words of its description, point-to-point
+    (pipeline stages), the one role of the plan whose size is the group's (with groups of more than one
+    rank; any, when the size is unknown and the plan has one such role)."""
+    if named:
+        return named
+    by_desc = role_of_desc(pg_desc)
+    if by_desc:
+        return by_desc
+    if collective in POINT_TO_POINT:
+        return "PP"
+    if plan is not None:
+        sizes = {r: n for r, n in role_sizes(plan).items() if n > 1}
+        fits = [r for r, n in sizes.items() if n == group_size] if group_size else list(sizes)
+        if len(fits) == 1:
+            return fits[0]
+    return "unknown"
