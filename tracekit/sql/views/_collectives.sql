@@ -26,6 +26,34 @@ stack AS (
     FROM ck JOIN comm_ops o ON o.rank = ck.rank AND o.pid = ck.launch_pid AND o.tid = ck.launch_tid
                            AND o.ts_ns <= ck.launch_ts_ns AND ck.launch_ts_ns <= o.end_ns
     WHERE o.end_ns - o.ts_ns > 64000000),
+-- A kernel launched inside nccl:coalesced (ProcessGroupNCCL::endCoalescing opens it before ncclGroupEnd:
+-- batch_isend_irecv, a coalescing manager) carries the whole batch: the c10d ops issued on its thread
+-- after the previous coalesced launch that launched no kernel of their own. p2p batches: input = what
+-- the sends send, output = what the recvs receive; other batches: the sums of their ops' inputs/outputs.
+coal AS (
+    SELECT st.rank, st.event_index, min(o.ts_ns) AS c_ts, any_value(o.pid) AS pid, any_value(o.tid) AS tid
+    FROM stack st JOIN comm_ops o ON o.rank = st.rank AND o.event_index = st.op_index
+    WHERE o.name = 'nccl:coalesced' GROUP BY ALL),
+coal_prev AS (SELECT c.*, lag(c_ts) OVER (PARTITION BY rank, pid, tid ORDER BY c_ts) AS prev_ts FROM coal c),
+members AS (
+    SELECT c.rank, c.event_index, tk_collective(o.name) AS coll, o.shape_in_nelems AS n_in,
+           o.shape_out_nelems AS n_out, d.canonical AS dt
+    FROM coal_prev c
+    JOIN comm_ops o ON o.rank = c.rank AND o.pid = c.pid AND o.tid = c.tid AND o.end_ns <= c.c_ts
+                   AND (c.prev_ts IS NULL OR o.ts_ns > c.prev_ts)
+    LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
+    WHERE o.name LIKE 'c10d::%' AND tk_collective(o.name) IS NOT NULL
+      AND o.event_index NOT IN (SELECT op_index FROM stack WHERE stack.rank = o.rank)),
+batch AS (
+    SELECT rank, event_index, bool_and(coll IN ('send', 'recv')) AS p2p,
+           CASE WHEN count(DISTINCT coll) = 1 THEN any_value(coll)
+                WHEN bool_and(coll IN ('send', 'recv')) THEN 'sendrecv' END AS coll,
+           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN sum(n_in) FILTER (WHERE coll = 'send')
+                WHEN count(n_in) = count(*) THEN sum(n_in) END AS in_n,
+           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN sum(n_in) FILTER (WHERE coll = 'recv')
+                WHEN count(n_out) = count(*) THEN sum(n_out) END AS out_n,
+           CASE WHEN count(DISTINCT dt) = 1 AND count(dt) = count(*) THEN any_value(dt) END AS dt
+    FROM members GROUP BY rank, event_index),
 -- innermost op first where several say the same thing (arg_max over start time)
 link AS (
     SELECT ck.rank, ck.event_index,
@@ -39,7 +67,10 @@ link AS (
            arg_max({'i': o.shape_in_nelems, 'o': o.shape_out_nelems, 'dt': d.canonical}, o.ts_ns)
                FILTER (WHERE o.shape_in_nelems IS NOT NULL AND o.shape_out_nelems IS NOT NULL) AS both,
            arg_max({'i': o.shape_in_nelems, 'dt': d.canonical}, o.ts_ns)
-               FILTER (WHERE o.shape_in_nelems IS NOT NULL) AS inner
+               FILTER (WHERE o.shape_in_nelems IS NOT NULL) AS inner,
+           arg_max(o.arg_group_size, o.ts_ns) FILTER (WHERE o.arg_group_size IS NOT NULL) AS gs_args,
+           arg_max({'i': o.in_splits, 'o': o.out_splits}, o.ts_ns)
+               FILTER (WHERE o.in_splits IS NOT NULL OR o.out_splits IS NOT NULL) AS splits
     FROM ck
     JOIN stack st ON st.rank = ck.rank AND st.event_index = ck.event_index
     JOIN comm_ops o ON o.rank = st.rank AND o.event_index = st.op_index
@@ -54,17 +85,20 @@ name_dtype AS (
           FROM tk_dtypes WHERE kernel_suffix) p),
 gpu AS (
     SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
-           coalesce(tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
+           coalesce(b.coll, tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
                     ck.comm_collective, CASE WHEN ck.comm_kind IN ('collective', 'p2p') THEN tk_collective(ck.name) END,
                     CASE WHEN ck.comm_kind IN ('ep_dispatch', 'ep_combine', 'sync') THEN ck.comm_kind END,
                     'unknown') AS collective,
            ck.comm_library AS library, ck.comm_kind,
            coalesce(ck.pg_name, l.a.pg) AS pg_name, coalesce(ck.pg_desc, l.a.desc) AS pg_desc,
-           ck.group_size AS gs_kernel, l.a.gs AS gs_op, coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
-           coalesce(ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
+           ck.group_size AS gs_kernel, coalesce(l.a.gs, l.gs_args) AS gs_op,
+           CASE WHEN l.a.gs IS NULL AND l.gs_args IS NOT NULL THEN 'functional op args' ELSE 'op args' END AS gs_op_source,
+           coalesce(ck.pg_ranks, l.a.ranks) AS pg_ranks,
+           coalesce(b.dt, ck.dtype, l.a.dtype, l.both.dt, l.inner.dt,
                     nd.spelling) AS dtype_raw,
-           coalesce(ck.in_msg_nelems, l.a.in_n, l.both.i, l.inner.i) AS in_nelems,
-           coalesce(ck.out_msg_nelems, l.a.out_n, l.both.o) AS out_nelems_rec,
+           CASE WHEN b.rank IS NOT NULL THEN b.in_n ELSE coalesce(ck.in_msg_nelems, l.a.in_n, l.both.i, l.inner.i) END AS in_nelems,
+           CASE WHEN b.rank IS NOT NULL THEN b.out_n ELSE coalesce(ck.out_msg_nelems, l.a.out_n, l.both.o) END AS out_nelems_rec,
+           l.splits.i AS in_splits, l.splits.o AS out_splits,
            CASE WHEN ck.collective_name IS NOT NULL THEN 'kernel args'
                 WHEN l.a IS NOT NULL OR l.inner IS NOT NULL OR l.has_op THEN 'launching CPU op'
                 ELSE 'kernel name only' END AS meta_source,
@@ -72,6 +106,7 @@ gpu AS (
            coalesce(ck.src_rank, l.a.src) AS src_rank, coalesce(ck.dst_rank, l.a.dst) AS dst_rank,
            ck.event_index
     FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index
+    LEFT JOIN batch b ON b.rank = ck.rank AND b.event_index = ck.event_index
     LEFT JOIN name_dtype nd ON nd.name = ck.name),
 -- Gloo ops do not name their process group (PyTorch 2.13 records neither the group nor
 -- record_param_comms for them), but each group has worker threads of its own. Where the trace's config
@@ -99,10 +134,11 @@ gloo AS (
            o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
            'gloo' AS library, CASE WHEN tk_collective(o.name) IN ('send', 'recv') THEN 'p2p' ELSE 'collective' END AS comm_kind,
            coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
-           o.group_size AS gs_op, o.pg_ranks,
+           o.group_size AS gs_op, 'op args' AS gs_op_source, o.pg_ranks,
            coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
            coalesce(o.in_msg_nelems, o.shape_in_nelems) AS in_nelems,
            coalesce(o.out_msg_nelems, o.shape_out_nelems) AS out_nelems_rec,
+           o.in_splits, o.out_splits,
            'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
     FROM comm_ops o
     LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
@@ -110,7 +146,7 @@ gloo AS (
     WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
       AND NOT (o.name = 'gloo:all_reduce'
                AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
-allc AS (SELECT * FROM gpu UNION ALL SELECT * FROM gloo),
+allc AS (SELECT * FROM gpu UNION ALL BY NAME SELECT * FROM gloo),
 -- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):
 -- every collective of that rank is in it
 only_pg AS (
@@ -140,7 +176,7 @@ sized AS (
     FROM grouped g LEFT JOIN traces t ON t.rank = g.rank),
 gs AS (
     SELECT sized.*,
-           CASE WHEN gs_kernel IS NOT NULL THEN 'kernel args' WHEN gs_op IS NOT NULL THEN 'op args'
+           CASE WHEN gs_kernel IS NOT NULL THEN 'kernel args' WHEN gs_op IS NOT NULL THEN gs_op_source
                 WHEN pg_size IS NOT NULL THEN 'pg table' WHEN gs_shapes IS NOT NULL THEN 'shapes'
                 WHEN pg_desc_ = 'default_pg' AND world_size IS NOT NULL THEN 'world'
                 ELSE 'unknown' END AS group_size_source,
@@ -166,5 +202,5 @@ SELECT m.rank, m.step, m.stream, m.ts_ns, m.dur_ns, m.end_ns, m.kernel_name, m.c
        m.dtype, m.elem_bytes, m.in_nelems, m.out_nelems, m.bytes,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns END AS algbw_gbps,
        CASE WHEN m.dur_ns > 0 THEN m.bytes / m.dur_ns * tk_busbw_factor(m.collective, m.gsize) END AS busbw_gbps,
-       m.meta_source, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.event_index
+       m.meta_source, m.seq, m.comms_id, m.src_rank, m.dst_rank, m.in_splits, m.out_splits, m.event_index
 FROM msg m;

@@ -24,7 +24,7 @@
 -- @column pg_name: process group name
 -- @column pg_desc: process group description (default_pg, TP, DP, ...)
 -- @column group_size: ranks in the process group (NULL when the trace does not tell)
--- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), or unknown
+-- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), functional op args (the group_size argument of _c10d_functional all_gather_into_tensor / reduce_scatter_tensor), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), or unknown
 -- @column pg_ranks: global ranks of the group, JSON text
 -- @column dtype: element type, canonical name (float32, bfloat16, ...)
 -- @column elem_bytes: bytes per element
@@ -38,6 +38,8 @@
 -- @column comms_id: collective instance id, when the trace has it
 -- @column src_rank: point-to-point source, when the trace has it
 -- @column dst_rank: point-to-point destination, when the trace has it
+-- @column in_splits: all-to-all: input split sizes per peer (dim-0 rows), JSON list, when the trace records them (comm_ops.in_splits)
+-- @column out_splits: all-to-all: output split sizes per peer, JSON list, when recorded
 -- @column event_index: index of the kernel (or op) in its trace's traceEvents
 -- @column size_bucket: label of the size bucket of bytes (powers of two by default; tracekit.open(run, size_buckets=...) sets others)
 -- @column size_bucket_lo: lower edge of the bucket, bytes
