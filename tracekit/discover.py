@@ -137,9 +137,14 @@ def pick_iteration(files: list[str], iteration: int | None) -> list[str]:
                                 f"{_list_cycles(cycles) or 'no iteration_N directories'}")
         return cycles[iteration]
     if len(cycles) > 1:
+        last = os.path.dirname(cycles[max(cycles)][0])
+        while os.path.basename(last) != f"iteration_{max(cycles)}" and os.path.dirname(last) != last:
+            last = os.path.dirname(last)
+        shown = os.path.relpath(last) if not os.path.relpath(last).startswith("..") else last
         raise TracekitError(f"the inputs hold {len(cycles)} profiling cycles: {_list_cycles(cycles)}. A run is one "
-                            "cycle: pick one with --iteration N, or ingest each iteration_N directory into its "
-                            "own run (torch.profiler.schedule(..., repeat=1) records one cycle)")
+                            f"cycle: give one cycle's directory (e.g. {shown}) instead, or ingest with "
+                            "`tracekit ingest --iteration N` (torch.profiler.schedule(..., repeat=1) records one "
+                            "cycle)")
     return files
 
 

@@ -37,14 +37,11 @@ FROM comm_overlap WHERE step IS NOT NULL GROUP BY step ORDER BY step"""
 WAITS_SQL = """SELECT i.instance_key, i.first_start_ns, w.rank, w.wait_ns FROM collective_waits w
 JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' ORDER BY i.first_start_ns, w.rank"""
 
-# the columns each table shows first; the rest are one click away
+# the columns a table shows first where its report's own choice (Report.first) does not fit the section;
+# the rest are one click away
 FIRST = {
-    "summary": ["rank", "steps", "window_ms", "busy_pct", "comm_ms", "exposed_comm_ms", "overlap_pct",
-                "collectives", "top_collective"],
-    "collectives": ["collective", "size_bucket", "count", "total_bytes", "total_ms", "exposed_ms", "busbw_p50_gbps"],
     "overlap": ["rank", "window_ms", "comm_ms", "compute_ms", "overlap_ms", "exposed_comm_ms", "overlap_pct"],
     "overlap_step": ["rank", "step", "comm_ms", "compute_ms", "exposed_comm_ms", "overlap_pct"],
-    "skew": ["instance_key", "collective", "bytes", "start_skew_us", "transfer_us", "last_rank", "total_wait_us"],
     "validate": ["collective", "group", "predicted_count", "measured_count", "predicted_bytes", "measured_bytes",
                  "bytes_error_pct"],
 }
@@ -76,7 +73,7 @@ def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS)
 def _report(run, name: str, first_key: str | None = None, **params) -> tuple[pa.Table, str]:
     t = get(name).run(run, **params)
     note = note_of(t)
-    body = table(t, FIRST.get(first_key or name)) if t.num_rows else ""
+    body = table(t, FIRST.get(first_key or name) or list(get(name).first) or None) if t.num_rows else ""
     return t, body + (why(note) if note else "")
 
 

@@ -74,8 +74,8 @@ def test_page_of_the_fsdp_example(tmp_path):
     assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 4  # sizes, overlap, skew, validate
     # one step: the per-step section says why it has no chart
     assert "No chart per step: the run has one step; the chart per rank above shows it." in text
-    # the summary's comm_mb is one click away (<details>), with the whole table
-    assert "<details><summary>The whole table: 1 more column (comm_mb)</summary>" in text
+    # the summary's collectives and comm_mb are one click away (<details>), with the whole table
+    assert "<details><summary>The whole table: 2 more columns (collectives, comm_mb)</summary>" in text
 
 
 def test_page_of_the_dlrm_run_in_chromium(tmp_path):

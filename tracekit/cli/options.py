@@ -7,7 +7,18 @@ import click
 from ..render import FORMATS
 
 
+COLUMNS_META = "tracekit.columns"  # where --columns leaves its choice for render.emit (click's ctx.meta)
+
+
+def _columns(ctx, _param, value):
+    if value:
+        ctx.meta[COLUMNS_META] = [c.strip() for c in value.split(",") if c.strip()]
+    return value
+
+
 def output_options(f):
+    f = click.option("--columns", default=None, metavar="A,B,C", expose_value=False, callback=_columns,
+                     help="Only these columns, in this order (every format).")(f)
     f = click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
                      help="Write to this file instead of stdout.")(f)
     f = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,

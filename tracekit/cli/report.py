@@ -12,15 +12,30 @@ from ..reports import REGISTRY, get
 from .options import output_options
 
 
+def report_options(f):
+    """One option per report parameter, generated from the reports' own declarations (Report.params):
+    a parameter several reports take (--by) is one option whose help lists each report's values."""
+    by_name: dict[str, list] = {}
+    for rep in REGISTRY.values():
+        for p in rep.params:
+            by_name.setdefault(p.name, []).append((rep, p))
+    for name, uses in reversed(list(by_name.items())):
+        kind = type(uses[0][1].default)
+        text = "; ".join(f"{rep.name}: " + ("|".join(p.choices) if p.choices else p.help)
+                         + f" [default: {p.default}]" for rep, p in uses)
+        f = click.option(f"--{name.replace('_', '-')}", name, type=kind if kind in (int, float) else str,
+                         default=None, help=text + ".")(f)
+    return f
+
+
 @click.command("report")
 @click.argument("run", type=click.Path(exists=True))
 @click.argument("name", required=False)
-@click.option("--by", default=None, help="overlap: trace|step; exposed: rank|step|collective|group|size_bucket.")
-@click.option("--limit", type=int, default=None, help="skew: rows to show, most skewed first.")
+@report_options
 @click.option("--buckets", default=None, metavar="EDGES",
               help="Size-bucket edges, e.g. 1KiB,64KiB,1MiB [default: powers of two].")
 @output_options
-def report_cmd(run, name, by, limit, buckets, fmt, output):
+def report_cmd(run, name, buckets, fmt, output, **params):
     """Print a report; without NAME, list the reports.
 
     RUN is a run directory, or a trace file/directory (ingested into a cache first).
@@ -32,6 +47,7 @@ def report_cmd(run, name, by, limit, buckets, fmt, output):
       tracekit report run/ overlap --by step
       tracekit report run/ exposed --by group --format csv
       tracekit report run/ collectives --buckets 64KiB,1MiB,16MiB
+      tracekit report run/ skew --limit 0 --columns instance_key,start_skew_us,last_rank
     """
     if name is None:
         rows = [{"report": r.name, "what": r.summary,
@@ -39,7 +55,7 @@ def report_cmd(run, name, by, limit, buckets, fmt, output):
         emit(pa.Table.from_pylist(rows), fmt, output)
         return
     rep = get(name)
-    given = {k: v for k, v in (("by", by), ("limit", limit)) if v is not None}
+    given = {k: v for k, v in params.items() if v is not None}
     table = rep.run(api_open(run, size_buckets=parse_edges(buckets)), **given)
     emit(table, fmt, output, title=f"{name} — {rep.summary}")
 

@@ -14,6 +14,8 @@ FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
 
 def _cell(v) -> str:
+    """One number style in tables: integers (and integral decimals: DuckDB's HUGEINT sums) with thousands
+    separators, other numbers to 3 decimals with separators; csv, json and parquet keep exact values."""
     if v is None:
         return ""
     if isinstance(v, float):
@@ -22,6 +24,8 @@ def _cell(v) -> str:
         return f"{v:,.3f}" if abs(v) < 1e15 else f"{v:.6g}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
+    if isinstance(v, Decimal):
+        return f"{int(v):,}" if v == v.to_integral_value() else f"{float(v):,.3f}"
     return str(v)
 
 
@@ -75,7 +79,61 @@ def to_html(table: pa.Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+FIRST_KEY = b"tracekit.first"  # schema metadata: the columns a reader needs first (kept when space is short)
+
+
+def first_of(table: pa.Table) -> list[str]:
+    meta = table.schema.metadata or {}
+    return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
+
+
+def _header_lines(name: str, width: int) -> str:
+    """A column name wrapped after its underscores into lines of at most ``width`` (a part longer than
+    that stays whole)."""
+    parts = [p + "_" for p in name.split("_")]
+    parts[-1] = parts[-1][:-1]
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
+
+
+def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int):
+    """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
+    columns): headers wrapped at underscores, text cells wrapped at spaces, then the least needed columns
+    left out (those not among ``first``, rightmost first; never the first column). None when not even
+    one column fits."""
+    longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
+    cell = {c: max([len(r[i]) for r in rows] or [0]) for i, c in enumerate(columns)}
+    word = {c: max([len(w) for r in rows for w in r[i].split()] or [0]) for i, c in enumerate(columns)}
+    want = {c: max(cell[c], longest_part[c]) for c in columns}
+    # short labels (a size bucket, an instance) stay on one line; long free text wraps, to 16 at least
+    least = {c: want[c] if c in numeric or want[c] <= 24 else max(word[c], longest_part[c], 16) for c in columns}
+    keep = list(columns)
+    order = [c for c in reversed(columns[1:]) if c not in first] + [c for c in reversed(columns[1:]) if c in first]
+    while True:
+        w = {c: want[c] for c in keep}
+        over = sum(w.values()) + 3 * (len(keep) - 1) - width
+        for c in sorted((c for c in keep if c not in numeric), key=lambda c: -want[c]):  # wrap text first
+            if over <= 0:
+                break
+            cut = min(over, w[c] - min(least[c], w[c]))
+            w[c] -= cut
+            over -= cut
+        if over <= 0:
+            return keep, w
+        if not order:
+            return None
+        keep.remove(order.pop(0))
+
+
 def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
+    """A table in the terminal. What fits at its natural width is drawn in a box; a wider table is drawn
+    compact with wrapped headers and the least needed columns left out (said under it), so that it stays
+    a table in 80 columns; only what cannot fit even so becomes one record per block."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -83,20 +141,39 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
 
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}
-    rows = [[_cell(row[c]) for c in table.column_names] for row in table.to_pylist()]
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
+    columns = table.column_names
+    rows = [[_cell(row[c]) for c in columns] for row in table.to_pylist()]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    natural = sum(widths) + 3 * len(widths) + 1
     # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
-    console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, sum(widths) + 3 * len(widths) + 1)))
-    if rows and sum(widths) + 3 * len(widths) + 1 > console.width:
-        _print_vertical(table.column_names, rows, numeric, title, console)
+    console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, natural)))
+    if not rows or natural <= console.width:
+        t = Table(title=title, show_lines=False)
+        for c in columns:  # a number is never broken across lines
+            t.add_column(c, justify="right" if c in numeric else "left",
+                         no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold")
+        for r in rows:
+            t.add_row(*r)
+        console.print(t)
         return
-    t = Table(title=title, show_lines=False)
-    for c in table.column_names:  # a number is never broken across lines
-        t.add_column(c, justify="right" if c in numeric else "left",
-                     no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold")
+    fitted = _fit(columns, rows, numeric, first_of(table), console.width)
+    if fitted is None:
+        _print_vertical(columns, rows, numeric, title, console)
+        return
+    keep, w = fitted
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    for c in keep:
+        t.add_column(_header_lines(c, w[c]), justify="right" if c in numeric else "left", width=w[c],
+                     no_wrap=c in numeric, overflow="fold")
+    index = [columns.index(c) for c in keep]
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(r[i] for i in index))
     console.print(t)
+    left = [c for c in columns if c not in keep]
+    if left:
+        console.print(f"({len(left)} column{'s' if len(left) != 1 else ''} left out to fit {console.width} "
+                      f"characters: {', '.join(left)}; --columns picks columns, --format csv shows all)",
+                      highlight=False, markup=False)
 
 
 def _print_vertical(columns, rows, numeric, title, console) -> None:
@@ -115,11 +192,33 @@ def _print_vertical(columns, rows, numeric, title, console) -> None:
         console.print(t)
 
 
+def _chosen_columns() -> list[str] | None:
+    """The command line's --columns, if the running command has one (cli/options.output_options)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get("tracekit.columns") if ctx is not None else None
+
+
+def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
+    """``table`` with only ``columns``, in that order; a name it does not have is an error listing those
+    it has."""
+    if not columns:
+        return table
+    unknown = [c for c in columns if c not in table.column_names]
+    if unknown:
+        from ..errors import TracekitError
+        raise TracekitError(f"--columns: no column {', '.join(unknown)} here; the columns are: "
+                            f"{', '.join(table.column_names)}")
+    return table.select(columns).replace_schema_metadata(table.schema.metadata)
+
+
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
     """Write ``table`` in ``fmt`` to the file ``out`` or to stdout; a report's note (what it left out)
     goes to stderr, so that the data on stdout stays machine-readable."""
     from ..reports.base import note_of
 
+    table = pick_columns(table, _chosen_columns())
     note = note_of(table)
     if note:
         import sys

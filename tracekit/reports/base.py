@@ -25,6 +25,8 @@ class Report:
     params: tuple[Param, ...] = field(default=())
     # a reports/*.sql query of (status, instances) rows whose counts become a note under the table
     left_out: str | None = None
+    # the columns a reader needs first: kept when the terminal is narrow, shown first in the HTML page
+    first: tuple[str, ...] = ()
 
     @property
     def sql(self) -> _sql.SqlFile:
@@ -49,7 +51,17 @@ class Report:
         values = self.bind(**given)
         text = self.sql.text
         used = {k: v for k, v in values.items() if f"${k}" in text}
+        limit = used.get("limit")
+        if "limit" in used:  # every row, cut here: a truncated table says how many it left out
+            if not isinstance(limit, int) or limit < 0:
+                raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
+                                    f"not {limit!r}")
+            used["limit"] = None
         table = run.sql(text, used or None)
+        shown = None
+        if limit and table.num_rows > limit:
+            shown = f"{limit:,} of {table.num_rows:,} rows shown; --limit 0 shows all"
+            table = table.slice(0, limit)
         note = None
         if self.left_out and len(run.ranks) == 1:
             note = "this run has one rank: there is nothing to match across ranks"
@@ -63,9 +75,15 @@ class Report:
                     "torch.profiler.schedule and call prof.step() once per training step")
         if note is None and table.num_rows == 0:
             note = why_empty(run, self.name, values)
+        if shown:
+            note = shown + (f"; {note}" if note else "")
+        meta = dict(table.schema.metadata or {})
         if note:
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})
-        return table
+            meta[NOTE_KEY] = note.encode()
+        if self.first:
+            from ..render import FIRST_KEY
+            meta[FIRST_KEY] = ",".join(self.first).encode()
+        return table.replace_schema_metadata(meta) if meta else table
 
 
 def why_empty(run, name: str, values: dict) -> str:
