@@ -45,6 +45,8 @@ def validate(run, config: dict | None = None) -> pa.Table:
             acc = predicted.setdefault((e.collective, e.group), [0, 0, e.why])
             acc[0] += e.count * steps
             acc[1] += e.bytes * steps
+            if e.why not in acc[2].split("; "):  # several terms of one collective and group (MoE)
+                acc[2] += "; " + e.why
     measured: dict[tuple[str, str], list] = {}
     unsized = 0
     for row in run.sql("SELECT rank, collective, pg_name, pg_desc, group_size, count(*) AS n, "

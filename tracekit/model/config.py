@@ -30,11 +30,19 @@ class GPTShape:
     """LM head shares the token embedding (GPT-2/3); the examples' GPT has its own head"""
     fused_qkv: bool = False
     """one q/k/v projection (Megatron) instead of three (the examples' GPT)"""
+    experts: int = 0
+    """experts of every block's mixture-of-experts MLP (each shaped like the dense MLP); 0: a dense MLP"""
+    top_k: int = 1
+    """experts each token is routed to (with experts > 0)"""
 
     def __post_init__(self):
-        for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches"):
+        for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "top_k"):
             if getattr(self, name) < 1:
                 raise TracekitError(f"model {name} must be ≥ 1, not {getattr(self, name)}")
+        if self.experts < 0:
+            raise TracekitError(f"model experts must be ≥ 0 (0: dense), not {self.experts}")
+        if self.experts and self.top_k > self.experts:
+            raise TracekitError(f"model top_k {self.top_k} exceeds its {self.experts} experts")
         if self.hidden % self.heads:
             raise TracekitError(f"hidden {self.hidden} must be divisible by heads {self.heads}")
         if dtype_bytes(self.dtype) is None:
@@ -57,6 +65,8 @@ class Plan:
     """0: DDP; 1: ZeRO-1 (DDP + ZeroRedundancyOptimizer); 2: FSDP2 without reshard; 3: FSDP2 (ZeRO-3)"""
     sequence_parallel: bool = False
     """Megatron sequence parallelism (with tp > 1)"""
+    ep: int = 1
+    """expert-parallel degree: each MoE layer's experts split over ep data-parallel ranks (ep = dp)"""
     backend: str = "gloo"
     """gloo carries reduce_scatter as allreduce; nccl has it"""
     bucket_cap_mb: float = 25
@@ -65,7 +75,7 @@ class Plan:
     """DDP's first bucket, MiB (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)"""
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp"):
+        for name in ("dp", "tp", "pp", "ep"):
             if getattr(self, name) < 1:
                 raise TracekitError(f"plan {name} must be ≥ 1, not {getattr(self, name)}")
         if self.zero not in (0, 1, 2, 3):
@@ -110,6 +120,14 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = "sequence parallelism shards over tensor-parallel ranks: it needs tp > 1"
     elif plan.sequence_parallel and shape.seq % plan.tp:
         why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
+    elif plan.ep > 1 and not shape.experts:
+        why = f"ep {plan.ep} splits experts: the model has none (give it experts)"
+    elif plan.ep > 1 and shape.experts % plan.ep:
+        why = f"ep {plan.ep} does not divide the model's {shape.experts} experts"
+    elif plan.ep > 1 and (plan.ep != plan.dp or plan.tp > 1 or plan.zero):
+        why = (f"the model covers expert parallelism over all data-parallel ranks (ep = dp) with DDP "
+               f"(zero 0) and no tensor parallelism; this plan has ep {plan.ep}, dp {plan.dp}, tp {plan.tp}, "
+               f"zero {plan.zero}")
     elif world is not None and plan.world != world:
         why = f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {plan.world} ranks, the run has {world}"
     if why:

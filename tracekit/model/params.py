@@ -13,13 +13,14 @@ class Param:
     unit: str  # FSDP unit: "block.i" or "root"
     name: str
     shape: tuple[int, ...]  # on this rank, after tensor-parallel sharding
+    expert: bool = False  # an expert's own parameter (with ep > 1: on this rank only, never allreduced)
 
     @property
     def numel(self) -> int:
         return math.prod(self.shape)
 
 
-def _block(i: int, m: GPTShape, t: int) -> list[Param]:
+def _block(i: int, m: GPTShape, t: int, ep: int = 1) -> list[Param]:
     C, u = m.hidden, f"block.{i}"
     col = lambda n, out, inp: [Param(u, f"{n}.weight", (out // t, inp)), Param(u, f"{n}.bias", (out // t,))]  # noqa: E731
     row = lambda n, out, inp: [Param(u, f"{n}.weight", (out, inp // t)), Param(u, f"{n}.bias", (out,))]  # noqa: E731
@@ -27,7 +28,13 @@ def _block(i: int, m: GPTShape, t: int) -> list[Param]:
     ps += col("attn.qkv", 3 * C, C) if m.fused_qkv else col("attn.q", C, C) + col("attn.k", C, C) + col("attn.v", C, C)
     ps += row("attn.proj", C, C)
     ps += [Param(u, "ln2.weight", (C,)), Param(u, "ln2.bias", (C,))]
-    ps += col("mlp.fc", 4 * C, C) + row("mlp.fc_out", C, 4 * C)
+    if not m.experts:
+        return ps + col("mlp.fc", 4 * C, C) + row("mlp.fc_out", C, 4 * C)
+    ps.append(Param(u, "mlp.router.weight", (m.experts, C)))  # no bias
+    for j in range(m.experts // ep):  # this rank's experts, each shaped like the dense MLP
+        e = f"mlp.experts.{j}"
+        ps += [Param(u, f"{e}.fc.weight", (4 * C, C), True), Param(u, f"{e}.fc.bias", (4 * C,), True),
+               Param(u, f"{e}.fc_out.weight", (C, 4 * C), True), Param(u, f"{e}.fc_out.bias", (C,), True)]
     return ps
 
 
@@ -46,7 +53,7 @@ def rank_params(m: GPTShape, plan: Plan, stage: int = 0) -> list[Param]:
         ps += [Param("root", "wte.weight", (m.vocab // shard, m.hidden)),
                Param("root", "wpe.weight", (m.seq // shard, m.hidden))]
     for i in stage_layers(m, plan, stage):
-        ps += _block(i, m, t)
+        ps += _block(i, m, t, plan.ep)
     if last:
         ps += [Param("root", "ln_f.weight", (m.hidden,)), Param("root", "ln_f.bias", (m.hidden,))]
         if not m.tied_head or not first:

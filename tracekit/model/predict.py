@@ -16,7 +16,7 @@ from .params import padded_numel, rank_params, stage_layers
 @dataclass(frozen=True)
 class Expected:
     collective: str
-    group: str  # DP, TP or PP
+    group: str  # DP, TP, PP or EP
     count: int  # per step on one rank
     bytes: int  # per step on one rank, summed over the count (nccl-tests message bytes)
     why: str
@@ -44,7 +44,7 @@ def _dp(m: GPTShape, plan: Plan, stage: int) -> list[Expected]:
     if plan.dp == 1:
         return []
     s = m.elem_bytes
-    ps = rank_params(m, plan, stage)
+    ps = [p for p in rank_params(m, plan, stage) if not (p.expert and plan.ep > 1)]  # experts stay local
     total = sum(p.numel for p in ps) * s
     out: list[Expected] = []
     if plan.zero in (0, 1):
@@ -114,10 +114,25 @@ def _pp(m: GPTShape, plan: Plan, stage: int) -> list[Expected]:
             Expected("recv", "PP", n, n * act, "the other direction")]
 
 
+def _ep(m: GPTShape, plan: Plan, stage: int) -> list[Expected]:
+    """Expert parallelism: per MoE layer and micro-batch, the token counts per expert (int64), then the
+    dispatch and combine all-to-alls forward and again backward. Each moves the routed copies of the
+    rank's tokens (micro_batch x seq x top_k rows of hidden): exact for the dispatch a rank sends; the
+    combine sends what the rank received, which routing decides, so only the group's total is exact."""
+    if plan.ep == 1 or not m.experts:
+        return []
+    n = (m.micro_batches if plan.pp > 1 else 1) * len(stage_layers(m, plan, stage))
+    routed = m.micro_batch * m.seq * m.top_k * m.hidden * m.elem_bytes
+    return [Expected("alltoall", "EP", n, n * m.experts * 8, "MoE: token counts per expert before dispatch"),
+            Expected("alltoall", "EP", 4 * n, 4 * n * routed,
+                     "MoE dispatch and combine, forward and backward: top_k copies of each token")]
+
+
 def predict_rank(m: GPTShape, plan: Plan, rank: int) -> list[Expected]:
     """Per-step collectives of one global rank (ranks ordered pp-major, then dp, then tp)."""
     stage = rank // (plan.dp * plan.tp)
-    return [e for e in _dp(m, plan, stage) + _tp(m, plan, stage) + _pp(m, plan, stage) if e.count]
+    return [e for e in _dp(m, plan, stage) + _tp(m, plan, stage) + _pp(m, plan, stage) + _ep(m, plan, stage)
+            if e.count]
 
 
 def predict(m: GPTShape, plan: Plan) -> list[list[Expected]]:
