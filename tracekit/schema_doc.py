@@ -20,10 +20,31 @@ def documented_objects() -> list[tuple[str, str, list[tuple[str, str]]]]:
     return out
 
 
-def schema_table(run) -> pa.Table:
+def schema_table(run, name: str | None = None) -> pa.Table:
+    """Every table and view with each column's type and meaning; with ``name``, that table or view only
+    (or that report's columns). An unknown name is an error that suggests the nearest."""
+    objects = documented_objects()
+    if name is not None:
+        chosen = [o for o in objects if o[0] == name]
+        if not chosen:
+            return _report_schema(name, [o[0] for o in objects])
+        objects = chosen
     rows = []
-    for name, _doc, cols in documented_objects():
-        types = dict(run.con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {name})").fetchall())
+    for obj, _doc, cols in objects:
+        types = dict(run.con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {obj})").fetchall())
         for col, meaning in cols:
-            rows.append({"object": name, "column": col, "type": types.get(col, "?"), "meaning": meaning})
+            rows.append({"object": obj, "column": col, "type": types.get(col, "?"), "meaning": meaning})
     return pa.Table.from_pylist(rows)
+
+
+def _report_schema(name: str, objects: list[str]) -> pa.Table:
+    from .errors import TracekitError
+    from .query_errors import describe
+    from .reports import REGISTRY
+
+    if name in REGISTRY:
+        cols = _sql.load("reports", name).columns
+        return pa.Table.from_pylist([{"object": f"report {name}", "column": c, "type": "", "meaning": m}
+                                     for c, m in cols])
+    hint = describe(f"Catalog Error: Table with name {name} does not exist!", list(dict.fromkeys(objects + list(REGISTRY))))
+    raise TracekitError(f"schema: {hint.replace(' (`tracekit schema RUN` lists every column)', '')}")

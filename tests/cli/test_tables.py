@@ -88,3 +88,18 @@ def test_several_cycles_name_a_directory_to_give(tmp_path):
     code, out, err = tk("report", "traces/iteration_8", "summary", "--format", "csv", cwd=tmp_path, env=env)
     # what the message said works: the cycle is ingested (a CPU op only: the summary says why it is empty)
     assert code == 0 and err.startswith("no rows: the traces hold no GPU kernel and no Gloo op"), err
+
+
+def test_schema_of_one_table_view_or_report(tmp_path):
+    env = _fsdp(tmp_path)
+    code, out, err = tk("schema", "traces", "steps", "--format", "csv", cwd=tmp_path, env=env)
+    assert code == 0, err
+    # the steps view's header (sql/views/steps.sql) documents these five columns
+    assert [x.split(",")[:3] for x in out.splitlines()[1:]] == [
+        ["steps", "rank", "BIGINT"], ["steps", "step", "BIGINT"], ["steps", "ts_ns", "BIGINT"],
+        ["steps", "end_ns", "BIGINT"], ["steps", "dur_ns", "BIGINT"]]
+    code, out, err = tk("schema", "traces", "skew", "--format", "csv", cwd=tmp_path, env=env)
+    assert code == 0 and out.splitlines()[1].startswith("report skew,instance_key,,")
+    code, out, err = tk("schema", "traces", "colectives", cwd=tmp_path, env=env)
+    assert code == 1 and err == ("error: schema: no table or view named colectives; did you mean collectives or "
+                                 "collective_waits?\n")
