@@ -69,6 +69,9 @@ def test_doctor_fail_on_gives_ci_an_exit_code(tmp_path):
     env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
     code, out, err = tk("doctor", "rank0.json", "--format", "csv", cwd=tmp_path, env=env)
     assert code == 0 and ",warning,1," in out, out
+    assert ",warning,0,1 rank has no ProfilerStep: per-step figures are all step -1," in out  # one rank: singular
+    code, out, err = tk("ingest", "rank0.json", "-o", "run", "--no-progress", cwd=tmp_path, env=env)
+    assert code == 0 and out.startswith("run: 1 trace, 1 event in "), out
     code, out, err = tk("doctor", "rank0.json", "--format", "csv", "--fail-on", "warning", cwd=tmp_path, env=env)
     assert code == 6 and ",warning,1," in out
     assert err.endswith("doctor: 2 findings at warning or above (--fail-on warning)\n"), err

@@ -48,5 +48,5 @@ def test_a_clean_synthetic_job_has_no_finding(tmp_path):
 
 def test_a_trace_without_sizes_or_steps(tmp_path):
     got = findings(tracekit.ingest([shared_traces() / "hta_df_index_resolver"], tmp_path / "run", jobs=1))
-    assert got["no message sizes"]["finding"] == "2020 of 2020 collectives have no size (bytes and busbw NULL)"
+    assert got["no message sizes"]["finding"] == "2,020 of 2,020 collectives have no size (bytes and busbw NULL)"
     assert got["missing ranks"]["ranks"] == "0"  # rank 1 of a world of 2

@@ -68,6 +68,8 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, ite
         click.echo(f"{out}: up to date ({n} inputs unchanged); use --force to rebuild")
         return
     events = sum(i["events"] for i in m["inputs"])
-    click.echo(f"{out}: {len(m['inputs'])} traces, {events:,} events in {time.monotonic() - start:.1f} s")
+    n = len(m["inputs"])
+    click.echo(f"{out}: {n:,} trace{'s' if n != 1 else ''}, {events:,} event{'s' if events != 1 else ''} in "
+               f"{time.monotonic() - start:.1f} s")
     for fail in m["failures"]:
         click.echo(f"skipped {fail['path']}: {fail['reason']}", err=True)

@@ -38,22 +38,22 @@ tail AS (  -- GPU time after the last ProfilerStep's span: the profile stopped i
 graphs AS (SELECT rank, count(*) AS n FROM events WHERE ph = 'X' AND name = 'cudaGraphLaunch' GROUP BY rank),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
-           format('{} of {} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
+           format('{:,} of {:,} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
            'ingest every rank''s trace: matching, skew and stragglers need all of them' AS fix
     FROM missing WHERE n > 0
     UNION ALL
     SELECT 'step sets differ', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} ranks profiled other steps than the rest ({})', count(*), any_value(usual.steps)),
+           format('{:,} {} other steps than the rest ({})', count(*), CASE WHEN count(*) = 1 THEN 'rank profiled' ELSE 'ranks profiled' END, any_value(usual.steps)),
            'profile the same steps on every rank (one torch.profiler.schedule for all)'
     FROM step_sets, usual WHERE step_sets.steps <> usual.steps HAVING count(*) > 0
     UNION ALL
     SELECT 'no ProfilerStep', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} ranks have no ProfilerStep: per-step figures are all step -1', count(*)),
+           format('{:,} {} no ProfilerStep: per-step figures are all step -1', count(*), CASE WHEN count(*) = 1 THEN 'rank has' ELSE 'ranks have' END),
            'profile with torch.profiler.schedule and call prof.step() once per training step'
     FROM step_sets WHERE steps = '' HAVING count(*) > 0
     UNION ALL
     SELECT 'no message sizes', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} of {} collectives have no size (bytes and busbw NULL)', sum(unsized), sum(n)),
+           format('{:,} of {:,} collectives have no size (bytes and busbw NULL)', sum(unsized), sum(n)),
            'profile with record_shapes=True (newer PyTorch also records sizes on the NCCL kernels)'
     FROM sizes WHERE unsized > 0 HAVING count(*) > 0
     UNION ALL
@@ -63,12 +63,12 @@ findings AS (
     FROM sizes WHERE name_only > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} of {} GPU kernels have no CPU launch event (dropped CPU events)', sum(no_launch), sum(n)),
+           format('{:,} of {:,} GPU kernels have no CPU launch event (dropped CPU events)', sum(no_launch), sum(n)),
            'profile fewer steps or fewer CPU events at once; their step comes from the kernel''s own time'
     FROM kernels WHERE no_launch > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'clock offset', 'warning', '',
-           format('{} of {} matched collectives end further apart across ranks than the transfer lasts '
+           format('{:,} of {:,} matched collectives end further apart across ranks than the transfer lasts '
                   '(up to {} us): the ranks'' clocks disagree', off, n, round(worst / 1e3, 1)),
            'compare skew only within a node, or align the clocks; start skews are not trustworthy here'
     FROM clocks WHERE off > 0
