@@ -144,7 +144,8 @@ def plan_with(own: Plan | None, world: int, changes: dict | None = None, shape: 
     if not changes:
         return own
     base = {"dp": 1, "tp": 1, "pp": 1, "zero": 0, "backend": "nccl"} if own is None else {
-        "dp": own.dp, "tp": own.tp, "pp": own.pp, "zero": own.zero, "sequence_parallel": own.sequence_parallel,
+        "dp": own.dp, "tp": own.tp, "pp": own.pp, "ep": own.ep, "zero": own.zero,
+        "sequence_parallel": own.sequence_parallel,
         "backend": own.backend}
     base.update(changes)
     if "dp" not in changes and ("tp" in changes or "pp" in changes):

@@ -114,11 +114,12 @@ def measured(run, rp: RunPlan) -> dict[tuple[str, str], dict]:
     return out
 
 
-def coverage(run) -> str | None:
-    """Why the model does not cover this run (a collective it never predicts), or None."""
+def coverage(run, experts: bool = False) -> str | None:
+    """Why the model does not cover this run (a collective it never predicts), or None. A model with
+    experts predicts all-to-alls (expert parallelism)."""
     rows = run.sql("SELECT collective, count(*) AS n FROM collectives GROUP BY ALL "
                    "ORDER BY n DESC").to_pylist()
-    out = [r for r in rows if r["collective"] not in MODELLED | IGNORED]
+    out = [r for r in rows if r["collective"] not in MODELLED | IGNORED | ({"alltoall"} if experts else set())]
     if not out:
         return None
     what = ", ".join(f"{r['n']:,} {r['collective']}" for r in out)
@@ -155,10 +156,10 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     from .run_plan import model_with, plan_with
 
     rp = resolve(run, config)
-    why = coverage(run)
+    rp.shape = model_with(rp.shape, preset, model)
+    why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
     if why:
         raise TracekitError(f"whatif cannot predict this run: {why}")
-    rp.shape = model_with(rp.shape, preset, model)
     if rp.shape is None:
         raise TracekitError("the traces record no model: pass --config FILE (JSON: {{\"model\": {{...}}, "
                             "\"plan\": {...}}) or --preset NAME (with --layers/--hidden/--heads/--seq/--micro-batch/"
@@ -196,6 +197,13 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
                     notes.add(f"weak law: {law['warning']}")
                 f = busbw_factor(e.collective, size[e.group]) or 0.0
                 t = e.count * law["latency_us"] / 1e3 + e.bytes * f / law["bus_gbps"] / 1e6
+            if e.group == "EP":
+                notes.add("routing decides each rank's share of the all-to-alls: predicted is the mean per rank")
+            prev = per.get((e.group, e.collective))
+            if prev is not None:  # several terms of one group and collective (MoE: counts, then tokens)
+                t = None if t is None or prev["transfer_ms"] is None else t + prev["transfer_ms"]
+                notes |= prev["notes"]
+                e = type(e)(e.collective, e.group, e.count + prev["count"], e.bytes + prev["bytes"], e.why)
             per[(e.group, e.collective)] = {"count": e.count, "bytes": e.bytes, "transfer_ms": t, "notes": notes}
         for k, v in per.items():
             if k not in acc or (v["bytes"], v["count"]) > (acc[k]["bytes"], acc[k]["count"]):
@@ -215,7 +223,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
                      "exposed_ms": None if t is None or share is None else t * share,
                      "measured_exposed_ms": m.get("exposed_ms"), "note": "; ".join(sorted(notes)) or None})
     table = _table(rows)
-    note = f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
+    note = (f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
+            + (f", ep {target.ep}" if target.ep > 1 else ""))
     return table.replace_schema_metadata({NOTE_KEY: note.encode()})
 
 

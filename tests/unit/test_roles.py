@@ -28,5 +28,6 @@ def test_group_role(named, desc, size, coll, plan, role):
 
 
 def test_role_sizes_and_words():
-    assert role_sizes(Plan(dp=3, tp=2, pp=5)) == {"DP": 3, "TP": 2, "PP": 5}
+    assert role_sizes(Plan(dp=3, tp=2, pp=5)) == {"DP": 3, "TP": 2, "PP": 5, "EP": 1}
+    assert role_sizes(Plan(dp=4, ep=4))["EP"] == 4
     assert role_of_desc("mp_group") == "TP" and role_of_desc("default_pg") is None and role_of_desc(None) is None

@@ -17,9 +17,9 @@ from .options import (
 
 @click.command("model")
 @model_options("example")
-@plan_options({"dp": 1, "tp": 1, "pp": 1, "zero": 0, "backend": "nccl"})
+@plan_options({"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "backend": "nccl"})
 @output_options
-def model_cmd(preset, dp, tp, pp, zero, sequence_parallel, backend, fmt, output, **kw):
+def model_cmd(preset, dp, tp, pp, ep, zero, sequence_parallel, backend, fmt, output, **kw):
     """Predict one training step's collectives per rank and process group (analytic model).
 
     One row per (pipeline stage, group, collective): count and bytes per rank and step.
@@ -28,9 +28,10 @@ def model_cmd(preset, dp, tp, pp, zero, sequence_parallel, backend, fmt, output,
     Example:
       tracekit model --preset gpt3-175b --tp 8 --pp 16 --dp 64
       tracekit model --preset example --dp 2 --zero 3 --backend gloo
+      tracekit model --preset example --experts 4 --top-k 2 --dp 2 --ep 2 --backend gloo
     """
     shape: GPTShape = model_with(None, preset, split_fields(kw, MODEL_FIELDS))
-    plan = Plan(dp=dp, tp=tp, pp=pp, zero=zero, sequence_parallel=bool(sequence_parallel), backend=backend)
+    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sequence_parallel=bool(sequence_parallel), backend=backend)
     check_fits(shape, plan)
     # pipeline stages differ only as first, middle and last: one representative rank of each
     stages = {"all": 0} if pp == 1 else {"first": 0, **({"middle": 1} if pp > 2 else {}), "last": pp - 1}
@@ -39,6 +40,6 @@ def model_cmd(preset, dp, tp, pp, zero, sequence_parallel, backend, fmt, output,
         for e in predict_rank(shape, plan, stage * dp * tp):
             rows.append({"stage": label, "group": e.group, "collective": e.collective, "count": e.count,
                          "bytes_per_step": e.bytes, "gb_per_step": e.bytes / 1e9, "what": e.why})
-    click.echo(f"{preset}: {total_params(shape):,} parameters; world {plan.world} = dp {dp} x tp {tp} x pp {pp}; "
-               f"per rank and step:", err=True)
+    click.echo(f"{preset}: {total_params(shape):,} parameters; world {plan.world} = dp {dp} x tp {tp} x pp {pp}"
+               + (f" (ep {ep})" if ep > 1 else "") + "; per rank and step:", err=True)
     emit(pa.Table.from_pylist(rows), fmt, output)

@@ -30,8 +30,9 @@ def run_argument(f):
     return click.argument("run", type=click.Path(exists=True))(f)
 
 
-MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype")
-PLAN_FIELDS = ("dp", "tp", "pp", "zero", "sequence_parallel", "backend")
+MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",
+                "top_k")
+PLAN_FIELDS = ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend")
 
 
 def model_options(default_preset: str | None):
@@ -42,7 +43,9 @@ def model_options(default_preset: str | None):
         for name in reversed(MODEL_FIELDS):
             flag = "--" + name.replace("_", "-")
             f = click.option(flag, name, type=str if name == "dtype" else int, default=None,
-                             help="override the preset's" if name == "layers" else None)(f)
+                             help={"layers": "override the preset's",
+                                   "experts": "experts per MoE layer (0: dense MLP)",
+                                   "top_k": "experts each token is routed to"}.get(name))(f)
         return click.option("--preset", type=click.Choice(sorted(PRESETS)), default=default_preset,
                             show_default=default_preset is not None,
                             help="a model of tracekit.model.PRESETS")(f)
@@ -59,6 +62,8 @@ def plan_options(defaults: dict):
         f = click.option("--zero", type=click.IntRange(0, 3), default=defaults.get("zero"),
                          show_default=defaults.get("zero") is not None,
                          help="0 DDP, 1 ZeRO-1, 2 FSDP without reshard, 3 FSDP/ZeRO-3")(f)
+        f = click.option("--ep", type=int, default=defaults.get("ep"), show_default=defaults.get("ep") is not None,
+                         help="expert parallelism: experts split over the dp ranks (ep = dp)")(f)
         for name in ("pp", "tp", "dp"):
             f = click.option(f"--{name}", type=int, default=defaults.get(name),
                              show_default=defaults.get(name) is not None)(f)

@@ -121,7 +121,7 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
     elif plan.sequence_parallel and shape.seq % plan.tp:
         why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
     elif plan.ep > 1 and not shape.experts:
-        why = f"ep {plan.ep} splits experts: the model has none (give it experts)"
+        why = f"ep {plan.ep} splits experts: the model has none (--experts N gives it some)"
     elif plan.ep > 1 and shape.experts % plan.ep:
         why = f"ep {plan.ep} does not divide the model's {shape.experts} experts"
     elif plan.ep > 1 and (plan.ep != plan.dp or plan.tp > 1 or plan.zero):

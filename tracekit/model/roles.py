@@ -16,8 +16,9 @@ POINT_TO_POINT = ("send", "recv", "sendrecv")
 
 
 def role_sizes(plan: Plan) -> dict[str, int]:
-    """Ranks in a group of each role: {"DP": dp, "TP": tp, "PP": pp}."""
-    return {role: getattr(plan, role.lower()) for role in ROLES}
+    """Ranks in a group of each role: {"DP": dp, "TP": tp, "PP": pp, "EP": ep} (EP: expert parallelism,
+    over the data-parallel ranks, named by the recorded config's groups only)."""
+    return {**{role: getattr(plan, role.lower()) for role in ROLES}, "EP": plan.ep}
 
 
 def role_of_desc(desc: str | None) -> str | None:
