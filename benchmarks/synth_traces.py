@@ -11,6 +11,14 @@ collective, ac2g flows, `distributedInfo` with `pg_config`, and `devicePropertie
 the model's (tracekit.model.predict_rank) for the plan; ranks start each collective a few microseconds
 apart and one rank (--slow-rank) arrives late to every collective it takes part in, so the others wait.
 
+Hosts: --gpus-per-host N puts ranks r on host{r // N} (recorded as tracekit.profiler records it, and N GPUs
+in deviceProperties). Clocks: --clock-offset-us U and --clock-drift-ppm D give every host but host0 (the
+true clock) an offset drawn from [-U, U] and a drift from [-D, D] (seeded): each event of the host is
+written at offset + drift x 1e-6 x (t - CLOCK_REF_US) after its true time t; --end-jitter-us J makes each
+rank end each collective up to J later than the transfer does (uniform, seeded), as NCCL kernels do.
+Links: --two-links gives groups on one host the INTRA law (NVLink-like) and groups spanning hosts the
+INTER law (network-like) instead of the one law.
+
 Beside the traces, `truth.jsonl` (one JSON line; not a .json, so that ingesting DIR skips it) says what a correct analysis must find: per rank, the collectives by
 type, role (DP/TP/PP) and bytes per step x steps; the slow rank; the transfer bandwidth law.
 """
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import gzip
 import hashlib
 import json
@@ -37,6 +46,9 @@ SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
 GBPS = 100  # bus bandwidth: transfer = LATENCY_US + bytes x nccl-tests' bus factor(n) / GBPS GB/s
 LATENCY_US = 5
 SLOW_US = 30  # how late the slow rank arrives
+INTRA = {"bus_gbps": 150, "latency_us": 3}  # --two-links: a group on one host (NVLink-like)
+INTER = {"bus_gbps": 20, "latency_us": 15}  # --two-links: a group spanning hosts (network-like)
+CLOCK_REF_US = 1000  # drift counts from this true time
 KERNEL = {"allreduce": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allgather": "ncclDevKernel_AllGather_RING_LL",
           "reduce_scatter": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
           "broadcast": "ncclDevKernel_Broadcast_RING_LL", "send": "ncclDevKernel_SendRecv",
@@ -68,17 +80,56 @@ def groups_of(plan: Plan, rank: int) -> dict[str, dict]:
             "PP": {"pg_name": f"pp.{d}.{t}", "ranks": pp}}
 
 
-def transfer_us(coll: str, nbytes: int, n: int) -> float:
+def transfer_us(coll: str, nbytes: int, n: int, law: dict | None = None) -> float:
     """The law of this synthetic network: a latency plus the bus traffic (message bytes x nccl-tests'
     bus factor for a group of n: 2(n-1)/n for allreduce, (n-1)/n for allgather/reduce_scatter, 1 for
-    send/recv) at GBPS."""
-    return LATENCY_US + nbytes * busbw_factor(coll, n) / (GBPS * 1e3)
+    send/recv) at GBPS (or at the law given: --two-links)."""
+    gbps, lat = (law["bus_gbps"], law["latency_us"]) if law else (GBPS, LATENCY_US)
+    return lat + nbytes * busbw_factor(coll, n) / (gbps * 1e3)
 
 
-def slot_us(nbytes: int) -> float:
+@dataclasses.dataclass
+class Hosts:
+    """Where ranks run and how their clocks read (see the module's docstring)."""
+    gpus_per_host: int = 8
+    offset_us: float = 0.0
+    drift_ppm: float = 0.0
+    end_jitter_us: float = 0.0
+    two_links: bool = False
+    seed: int = 0
+
+    def host(self, rank: int) -> int:
+        return rank // self.gpus_per_host
+
+    def law(self, ranks: list[int]) -> dict | None:
+        if not self.two_links:
+            return None
+        return INTRA if len({self.host(r) for r in ranks}) == 1 else INTER
+
+    def clock(self, host: int) -> tuple[float, float]:
+        """(offset_us, drift_ppm) of a host's clock; host0 keeps the true clock."""
+        if host == 0:
+            return 0.0, 0.0
+        h = hashlib.blake2b(f"{self.seed}/{host}".encode(), digest_size=16).digest()
+        u1, u2 = (int.from_bytes(h[:8], "big") / 2**64) * 2 - 1, (int.from_bytes(h[8:], "big") / 2**64) * 2 - 1
+        return round(self.offset_us * u1, 3), round(self.drift_ppm * u2, 4)
+
+    def jitter(self, rank: int, comms_id: int) -> float:
+        if not self.end_jitter_us:
+            return 0.0
+        h = hashlib.blake2b(f"{self.seed}/{rank}/{comms_id}".encode(), digest_size=8).digest()
+        return round(self.end_jitter_us * int.from_bytes(h, "big") / 2**64, 3)
+
+    def read(self, host: int, t_us: float) -> float:
+        """A true time as the host's clock writes it."""
+        off, drift = self.clock(host)
+        return t_us + off + drift * 1e-6 * (t_us - CLOCK_REF_US)
+
+
+def slot_us(nbytes: int, gbps: float = GBPS) -> float:
     """The time one collective of nbytes gets: its longest transfer (factor < 2), the slow rank's lateness
     and a gap."""
-    return max(SLOT_US, SLOW_US + LATENCY_US + 2 * nbytes / (GBPS * 1e3) + 50)
+    return max(SLOT_US, SLOW_US + LATENCY_US + 2 * nbytes / (gbps * 1e3) + 50)
 
 
 def stable_id(*parts) -> int:
@@ -94,8 +145,9 @@ def split(total: int, count: int, unit: int) -> list[int]:
 
 
 class Rank:
-    def __init__(self, rank: int, slow_rank: int, slow_op: str | None = None):
+    def __init__(self, rank: int, slow_rank: int, slow_op: str | None = None, hosts: Hosts | None = None):
         self.rank, self.slow_rank, self.slow_op = rank, slow_rank, slow_op
+        self.hosts = hosts or Hosts()
         self.events: list[dict] = []
         self.corr = 0
 
@@ -110,7 +162,8 @@ class Rank:
         c = self.corr
         start = t_us + self.arrival(self.rank)
         # the transfer starts when the last rank of the group arrives; all end together
-        end = t_us + max(self.arrival(r) for r in group["ranks"]) + transfer_us(coll, nbytes, len(group["ranks"]))
+        end = t_us + max(self.arrival(r) for r in group["ranks"]) + transfer_us(
+            coll, nbytes, len(group["ranks"]), self.hosts.law(group["ranks"])) + self.hosts.jitter(self.rank, comms_id)
         gs = len(group["ranks"])
         out_n = nbytes // elem
         in_n = out_n // gs if coll == "allgather" else out_n
@@ -144,18 +197,21 @@ class Rank:
         ]
 
 
-def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | None = None
-        ) -> tuple[dict[int, list[dict]], dict]:
-    """The events of every rank and the ground truth."""
+def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | None = None,
+        hosts: Hosts | None = None) -> tuple[dict[int, list[dict]], dict]:
+    """The events of every rank and the ground truth (true times: write() puts them on the hosts' clocks)."""
     elem = model.elem_bytes
-    ranks = {r: Rank(r, slow_rank, slow_op) for r in range(plan.world)}
+    ranks = {r: Rank(r, slow_rank, slow_op, hosts) for r in range(plan.world)}
     truth: dict[str, list] = {}
     mb = model.micro_batches
     exps = {r: predict_rank(model, plan, r) for r in ranks}
     act = model.micro_batch * model.seq * model.hidden * elem
-    pp_slot = slot_us(act)
+    hosts = hosts or Hosts()
+    # every slot long enough for the slower law (its latency: the 50 us gap covers it)
+    slot_of = functools.partial(slot_us, gbps=min(GBPS, INTER["bus_gbps"]) if hosts.two_links else GBPS)
+    pp_slot = slot_of(act)
     pp_len = 2 * plan.pp * mb * pp_slot if plan.pp > 1 else 0
-    dptp_len = max(sum(slot_us(size) for e in exp if e.group != "PP"
+    dptp_len = max(sum(slot_of(size) for e in exp if e.group != "PP"
                        for size in split(e.bytes, e.count, elem * (plan.dp if e.group == "DP" else plan.tp)))
                    for exp in exps.values())
     step_len = pp_len + dptp_len + 2000
@@ -199,25 +255,41 @@ def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | 
                         continue
                     for size in split(e.bytes, e.count, elem * len(gr[role]["ranks"])):
                         seqs[role] += 1
-                        rk.collective(t, slot_us(size), e.collective, size, elem, gr[role], role, seqs[role],
+                        rk.collective(t, slot_of(size), e.collective, size, elem, gr[role], role, seqs[role],
                                       stable_id(gr[role]["pg_name"], seqs[role]), None)
-                        t += slot_us(size)
+                        t += slot_of(size)
     return {r: rk.events for r, rk in ranks.items()}, truth
 
 
+def on_clock(events: list[dict], hosts: Hosts, host: int) -> None:
+    """Rewrite true times as the host's clock reads them (start and end each read; dur what they span)."""
+    if hosts.clock(host) == (0.0, 0.0):
+        return
+    for e in events:
+        if "ts" not in e:
+            continue
+        start = hosts.read(host, e["ts"])
+        if "dur" in e:
+            e["dur"] = round(hosts.read(host, e["ts"] + e["dur"]) - start, 3)
+        e["ts"] = round(start, 3)
+
+
 def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, record_config: bool = True,
-          slow_op: str | None = None) -> dict:
+          slow_op: str | None = None, hosts: Hosts | None = None) -> dict:
     os.makedirs(out, exist_ok=True)
-    events, per_rank = job(plan, model, steps, slow_rank, slow_op)
+    hosts = hosts or Hosts()
+    events, per_rank = job(plan, model, steps, slow_rank, slow_op, hosts)
     for r, evs in events.items():
+        on_clock(evs, hosts, hosts.host(r))
         gr = groups_of(plan, r)
         pg_config = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
                       "pg_size": plan.world, "ranks": list(range(plan.world))}]
         pg_config += [{"pg_name": g["pg_name"], "pg_desc": role, "backend_config": "cuda:nccl",
                        "pg_size": len(g["ranks"]), "ranks": g["ranks"]} for role, g in gr.items()
                       if len(g["ranks"]) > 1]
-        doc = {"schemaVersion": 1,
-               "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984}],
+        doc = {"schemaVersion": 1, "tracekit_host": f"host{hosts.host(r)}",
+               "deviceProperties": [{"id": i, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984}
+                                    for i in range(hosts.gpus_per_host)],
                "distributedInfo": {"backend": "nccl", "rank": r, "world_size": plan.world,
                                    "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"},
                "tracekit_config": {"model": dataclasses.asdict(model),
@@ -230,7 +302,13 @@ def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, rec
             json.dump(doc, f)
     truth = {"plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero}, "steps": steps,
              "slow_rank": slow_rank, "transfer": {"bus_gbps": GBPS, "latency_us": LATENCY_US},
-             "ranks": per_rank}
+             "ranks": per_rank,
+             "hosts": {f"host{h}": {"ranks": [r for r in range(plan.world) if hosts.host(r) == h],
+                                    "offset_us": hosts.clock(h)[0], "drift_ppm": hosts.clock(h)[1]}
+                       for h in sorted({hosts.host(r) for r in range(plan.world)})},
+             "clock": {"reference_host": "host0", "ref_us": CLOCK_REF_US, "end_jitter_us": hosts.end_jitter_us,
+                       "law": "a host writes true time t as t + offset_us + drift_ppm x 1e-6 x (t - ref_us)"},
+             "links": {"intra-node": INTRA, "inter-node": INTER} if hosts.two_links else None}
     with open(os.path.join(out, TRUTH), "w") as f:
         json.dump(truth, f)
     return truth
@@ -246,8 +324,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
     ap.add_argument("--slow-op", default=None, metavar="NAME",
                     help=f"the slow rank runs a CPU op NAME of {SLOW_US - 6} us just before each launch (why it is late)")
+    ap.add_argument("--gpus-per-host", type=int, default=8, help="ranks per host [default: 8]")
+    ap.add_argument("--clock-offset-us", type=float, default=0.0, help="hosts' clock offsets within +-U us")
+    ap.add_argument("--clock-drift-ppm", type=float, default=0.0, help="hosts' clock drifts within +-D ppm")
+    ap.add_argument("--end-jitter-us", type=float, default=0.0, help="each rank ends up to J us after the transfer")
+    ap.add_argument("--two-links", action="store_true", help="intra-host and inter-host groups get their own laws")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the clocks and the jitter")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
+    if a.gpus_per_host < 1:
+        raise SystemExit(f"--gpus-per-host {a.gpus_per_host}: must be at least 1")
     plan = parse_plan(a.plan)
     if plan.world != a.ranks:
         raise SystemExit(f"--plan {a.plan} has {plan.world} ranks, not --ranks {a.ranks}")
@@ -256,7 +342,8 @@ def main(argv=None) -> int:
         preset["micro_batches"] = 2 * plan.pp
     model = GPTShape(**preset)
     slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
-    write(a.out, plan, model, a.steps, slow, record_config=not a.no_config, slow_op=a.slow_op)
+    write(a.out, plan, model, a.steps, slow, record_config=not a.no_config, slow_op=a.slow_op,
+          hosts=Hosts(a.gpus_per_host, a.clock_offset_us, a.clock_drift_ppm, a.end_jitter_us, a.two_links, a.seed))
     print(f"{a.out}: {a.ranks} traces and {TRUTH} (slow rank {slow})")
     return 0
 
