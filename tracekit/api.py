@@ -10,17 +10,20 @@ from .store import Run, open_run
 
 def ingest(paths, out, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
            ranks: dict | None = None, progress: bool | None = None, scheduler: str | None = None,
-           iteration: int | None = None) -> Run:
+           iteration: int | None = None, hosts=None, align: bool = True) -> Run:
     """Ingest trace files/directories/globs into the run directory ``out`` and open it.
 
     A no-op when ``out`` already holds exactly these inputs (same bytes), unless ``force``. ``scheduler``:
     a Dask scheduler address (``tcp://host:port``) or ``"local"`` (see ``tracekit ingest --scheduler``).
     ``iteration``: keep only DIR/iteration_N when the inputs hold several profiling cycles.
+    ``hosts``: each rank's host where the traces do not say it: {rank or file name: host}, a mapping file,
+    or N (N consecutive ranks per host). ``align=False`` keeps every host's raw clock (no offsets).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     ingest_run([os.fspath(p) for p in paths], os.fspath(out), jobs=jobs, on_error=on_error, force=force,
-               ranks=ranks, show_progress=progress, scheduler=scheduler, iteration=iteration)
+               ranks=ranks, show_progress=progress, scheduler=scheduler, iteration=iteration, hosts=hosts,
+               align=align)
     return Run(os.fspath(out))
 
 

@@ -33,6 +33,8 @@ FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_in
                     "comm_overlap", "_comm_exposure"]
 # Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
 REDUCED: list[str] = ["collective_waits", "collective_instances", "stragglers"]
+# Derived at the reduce step too, before REDUCED uses it: each host's clock offset (tracekit.clocks).
+CLOCKS = "clock_offsets"
 FACTS_DIR = "facts"
 
 # Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
@@ -70,11 +72,12 @@ def facts_key() -> str:
 @functools.lru_cache(maxsize=8)
 def _facts_key(catalogue: tuple) -> str:
     h = hashlib.sha256(_sql.load("views", "macros").text.encode())
-    for name in FACTS + REDUCED:
+    for name in FACTS + REDUCED + ["rank_clocks", "_collectives_aligned"]:
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
     h.update(repr(BUSBW_FACTORS).encode())
     h.update(repr(catalogue).encode())
+    h.update(b"clocks 1")  # tracekit.clocks' estimator
     return h.hexdigest()[:16]
 
 
@@ -178,6 +181,10 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
+        if reduced:  # the run is this rank: its host as the run's would be (tracekit.hosts)
+            from .hosts import assign_hosts
+            trace = dict(trace)
+            assign_hosts([trace])
         con.register("_traces", rows_table([trace], TRACES_SCHEMA))
         con.register("_pgs", rows_table(process_groups, PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
@@ -188,11 +195,12 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
                                  f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the "
                                  "file, or leave it out (`tracekit ingest --on-error skip` ingests the other files)")
 
-        _materialize_all(con, FACTS + (REDUCED if reduced else []),
-                         lambda name: os.path.join(out_dir, name + ".parquet"), fail)
+        _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"), fail)
+        if reduced:
+            reduce_on(con, lambda name: os.path.join(out_dir, name + ".parquet"), fail)
 
 
-def derive_run(run_dir: str, threads: int = 1) -> None:
+def derive_run(run_dir: str, threads: int = 1, align: bool = True) -> None:
     """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
@@ -204,11 +212,38 @@ def derive_run(run_dir: str, threads: int = 1) -> None:
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet("
                         f"{sql_string(os.path.join(run_dir, name + '.parquet'))})")
         define_base(con)
-        for name in FACTS + REDUCED:
+        for name in FACTS + REDUCED + [CLOCKS]:
             os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
-        _materialize_all(con, FACTS + REDUCED, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
-                         lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: "
-                                                         f"{str(exc).splitlines()[0]}"))
+        def fail(name, exc):
+            return TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: {str(exc).splitlines()[0]}")
+
+        parquet_of = lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet")  # noqa: E731
+        _materialize_all(con, FACTS, parquet_of, fail)
+        reduce_on(con, parquet_of, fail, align)
+
+
+def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True) -> None:
+    """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
+    each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
+    clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
+    clock. (A run on one host, or whose hosts agree, pays one pass.)"""
+    from . import clocks
+
+    con.register("_no_offsets", clocks.OFFSETS_SCHEMA.empty_table())
+    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
+    con.unregister("_no_offsets")
+    for name in ("rank_clocks", "_collectives_aligned"):
+        con.execute(_sql.load("views", name).text)
+    _materialize_all(con, REDUCED, parquet_of, fail)
+    offsets = clocks.estimate(con, align)
+    con.register("_offsets", offsets)
+    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _offsets")
+    con.unregister("_offsets")
+    con.execute(f"COPY {CLOCKS} TO {sql_string(parquet_of(CLOCKS))} (FORMAT parquet)")
+    if any((r["offset_ns"] or 0) != 0 or (r["drift_ppm"] or 0) != 0 for r in offsets.to_pylist()):
+        for name in reversed(REDUCED):
+            con.execute(f"DROP TABLE {name}")
+        _materialize_all(con, REDUCED, parquet_of, fail)
 
 
 @contextlib.contextmanager
@@ -231,7 +266,7 @@ def derive_memory_mb() -> int:
     return settings.derive_memory_mb()
 
 
-def reduce_run(run_dir: str) -> None:
+def reduce_run(run_dir: str, align: bool = True) -> None:
     """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
     (matching, waits, stragglers), then each per-rank fact compacted into one file, facts/NAME/all.parquet
     (a query then opens a few files, not one per rank: at 1024 ranks that is what keeps a report fast)."""
@@ -243,11 +278,11 @@ def reduce_run(run_dir: str) -> None:
             define_base(con)
             glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
             con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
-            for name in REDUCED:
+            for name in REDUCED + [CLOCKS]:
                 os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
-            _materialize_all(con, REDUCED, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
-                             lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
-                                                             f"{str(exc).splitlines()[0]}"))
+            reduce_on(con, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
+                      lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
+                                                      f"{str(exc).splitlines()[0]}"), align)
         for name in FACTS:
             d = os.path.join(run_dir, FACTS_DIR, name)
             parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
@@ -273,7 +308,7 @@ def place_facts(rank_dir: str, run_dir: str, rank: int) -> None:
         dest = os.path.join(run_dir, FACTS_DIR, name)
         os.makedirs(dest, exist_ok=True)
         os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(dest, f"rank-{rank}.parquet"))
-    for name in REDUCED:  # derive_rank(reduced=True): the run is this rank
+    for name in REDUCED + [CLOCKS]:  # derive_rank(reduced=True): the run is this rank
         if os.path.isfile(os.path.join(rank_dir, name + ".parquet")):
             os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
             os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(run_dir, FACTS_DIR, name, "all.parquet"))
@@ -304,7 +339,9 @@ def rederive_run(run_dir: str) -> None:
             derive_rank(rank_parts(run_dir, rank), rank, t, [p for p in pgs if p["rank"] == rank], one)
             place_facts(one, tmp, rank)
         shutil.copy(os.path.join(run_dir, "traces.parquet"), os.path.join(tmp, "traces.parquet"))
-        reduce_run(tmp)
+        with open(os.path.join(run_dir, MANIFEST)) as f:
+            align = json.load(f).get("options", {}).get("align", True)
+        reduce_run(tmp, align=align)
         os.remove(os.path.join(tmp, "traces.parquet"))
         # the facts directory is replaced whole, then the manifest says which rules made it
         old = os.path.join(run_dir, f".facts.old-{os.getpid()}")

@@ -6,7 +6,8 @@ slice per clean collective instance spanning its ranks' first start to last end,
 ranks of each instance, and an instant event on the rank that arrived last. `steps` keeps only kernels
 and ops of a step range; `kernels_only` keeps only comm and compute kernels (so that a 1,024-rank job
 stays openable). Times are written exactly (microseconds with three decimals, from the nanoseconds).
-The output is JSON Object Format with `traceEvents`: tracekit (and HTA, Perfetto) read it back.
+Times are on the aligned clock (each host's offset from clock_offsets applied), so that ranks of several
+hosts line up; a run ingested with --no-align shows the raw clocks. The output is JSON Object Format with `traceEvents`: tracekit (and HTA, Perfetto) read it back.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 
 from .errors import TracekitError
 
+# every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are
+ALIGNED = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"
 EXPOSED_TID = 900001
 INSTANCE_TID = 900002
 
@@ -92,8 +95,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 put(_meta(rank, None, f"rank {rank}"))
                 put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))
                 put(_meta(rank, INSTANCE_TID, "tracekit: collective instances"))
-            q = (f"SELECT rank, device, stream, name, cat, kind, ts_ns, dur_ns, step FROM gpu_kernels "
-                 f"WHERE {kinds} AND {in_range} ORDER BY rank, ts_ns")
+            q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED} AS ts_ns, dur_ns, step FROM gpu_kernels "
+                 f"JOIN rank_clocks k USING (rank) WHERE {kinds} AND {in_range} ORDER BY rank, ts_ns")
             for rank, device, stream, name, cat, kind, ts, dur, step in _rows(run, q):
                 key = (rank, f"GPU {device} stream {stream}")
                 if key not in tracks:
@@ -105,7 +108,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 span = "TRUE" if steps is None else (
                     f"EXISTS (SELECT 1 FROM steps s WHERE s.rank = e.rank AND s.step BETWEEN {int(lo)} AND {int(hi)} "
                     "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
-                q = (f"SELECT rank, pid, tid, name, cat, ts_ns, dur_ns FROM events e WHERE ph = 'X' "
+                q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM events e "
+                     "JOIN rank_clocks k USING (rank) WHERE ph = 'X' "
                      f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} "
                      "ORDER BY rank, ts_ns")
                 for rank, pid, tid, name, cat, ts, dur in _rows(run, q):
@@ -116,7 +120,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     put(_ev("X", name or "", rank, tracks[key], ts, dur, cat=cat or ""))
                     counts["cpu_ops"] += 1
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
-            q = (f"SELECT rank, ts_ns, end_ns FROM comm_segments WHERE comm_active > 0 AND compute_active = 0 "
+            q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
+                 "FROM comm_segments JOIN rank_clocks k USING (rank) WHERE comm_active > 0 AND compute_active = 0 "
                  f"AND {seg_range} ORDER BY rank, ts_ns")
             for rank, ts, end in _merged(_rows(run, q)):
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))

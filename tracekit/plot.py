@@ -173,13 +173,13 @@ def fitted_laws(run, path: str) -> str:
         raise TracekitError(f"{run.name}: no clean matched instance with a size: nothing to fit")
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, f in enumerate(laws):
-        mine = [(traffic, t_ns / 1e3) for traffic, t_ns, *_ in pts[(f["collective"], f["kind"])]]
+        mine = [(traffic, t_ns / 1e3) for traffic, t_ns, *_ in pts[(f["collective"], f["kind"], f["link_kind"])]]
         color = f"C{i % 10}"
         ax.scatter([x for x, _ in mine], [y for _, y in mine], s=10, color=color, alpha=0.6)
         lo, hi = min(x for x, _ in mine), max(x for x, _ in mine)
         xs = [lo * 0.5, hi * 2]
         ax.plot(xs, [f["latency_us"] + x / (f["bus_gbps"] * 1e3) for x in xs], color=color,
-                label=f"{f['collective']} {f['kind']}: {f['latency_us']:.1f} us + traffic / {f['bus_gbps']:.1f} GB/s")
+                label=f"{f['collective']} {f['kind']} {f['link_kind']}: {f['latency_us']:.1f} us + traffic / {f['bus_gbps']:.1f} GB/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bus traffic, bytes (message x bus factor)")

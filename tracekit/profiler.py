@@ -27,8 +27,10 @@ import gzip
 import json
 import os
 import shutil
+import socket
 
 from .discover import TRACE_PATH_TEMPLATE
+from .hosts import HOST_KEY
 
 CONFIG_KEY = "tracekit_config"
 _PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
@@ -65,10 +67,10 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
         path = trace_path(trace_dir, step, rank)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         config = _PENDING.get(id(prof))
-        if config is None:
-            prof.export_chrome_trace(path)
-        else:
-            _export_with(prof, path, {CONFIG_KEY: config})
+        keys = {HOST_KEY: socket.gethostname()}  # which ranks share a host (tracekit.hosts)
+        if config is not None:
+            keys[CONFIG_KEY] = config
+        _export_with(prof, path, keys)
         if ingest_to is not None:
             import torch.distributed as dist
 

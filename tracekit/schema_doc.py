@@ -15,6 +15,10 @@ def documented_objects() -> list[tuple[str, str, list[tuple[str, str]]]]:
         extra = [("rank", "global rank of the trace (from the Parquet partition)")] if name == "events" else []
         out.append((name, doc, extra + [(c, m) for c, _t, m in cols]))
     for name in VIEWS:
+        if name == "clock_offsets":  # computed in Python (tracekit.clocks), stored as a fact
+            from .clocks import OFFSET_COLUMNS, TABLE_DOC
+            out.append((name, TABLE_DOC, [(c, m) for c, _t, m in OFFSET_COLUMNS]))
+            continue
         f = _sql.load("views", name)
         out.append((name, f.doc, f.columns))
     return out

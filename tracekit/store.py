@@ -13,7 +13,7 @@ from .errors import QueryError, RunError
 from .ingestion.run_writer import MANIFEST
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
-from .derive import FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run, sql_string
+from .derive import CLOCKS, FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run, sql_string
 
 # name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
 TABLES = {
@@ -29,7 +29,7 @@ TABLES = {
 # (collectives' size buckets, exposure labels).
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
                     "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
-                    "collective_instances", "stragglers", "step_breakdown"]
+                    "collective_instances", "stragglers", "step_breakdown", "clock_offsets", "rank_clocks"]
 _HELPERS = ["_collectives", "_comm_exposure"]
 
 
@@ -92,7 +92,7 @@ class Run:
         memory on big runs, so a query only pays for the views it names."""
         if name in self._created:
             return
-        if name in FACTS or name in REDUCED:
+        if name in FACTS or name in REDUCED or name == CLOCKS:
             glob = os.path.join(self.path, FACTS_DIR, name, "*.parquet")
             self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
             self._created.add(name)

@@ -32,15 +32,17 @@ IGNORED = {"barrier", "unknown"}  # tiny or unidentified: neither modelled nor a
 
 
 def points(run, rp: RunPlan | None = None) -> dict[tuple[str, str], list]:
-    """(collective, role) -> [(bus traffic bytes, transfer ns, message bytes, group size, source)]."""
+    """(collective, role, link kind) -> [(bus traffic bytes, transfer ns, message bytes, group size, source)].
+    The link kind (intra-node, inter-node, mixed; unknown without hosts) keeps NVLink and the network apart:
+    one role's groups can sit on one host or span several."""
     rp = resolve(run) if rp is None else rp
-    pts: dict[tuple[str, str], list] = {}
+    pts: dict[tuple[str, str, str], list] = {}
     for r in run.sql(_sql.load("reports", "_whatif_points").text).to_pylist():
         coll = "sendrecv" if r["collective"] in ("send", "recv") else r["collective"]
         kind = rp.role(r["rank"], r["pg_name"], r["pg_desc"], r["group_size"], coll)
         f = busbw_factor(coll, r["group_size"])
         if f:
-            pts.setdefault((coll, kind), []).append((r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"],
+            pts.setdefault((coll, kind, r["link_kind"] or "unknown"), []).append((r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"],
                                                      r["source"]))
     return pts
 
@@ -64,11 +66,11 @@ def _quality(p: list) -> str | None:
 
 
 def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
-    """Per (collective, role): latency (µs) and bus bandwidth (GB/s) of transfer = latency + traffic/bw,
-    the measured ranges, and a warning where the fit is weak."""
+    """Per (collective, role, link kind): latency (µs) and bus bandwidth (GB/s) of transfer = latency +
+    traffic/bw, the measured ranges, and a warning where the fit is weak."""
     pts = points(run, rp) if pts is None else pts
     out = []
-    for (coll, kind), p in sorted(pts.items()):
+    for (coll, kind, link), p in sorted(pts.items()):
         x = np.array([a for a, *_ in p], dtype=float)
         y = np.array([b for _, b, *_ in p], dtype=float)
         if len(set(x)) >= 2:
@@ -77,7 +79,7 @@ def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
             slope, intercept = y.sum() / x.sum(), 0.0
         if slope <= 0 or intercept < 0:  # noise beats the size effect: one bandwidth, no latency,
             slope, intercept = y.sum() / x.sum(), 0.0  # which keeps the measured total time
-        out.append({"collective": coll, "kind": kind, "points": len(p), "sizes": len({b for _, _, b, _, _ in p}),
+        out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p), "sizes": len({b for _, _, b, _, _ in p}),
                     "latency_us": intercept / 1e3, "bus_gbps": 1.0 / slope,
                     "min_bytes": min(b for _, _, b, _, _ in p), "max_bytes": max(b for _, _, b, _, _ in p),
                     "min_ranks": min(n for *_, n, _ in p), "max_ranks": max(n for *_, n, _ in p),
@@ -171,7 +173,9 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     if rp.plan is None:  # the run's own plan unknown: the one given stands for it (which groups are which)
         rp.plan, rp.source = target, "plan as given (the trace does not tell its own)"
     check_fits(rp.shape, target, world)
-    laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}
+    laws: dict = {}  # per (collective, role), the law of the link kind measured most (one, on one host)
+    for f in sorted(fit(run, rp=rp), key=lambda f: f["points"]):
+        laws[(f["collective"], f["kind"])] = f
     meas = measured(run, rp)
     exp_share = _exposed_share(meas)
     size = role_sizes(target)

@@ -9,6 +9,7 @@ import pytest
 
 import tracekit
 from tracekit.cli.main import main
+from tracekit.ingestion.schema import SCHEMA_VERSION
 from tests.conftest import dist, write_trace
 
 
@@ -38,7 +39,7 @@ def test_ingest_then_sql_json(two_ranks, tmp_path):
            "--format", "json")
     assert json.loads(q.stdout) == [{"rank": 0, "n": 2}, {"rank": 1, "n": 2}]
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert m["schema_version"] == 1 and len(m["inputs"]) == 2 and m["failures"] == []
+    assert m["schema_version"] == SCHEMA_VERSION and len(m["inputs"]) == 2 and m["failures"] == []
     assert all(len(i["sha256"]) == 64 and i["bytes"] > 0 for i in m["inputs"])
 
 

@@ -30,9 +30,15 @@ def _parse_ranks(values):
                    "(-o must be on storage every worker sees), or `local` for a LocalCluster of --jobs workers.")
 @click.option("--iteration", type=int, default=None, metavar="N",
               help="Ingest only DIR/iteration_N (a profile directory that holds several profiling cycles).")
+@click.option("--hosts", default=None, metavar="FILE|N",
+              help="Each rank's host where the traces do not tell it: a mapping file (JSON {\"RANK\": \"HOST\"} or "
+                   "lines 'RANK HOST'; a file name may stand for its rank), or N consecutive ranks per host.")
+@click.option("--align/--no-align", default=True, show_default=True,
+              help="Align the hosts' clocks (offsets estimated from collectives that span hosts) for waits, "
+                   "skew, stragglers and the timeline; --no-align keeps each trace's raw clock.")
 @click.option("--rederive", is_flag=True,
               help="PATHS is one run: derive its per-rank facts again from its own events (no traces needed).")
-def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, iteration, rederive):
+def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, iteration, hosts, align, rederive):
     """Turn trace files (one per rank) into a Parquet run directory.
 
     PATHS are .json / .json.gz files, directories (searched recursively) or globs.
@@ -42,6 +48,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, ite
       tracekit ingest traces/ -o run/
       tracekit ingest 'logs/**/*.pt.trace.json.gz' -o run/ --on-error skip
       tracekit ingest traces/ -o /shared/run/ --scheduler tcp://10.0.0.5:8786
+      tracekit ingest traces/ -o run/ --hosts 8          (8 consecutive ranks per host)
       tracekit ingest --rederive run/
     """
     import os
@@ -61,7 +68,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, ite
     if out is None:
         raise click.UsageError("Missing option '-o' / '--out'.")
     built = ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
-                       show_progress=progress, scheduler=scheduler, iteration=iteration)
+                       show_progress=progress, scheduler=scheduler, iteration=iteration, hosts=hosts, align=align)
     m = read_manifest(os.path.abspath(out))
     if not built:
         n = len(m["inputs"]) + len(m["failures"])

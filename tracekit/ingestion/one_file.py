@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ..discover import resolve_rank
 from ..errors import TraceFormatError
+from ..hosts import host_in_trace
 from . import fast
 from .columns import to_record_batch
 from .reader import CHUNK_BYTES, Chunk, TraceReader
@@ -188,6 +189,7 @@ def describe(path, header: dict, reader: TraceReader, rank: int, rank_source: st
     devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
     host = header.get("host_name") or header.get("hostname") or header.get("hostName")
     base = header.get("baseTimeNanoseconds")
+    trace_host = host_in_trace(path, header)  # the run's rows are completed by hosts.assign_hosts
     pgs = []
     pg_config = info.get("pg_config")
     for pg in pg_config if isinstance(pg_config, list) else []:
@@ -209,6 +211,8 @@ def describe(path, header: dict, reader: TraceReader, rank: int, rank_source: st
         "backend": _text(info.get("backend")),
         "nccl_version": _text(info.get("nccl_version")),
         "host_name": _text(host),
+        "host": trace_host[0],
+        "host_source": trace_host[1],
         "path": os.path.abspath(path),
         "file_bytes": reader.source.file_bytes,
         "json_bytes": reader.source.json_bytes,

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from .. import __version__, settings
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
 from ..errors import RankError, TracekitError
+from ..hosts import assign_hosts, parse_hosts_option
 from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, rank_parts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
 from .one_file import MAX_WRITERS, ingest_file, part_paths, release_memory
@@ -44,11 +45,14 @@ def read_manifest(run_dir: str) -> dict | None:
         return None
 
 
-def is_up_to_date(run_dir: str, files: list[str]) -> bool:
-    """True when run_dir was built by this schema from exactly these files, byte for byte. A file whose
-    size, inode, mtime and ctime are those recorded is not read again; any other is hashed."""
+def is_up_to_date(run_dir: str, files: list[str], options: dict | None = None) -> bool:
+    """True when run_dir was built by this schema from exactly these files, byte for byte (and, when
+    given, with these options: hosts, align). A file whose size, inode, mtime and ctime are those
+    recorded is not read again; any other is hashed."""
     m = read_manifest(run_dir)
     if not m or m.get("schema_version") != SCHEMA_VERSION or m.get("facts_key") != facts_key():
+        return False
+    if options is not None and m.get("options", {"hosts": None, "align": True}) != options:
         return False
     known = {i["path"]: i for i in m.get("inputs", [])} | {i["path"]: i for i in m.get("failures", [])}
     if sorted(known) != sorted(files):
@@ -99,12 +103,13 @@ def write_json_atomic(path: str, doc: dict) -> None:
 
 def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
                ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None,
-               iteration: int | None = None) -> bool:
+               iteration: int | None = None, hosts=None, align: bool = True) -> bool:
     """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date.
 
     Each file is one task (parse + that rank's facts): in a local process pool of ``jobs`` processes, or,
     with ``scheduler`` (``tcp://host:port`` of a running ``dask scheduler``, or ``local`` for a
-    LocalCluster of ``jobs`` workers), on a Dask cluster."""
+    LocalCluster of ``jobs`` workers), on a Dask cluster. ``hosts``: each rank's host where the traces do
+    not say it (tracekit.hosts: a mapping, or N consecutive ranks per host)."""
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
@@ -112,10 +117,13 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     with writer_lock(out):
         recover(out)
-        return _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler)
+        return _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler,
+                              {"hosts": hosts, "align": bool(align)})
 
 
-def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler) -> bool:
+def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler, options=None) -> bool:
+    options = options or {"hosts": None, "align": True}
+    options["hosts"] = parse_hosts_option(options["hosts"])  # a bad --hosts fails before any work
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
@@ -126,7 +134,7 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
     if inside:
         raise TracekitError(f"{inside[0]} is inside the output run {out}, which ingest replaces whole (the input "
                             "would be deleted): choose another -o, or move the traces out first")
-    if not force and os.path.isdir(out) and is_up_to_date(out, files):
+    if not force and os.path.isdir(out) and is_up_to_date(out, files, options):
         return False
     given = match_rank_options(ranks or {}, files)
     tmp = version_dir(out)  # built beside the run, switched in whole when complete (see guard.py)
@@ -134,7 +142,7 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
     switched = False
     try:
         results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
-        _finish(tmp, results, failures, executor)
+        _finish(tmp, results, failures, executor, options)
         switch(tmp, out)
         switched = True
     except OSError as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ...
@@ -209,7 +217,8 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
     return results, failures, executor
 
 
-def _finish(tmp: str, results, failures, executor: dict) -> None:
+def _finish(tmp: str, results, failures, executor: dict, options: dict | None = None) -> None:
+    options = options or {"hosts": None, "align": True}
     results.sort(key=lambda r: r[2]["trace"]["rank"])
     check_unique_ranks([(r[0], r[2]["trace"]["rank"]) for r in results])
     if not results:
@@ -226,12 +235,13 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
             place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
     os.rmdir(os.path.join(tmp, "events", "_parts"))
     traces = [r[2]["trace"] for r in results]
+    assign_hosts(traces, options["hosts"])
     pgs = [pg for r in results for pg in r[2]["process_groups"]]
     pq.write_table(rows_table(traces, TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
     pq.write_table(rows_table(pgs, PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
     if executor.get("facts") == "whole run":
         try:
-            derive_run(tmp, threads=executor.get("cores", 1))
+            derive_run(tmp, threads=executor.get("cores", 1), align=options["align"])
         except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
             for path, _, res in results:
@@ -240,7 +250,7 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
                 derive_rank(rank_parts(tmp, rank), rank, res["trace"],
                             res["process_groups"], one)
                 place_facts(one, tmp, rank)
-    reduce_run(tmp)
+    reduce_run(tmp, align=options["align"])
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),
@@ -252,5 +262,6 @@ def _finish(tmp: str, results, failures, executor: dict) -> None:
                     "rank": r["trace"]["rank"], "rank_source": r["trace"]["rank_source"],
                     "events": r["trace"]["event_count"], "worker": r["worker"]} for _, _, r in results],
         "failures": failures,
+        "options": options,
     }
     write_json_atomic(os.path.join(tmp, MANIFEST), manifest)

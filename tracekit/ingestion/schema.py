@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .args import KINETO_ARGS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: traces.host, traces.host_source
 
 _ARG_TYPES = {
     "int": Optional[int],
@@ -93,6 +93,9 @@ TRACE_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("backend", pa.string(), "distributedInfo.backend (nccl, gloo, ...)"),
     ("nccl_version", pa.string(), "distributedInfo.nccl_version when present"),
     ("host_name", pa.string(), "host name from the trace metadata when present"),
+    ("host", pa.string(), "the host the rank ran on (see host_source; NULL when nothing tells)"),
+    ("host_source", pa.string(), "how the host is known: --hosts, tracekit.profiler, trace metadata, file name, "
+                                 "assumed (GPUs per host from deviceProperties, consecutive ranks) or unknown"),
     ("path", pa.string(), "absolute path of the input file"),
     ("file_bytes", pa.int64(), "size of the input file on disk, bytes"),
     ("json_bytes", pa.int64(), "size of the (decompressed) JSON text, bytes"),

@@ -36,6 +36,10 @@ tail AS (  -- GPU time after the last ProfilerStep's span: the profile stopped i
     JOIN (SELECT rank, max(end_ns) AS last_end FROM steps GROUP BY rank) l USING (rank)
     WHERE k.launch_ts_ns >= l.last_end GROUP BY k.rank),
 graphs AS (SELECT rank, count(*) AS n FROM events WHERE ph = 'X' AND name = 'cudaGraphLaunch' GROUP BY rank),
+guessed AS (  -- hosts that no trace and no --hosts named: assumed from deviceProperties, or unknown
+    SELECT rank, host_source FROM traces
+    WHERE (host_source LIKE 'assumed%' OR host IS NULL) AND (SELECT count(*) FROM tr) > 1),
+offsets AS (SELECT * FROM clock_offsets WHERE host IS NOT NULL),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
            format('{:,} of {:,} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
@@ -72,6 +76,29 @@ findings AS (
                   '(up to {} us): the ranks'' clocks disagree', off, n, round(worst / 1e3, 1)),
            'compare skew only within a node, or align the clocks; start skews are not trustworthy here'
     FROM clocks WHERE off > 0
+    UNION ALL
+    SELECT 'hosts assumed', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank)[1:80],
+           format('{} ranks'' hosts are not in their traces: {}', count(*), string_agg(DISTINCT host_source, '; ')),
+           'give each rank''s host: tracekit ingest --hosts FILE (RANK HOST lines) or --hosts N (ranks per host), '
+           'or profile with tracekit.profiler.trace_handler, which records it'
+    FROM guessed HAVING count(*) > 0
+    UNION ALL
+    SELECT 'clocks aligned', 'info', '',
+           format('{} of {} hosts'' clocks are off the reference host''s ({}) by more than 10 us, up to {} us '
+                  '(uncertainty {} us): waits, skew, stragglers and the timeline use the aligned clocks',
+                  count(*) FILTER (WHERE abs(offset_ns) > 10000), count(*),
+                  any_value(host) FILTER (WHERE status = 'reference'),
+                  round(max(abs(offset_ns)) / 1e3, 1),
+                  round(arg_max(uncertainty_ns, abs(offset_ns)) / 1e3, 1)),
+           'clocks differ across hosts; tracekit ingest --no-align keeps the raw clocks'
+    FROM offsets HAVING count(*) FILTER (WHERE abs(offset_ns) > 10000) > 0
+    UNION ALL
+    SELECT 'hosts not aligned', 'warning', '',
+           format('{} hosts share no clean collective with the reference host''s group: their clocks are '
+                  'raw ({})', count(*), string_agg(host, ', ' ORDER BY host)[1:200]),
+           'their waits, skew and stragglers against other hosts compare raw clocks; profile a collective '
+           'that spans them (a global allreduce), or compare within a host'
+    FROM offsets WHERE status = 'no shared collective' HAVING count(*) > 0
     UNION ALL
     SELECT 'unmatched collectives', 'warning', '',
            format('{} collective instances are not clean: {}', sum(n), string_agg(format('{} {}', n, status), ', ')),

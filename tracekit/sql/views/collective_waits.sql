@@ -19,8 +19,8 @@
 -- @column match_collective: the collective as matched: send and recv are both sendrecv
 -- @column group_size: ranks in the group as this rank reports it (NULL when unknown)
 -- @column bytes: message bytes on this rank
--- @column ts_ns: this rank's start, ns (trace clock)
--- @column end_ns: this rank's end, ns
+-- @column ts_ns: this rank's start on the aligned clock (the trace's clock corrected by its host's offset: see clock_offsets), ns
+-- @column end_ns: this rank's end on the aligned clock, ns
 -- @column dur_ns: this rank's duration, ns
 -- @column wait_ns: last start across ranks − this rank's start: time spent waiting for the last rank, ns
 -- @column is_last: this rank started last
@@ -33,7 +33,7 @@ WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: 
                CASE WHEN dst_rank IS NULL AND collective IN ('send', 'recv') AND group_size = 2
                     THEN CASE WHEN collective = 'send' THEN other ELSE rank END ELSE dst_rank END AS dst_rank)
     FROM (SELECT *, list_filter(TRY_CAST(pg_ranks AS BIGINT[]), lambda x: x <> rank)[1] AS other
-          FROM _collectives) c),
+          FROM _collectives_aligned) c),
 keyed AS (
     SELECT c.* EXCLUDE (other),
            CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,

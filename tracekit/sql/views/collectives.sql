@@ -43,7 +43,18 @@
 -- @column event_index: index of the kernel (or op) in its trace's traceEvents
 -- @column size_bucket: label of the size bucket of bytes (powers of two by default; tracekit.open(run, size_buckets=...) sets others)
 -- @column size_bucket_lo: lower edge of the bucket, bytes
+-- @column link_kind: the group's links from its ranks' hosts (pg_ranks; without them, a run on one host is intra-node): intra-node (one host), inter-node (a host per rank), mixed (several hosts, some with several of its ranks); NULL when a rank's host is unknown
 CREATE OR REPLACE VIEW collectives AS
-SELECT c.*, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo
+WITH grp AS (SELECT DISTINCT pg_ranks FROM _collectives WHERE pg_ranks IS NOT NULL),
+links AS (
+    SELECT g.pg_ranks, count(*) AS n, count(DISTINCT t.host) AS hosts, bool_or(t.host IS NULL) AS unknown
+    FROM grp g CROSS JOIN unnest(TRY_CAST(g.pg_ranks AS BIGINT[])) AS u(r) LEFT JOIN traces t ON t.rank = u.r
+    GROUP BY g.pg_ranks),
+one_host AS (SELECT count(DISTINCT host) = 1 AND count(host) = count(*) AS yes FROM traces)
+SELECT c.*, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
+       CASE WHEN l.pg_ranks IS NULL THEN CASE WHEN (SELECT yes FROM one_host) THEN 'intra-node' END
+            WHEN NOT l.unknown THEN CASE WHEN l.hosts = 1 THEN 'intra-node' WHEN l.hosts = l.n THEN 'inter-node'
+                                         ELSE 'mixed' END END AS link_kind
 FROM _collectives c
-LEFT JOIN tk_size_buckets b ON c.bytes >= b.lo_bytes AND (b.hi_bytes IS NULL OR c.bytes < b.hi_bytes);
+LEFT JOIN tk_size_buckets b ON c.bytes >= b.lo_bytes AND (b.hi_bytes IS NULL OR c.bytes < b.hi_bytes)
+LEFT JOIN links l ON l.pg_ranks = c.pg_ranks;

@@ -11,6 +11,7 @@
 -- the name says none of these (so that a coalesce over several names falls through to the next one).
 -- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1),
 -- from the table tk_busbw_factors (tracekit/comms/bandwidth.py); NULL for a collective it does not list.
+-- tk_aligned(ts, offset_ns, drift_ppm, ref_ns): a raw timestamp on the aligned clock (see clock_offsets), ns.
 CREATE OR REPLACE MACRO tk_comm_kernel(name) AS
     (SELECT {'library': c.library, 'kind': c.kind, 'collective': c.collective}
      FROM tk_comm_kernels c WHERE name ILIKE c.pattern ORDER BY c.rule_order LIMIT 1);
@@ -73,3 +74,6 @@ CREATE OR REPLACE MACRO tk_arg_nelems(dims) AS CASE
 -- c10d ops that are not in place (signatures in torch/csrc/distributed/c10d/Ops.cpp).
 CREATE OR REPLACE MACRO tk_output_first(op) AS
     regexp_matches(op, '^c10d::(_allgather_base_|allgather_|allgather_coalesced_|allgather_into_tensor_coalesced_|_reduce_scatter_base_|reduce_scatter_|reduce_scatter_tensor_coalesced_|alltoall_base_|alltoall_|gather_|scatter_)$');
+
+CREATE OR REPLACE MACRO tk_aligned(ts, offset_ns, drift_ppm, ref_ns) AS
+    ts + offset_ns + CAST(round(drift_ppm * (ts - ref_ns) / 1e6) AS BIGINT);
