@@ -1,6 +1,14 @@
 """Scale benchmark: report latency and ingest time against the number of ranks, whole processes.
 
     python benchmarks/bench_scale.py [--ranks 8,64,256,1024] [--before 8874438] [--work DIR] [--plot docs/img/scale.png]
+    python benchmarks/bench_scale.py --ranks 8,512,1024,4096 --gpus-per-host 8 [--work DIR]
+
+With --gpus-per-host, the job is heavy and spans hosts: the real 8-rank DLRM job (../shared/traces, about
+3.4k events a rank) replicated to N ranks, N / gpus-per-host hosts, each host's clock (but the first's)
+offset by a known whole number of microseconds (heavy_job). Each stage then runs once as its own process:
+ingest on Dask (LocalCluster of every core, on 127.0.0.1; the clock alignment is part of its reduce),
+every report, the HTML report, and the timeline of one step for 64 ranks; wall time and peak RSS of each,
+ratios to the first size, and the recovered clock offsets against the planted ones.
 
 For each size a synthetic job (benchmarks/synth_traces.py, 2 steps) is ingested with --jobs 2, then
 every report runs in its own process next to `tracekit sql RUN "select 1"` (the cost of starting
@@ -13,9 +21,12 @@ the before/after curve. The machines are shared and noisy: read the ratios.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import multiprocessing
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -61,9 +72,87 @@ def reports(run: pathlib.Path, pythonpath: str | None, repeat: int) -> dict:
     return best
 
 
+SHARED = pathlib.Path(os.environ.get("TRACEKIT_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+DLRM = SHARED / "param_dlrm_kineto_8rank"
+_TS = re.compile(rb'"ts": (\d+)')
+
+
+def planted_offset_us(host: int, spread: int = 200) -> int:
+    """The clock offset heavy_job writes on a host: host 0 keeps the true clock; the others within +-spread."""
+    return 0 if host == 0 else (host * 7919) % (2 * spread + 1) - spread
+
+
+def _write_rank(args):
+    src, out, rank, world, host = args
+    off = planted_offset_us(host)
+    text = pathlib.Path(src).read_bytes()
+    if off:
+        text = _TS.sub(lambda m: b'"ts": ' + str(int(m.group(1)) + off).encode(), text)
+    text = re.sub(rb'("distributedInfo": \{[^}]*?"rank": )\d+', rb"\g<1>" + str(rank).encode(), text, count=1)
+    text = re.sub(rb'("distributedInfo": \{[^}]*?"world_size": )\d+', rb"\g<1>" + str(world).encode(), text, count=1)
+    text = text.replace(b"{", b'{"tracekit_host": "host' + str(host).encode() + b'", ', 1)
+    with gzip.open(out, "wb", compresslevel=1) as f:
+        f.write(text)
+
+
+def heavy_job(n: int, gpus_per_host: int, out: pathlib.Path) -> None:
+    """The DLRM job's 8 ranks replicated to n: rank r is DLRM rank r % 8, on host r // gpus_per_host,
+    whose clock reads planted_offset_us(host) later than true time (every ts shifted)."""
+    srcs = {json.loads(f.read_bytes())["distributedInfo"]["rank"]: f for f in DLRM.glob("*.json")}
+    if sorted(srcs) != list(range(8)):
+        raise SystemExit(f"{DLRM}: expected the 8 DLRM ranks (set TRACEKIT_SHARED_TRACES)")
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = [(str(srcs[r % 8]), str(out / f"rank{r}_trace.json.gz"), r, n, r // gpus_per_host) for r in range(n)]
+    with multiprocessing.Pool(2) as pool:
+        pool.map(_write_rank, tasks, chunksize=16)
+
+
+def heavy(sizes: list[int], gpus_per_host: int, work: pathlib.Path) -> dict:
+    from tracekit.reports import REGISTRY
+
+    cores = os.cpu_count() or 1
+    out: dict = {}
+    for n in sizes:
+        traces = work / f"heavy{n}"
+        if not traces.exists():
+            heavy_job(n, gpus_per_host, traces)
+        run = work / f"heavy-run{n}"
+        stages: dict = {}
+        stages["ingest (dask)"] = tk(None, "ingest", str(traces), "-o", str(run), "--force", "--scheduler", "local",
+                                     "--jobs", str(cores), "--no-progress")[:2]
+        manifest = json.loads((run / "manifest.json").read_text())
+        for k, v in (manifest.get("executor", {}).get("timings") or {}).items():
+            stages[f"  {k}"] = (v, float("nan"))
+        for name in REGISTRY:
+            stages[name] = tk(None, "report", str(run), name, "--format", "csv")[:2]
+        stages["html"] = tk(None, "html", str(run), "-o", str(work / f"heavy{n}.html"))[:2]
+        stages["timeline"] = tk(None, "timeline", str(run), "-o", str(work / f"heavy{n}.json.gz"), "--steps", "10",
+                                "--ranks", f"0:{min(n, 64) - 1}")[:2]
+        out[n] = stages
+        err = _offset_error(run, gpus_per_host)
+        base = out[sizes[0]]
+        print(f"{n:5d} ranks, {n // gpus_per_host} hosts (recovered offsets: worst error {err})", flush=True)
+        for name, (sec, rss) in stages.items():
+            print(f"      {name:22s} {sec:7.2f} s  {rss:7.0f} MB  x{sec / base.get(name, (sec,))[0]:.2f} of "
+                  f"{sizes[0]} ranks", flush=True)
+    return out
+
+
+def _offset_error(run: pathlib.Path, gpus_per_host: int) -> str:
+    import duckdb
+
+    rows = duckdb.sql(f"SELECT host, offset_ns FROM read_parquet('{run}/facts/clock_offsets/*.parquet')").fetchall()
+    errs = [abs(o + planted_offset_us(int(h[4:])) * 1000) for h, o in rows if o is not None]
+    unaligned = sum(o is None for _, o in rows)
+    return (f"{max(errs) / 1e3:.1f} us over {len(errs)} hosts" if errs else "none") + \
+        (f", {unaligned} hosts unaligned" if unaligned else "")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", default="8,64,256,1024")
+    ap.add_argument("--gpus-per-host", type=int, default=None,
+                    help="heavy many-host mode: the DLRM job replicated, this many ranks per host")
     ap.add_argument("--before", default=None, help="a commit of tracekit to compare with (needs git)")
     ap.add_argument("--before-max-ranks", type=int, default=256, help="skip 'before' above this size (slow)")
     ap.add_argument("--repeat", type=int, default=2)
@@ -81,6 +170,10 @@ def main(argv=None) -> int:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before_path), a.before],
                            check=True, capture_output=True)
     sizes = [int(x) for x in a.ranks.split(",")]
+    if a.gpus_per_host:
+        results = heavy(sizes, a.gpus_per_host, work)
+        (work / "scale-heavy.json").write_text(json.dumps(results, indent=2, default=str))
+        return 0
     results = {"after": {}, "before": {}, "ingest": {}}
     for n in sizes:
         traces = work / f"job{n}"

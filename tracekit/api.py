@@ -57,11 +57,13 @@ def diff(run_a, run_b):
     return _diff(_run(run_a), _run(run_b))
 
 
-def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool = False) -> dict:
-    """Write one Chrome/Perfetto trace of the whole job to ``out``; returns what it holds."""
+def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool = False,
+             ranks: tuple[int, int] | None = None) -> dict:
+    """Write one Chrome/Perfetto trace of the whole job to ``out`` (``ranks``: only ranks A to B); returns
+    what it holds."""
     from .merged_trace import write_timeline
 
-    return write_timeline(_run(run), os.fspath(out), steps, kernels_only)
+    return write_timeline(_run(run), os.fspath(out), steps, kernels_only, ranks)
 
 
 def html(run, out) -> str:

@@ -70,13 +70,16 @@ def _check_steps(run, lo: int, hi: int) -> None:
         raise TracekitError(f"--steps {shown}: the run has no such step; {which}")
 
 
-def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_only: bool = False) -> dict:
+def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_only: bool = False,
+                   ranks: tuple[int, int] | None = None) -> dict:
     """Write the merged trace to ``out`` (.json or .json.gz); returns counts of what was written.
-    ``steps`` (A, B) keeps steps A to B; a range that holds none of the run's steps is an error naming them."""
+    ``steps`` (A, B) keeps steps A to B; a range that holds none of the run's steps is an error naming them.
+    ``ranks`` (A, B) keeps ranks A to B (an instance's slice still spans its first start to last end)."""
     lo, hi = steps if steps else (None, None)
     if steps is not None:
         _check_steps(run, int(lo), int(hi))
-    in_range = "TRUE" if steps is None else f"step BETWEEN {int(lo)} AND {int(hi)}"
+    in_ranks = "TRUE" if ranks is None else f"rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}"
+    in_range = ("TRUE" if steps is None else f"step BETWEEN {int(lo)} AND {int(hi)}") + f" AND {in_ranks}"
     kinds = "kind IN ('comm', 'compute')" if kernels_only else "kind IN ('comm', 'compute', 'memory', 'other')"
     counts = {"kernels": 0, "cpu_ops": 0, "exposed": 0, "instances": 0, "flows": 0, "stragglers": 0}
     opener = gzip.open if out.endswith(".gz") else open
@@ -91,7 +94,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
                     '"traceEvents":[\n')
             tracks: dict[tuple[int, str], int] = {}
-            for (rank,) in run.con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
+            for (rank,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} ORDER BY rank").fetchall():
                 put(_meta(rank, None, f"rank {rank}"))
                 put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))
                 put(_meta(rank, INSTANCE_TID, "tracekit: collective instances"))
@@ -110,7 +113,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
                 q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM events e "
                      "JOIN rank_clocks k USING (rank) WHERE ph = 'X' "
-                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} "
+                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} AND {in_ranks} "
                      "ORDER BY rank, ts_ns")
                 for rank, pid, tid, name, cat, ts, dur in _rows(run, q):
                     key = (rank, f"CPU {pid} thread {tid}")
@@ -122,11 +125,11 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
             q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
                  "FROM comm_segments JOIN rank_clocks k USING (rank) WHERE comm_active > 0 AND compute_active = 0 "
-                 f"AND {seg_range} ORDER BY rank, ts_ns")
+                 f"AND {seg_range} AND {in_ranks} ORDER BY rank, ts_ns")
             for rank, ts, end in _merged(_rows(run, q)):
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
-            _instances(run, put, counts, steps)
+            _instances(run, put, counts, steps, ranks)
             f.write("\n]}\n")
         os.replace(tmp, out)
     except OSError as exc:
@@ -137,7 +140,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
     return counts
 
 
-def _instances(run, put, counts: dict, steps) -> None:
+def _instances(run, put, counts: dict, steps, ranks=None) -> None:
     rng = "" if steps is None else (
         f"AND i.instance_key IN (SELECT w.instance_key FROM collective_waits w JOIN _collectives c "
         f"USING (rank, event_index) WHERE c.step BETWEEN {int(steps[0])} AND {int(steps[1])})")
@@ -146,17 +149,20 @@ def _instances(run, put, counts: dict, steps) -> None:
          "FROM collective_instances i JOIN collective_waits w USING (instance_key) "
          f"WHERE i.status = 'clean' {rng} GROUP BY ALL ORDER BY i.first_start_ns")
     flow = 0
-    for key, coll, nbytes, skew, last, first_ns, last_ns, ranks, end_ns in _rows(run, q):
+    for key, coll, nbytes, skew, last, first_ns, last_ns, members, end_ns in _rows(run, q):
+        shown = [r for r in members if ranks is None or ranks[0] <= r <= ranks[1]]
+        if not shown:
+            continue
         args = {"instance": key, "bytes": nbytes, "start_skew_us": skew / 1e3, "last_rank": last}
-        for r in ranks:
+        for r in shown:
             put(_ev("X", coll, r, INSTANCE_TID, first_ns, end_ns - first_ns, cat="tracekit", args=args))
         counts["instances"] += 1
-        for a, b in zip(ranks, ranks[1:]):  # an arrow from each rank of the instance to the next
+        for a, b in zip(shown, shown[1:]):  # an arrow from each rank of the instance to the next
             flow += 1
             put(_ev("s", coll, a, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow}'))
             put(_ev("f", coll, b, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow},"bp":"e"'))
             counts["flows"] += 1
-        if len(ranks) > 1 and skew > 0:
+        if len(members) > 1 and skew > 0 and last in shown:
             put(_ev("i", f"straggler: rank {last} arrived last", last, INSTANCE_TID, last_ns, cat="tracekit",
                     args={"waited_us": skew / 1e3}, extra=',"s":"t"'))
             counts["stragglers"] += 1

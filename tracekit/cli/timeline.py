@@ -15,7 +15,9 @@ from ..merged_trace import write_timeline
               help="Keep only steps A to B, or step A alone (--steps 5); kernels go by their launching step. "
                    "Steps the run does not have are an error naming those it has.")
 @click.option("--kernels-only", is_flag=True, help="Only comm and compute kernels (no CPU ops): for large jobs.")
-def timeline_cmd(run, output, steps, kernels_only):
+@click.option("--ranks", "rank_range", default=None, metavar="A:B",
+              help="Keep only ranks A to B (or rank A alone): for large jobs.")
+def timeline_cmd(run, output, steps, kernels_only, rank_range):
     """One Chrome/Perfetto trace of the whole job: a process per rank with its GPU streams and CPU
     threads, plus tracekit's tracks: exposed communication, one slice per collective instance across
     its ranks with flow arrows between them, and the rank that arrived last marked.
@@ -25,14 +27,18 @@ def timeline_cmd(run, output, steps, kernels_only):
       tracekit timeline run/ -o job.json.gz
       tracekit timeline run/ -o job.json.gz --steps 3:4 --kernels-only
       tracekit timeline run/ -o step5.json.gz --steps 5
+      tracekit timeline run/ -o first-host.json.gz --steps 5 --ranks 0:7
     """
-    rng = None
-    if steps:
-        a, sep, b = steps.partition(":")
-        if not (a.isdigit() and (b.isdigit() or not sep)):
-            raise TracekitError(f"--steps {steps}: expected A:B (or A), e.g. --steps 3:4")
-        rng = (int(a), int(b or a))
-    counts = write_timeline(api_open(run), output, rng, kernels_only)
+    counts = write_timeline(api_open(run), output, _range("--steps", steps), kernels_only, _range("--ranks", rank_range))
     click.echo(f"{output}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
                f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
                "open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+def _range(option: str, text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    a, sep, b = text.partition(":")
+    if not (a.isdigit() and (b.isdigit() or not sep)):
+        raise TracekitError(f"{option} {text}: expected A:B (or A), e.g. {option} 3:4")
+    return int(a), int(b or a)
