@@ -13,6 +13,7 @@ import tracekit
 from tracekit.validate import validate
 
 pytest.importorskip("torch", reason="the example trains a model")
+pytestmark = pytest.mark.slow  # torchrun, 2 ranks
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 B, T, C, K, E, LAYERS = 4, 32, 64, 2, 4, 2  # the example's defaults
 

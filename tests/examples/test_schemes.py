@@ -66,6 +66,7 @@ def test_readme_validate_sample_is_what_the_default_command_prints(tmp_path):
     assert re.search(r"--parallel fsdp --trace-dir traces/fsdp\ntracekit validate traces/fsdp", readme)
 
 
+@pytest.mark.slow
 def test_compiled_model_runs_functional_collectives_and_validates_exactly(tmp_path):
     """torch.compile'd tensor parallelism: the allreduces are functional ops of the compiled graphs
     (aot_eager: the same graphs as inductor without generating code, so CI stays quick)."""
