@@ -113,3 +113,12 @@ def div(fig: dict, div_id: str) -> str:
     spec = json.dumps({"data": fig["data"], "layout": fig["layout"]}).replace("</", "<\\/")
     return (f'<div class="plot" id="{div_id}"></div><script>(function(s){{Plotly.newPlot("{div_id}", s.data, '
             f's.layout, {{displaylogo: false, responsive: true}})}})({spec});</script>')
+
+
+def page(fig: dict, title: str) -> str:
+    """A self-contained HTML page with one chart (tracekit plot -o FILE.html)."""
+    import html
+
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<script>{plotly_js()}</script></head><body style=\"font-family:system-ui,sans-serif\">"
+            f"<h2>{html.escape(title)}</h2>{div(fig, 'chart')}</body></html>\n")

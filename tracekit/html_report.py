@@ -11,6 +11,7 @@ import html
 import pyarrow as pa
 
 from . import __version__, figures
+from .plot import SIZES_SQL
 from .errors import TracekitError
 from .render import to_html
 from .reports import get
@@ -29,8 +30,6 @@ CHECK = """<script>window.addEventListener("load",()=>{for(const d of document.q
 if(!d.querySelector(".main-svg")){console.error("chart failed to draw: "+d.id)}}})</script>"""
 
 # the rows the charts take (from the public views; the tables beside them show the same numbers)
-SIZES_SQL = """SELECT collective, size_bucket_lo, any_value(size_bucket) AS size_bucket, count(*) AS n
-FROM collectives WHERE bytes IS NOT NULL GROUP BY collective, size_bucket_lo ORDER BY size_bucket_lo"""
 BY_STEP_SQL = """SELECT step, sum(overlap_ns) / 1e6 AS overlap_ms, sum(exposed_comm_ns) / 1e6 AS exposed_comm_ms,
        sum(compute_ns) / 1e6 AS compute_ms
 FROM comm_overlap WHERE step IS NOT NULL GROUP BY step ORDER BY step"""

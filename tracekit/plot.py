@@ -17,7 +17,8 @@ def _plt():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise TracekitError("plots need matplotlib: pip install 'tracekit[plot]'") from None
+        raise TracekitError("PNG plots need matplotlib: pip install 'tracekit[plot]' (or write .html: an "
+                            "interactive chart that needs nothing more)") from None
     return plt
 
 

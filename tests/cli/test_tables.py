@@ -103,3 +103,18 @@ def test_schema_of_one_table_view_or_report(tmp_path):
     code, out, err = tk("schema", "traces", "colectives", cwd=tmp_path, env=env)
     assert code == 1 and err == ("error: schema: no table or view named colectives; did you mean collectives or "
                                  "collective_waits?\n")
+
+
+def test_plot_writes_an_interactive_chart_without_matplotlib(tmp_path):
+    env = _fsdp(tmp_path)
+    no_mpl = ("import sys; sys.modules['matplotlib'] = None; from tracekit.cli.main import main; "
+              "sys.exit(main(sys.argv[1:]))")
+    run = lambda *a: subprocess.run([sys.executable, "-c", no_mpl, *a], cwd=tmp_path, capture_output=True,  # noqa: E731
+                                    text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    r = run("plot", "traces", "-o", "sizes.html")
+    assert r.returncode == 0 and r.stdout == "sizes.html\n", r.stderr
+    page = (tmp_path / "sizes.html").read_text()
+    assert "<h2>Message sizes per collective: traces</h2>" in page and '<div class="plot" id="chart">' in page
+    assert '"type": "bar", "name": "allgather"' in page  # FSDP all-gathers its parameters
+    r = run("plot", "traces", "-o", "sizes.png")
+    assert r.returncode == 1 and r.stderr.startswith("error: PNG plots need matplotlib: pip install 'tracekit[plot]'")
