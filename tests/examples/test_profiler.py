@@ -68,3 +68,44 @@ def test_a_wrong_config_is_named(cfg, words):
     from tracekit.profiler import check_config
     with pytest.raises(TracekitError, match=words):
         check_config(cfg)
+
+
+GLOO_THREADS = r"""
+import json, os, sys, tempfile
+import torch, torch.distributed as dist
+from tracekit.errors import TracekitError
+from tracekit.profiler import gloo_threads
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+other = dist.new_group([0])
+found = gloo_threads({"DP": dist.group.WORLD, "TP": other})
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    for g in (dist.group.WORLD, other):
+        works = [dist.all_reduce(torch.ones(1 << 16), group=g, async_op=True) for _ in range(8)]
+        [w.wait() for w in works]
+    try:
+        gloo_threads([other])
+        refused = None
+    except TracekitError as exc:
+        refused = str(exc)
+path = os.path.join(tempfile.mkdtemp(), "t.json")
+prof.export_chrome_trace(path)
+ops = [e for e in json.load(open(path))["traceEvents"] if e.get("name") == "gloo:all_reduce"]
+ran = [(e["tid"], e["ts"]) for e in ops]
+print(json.dumps({"found": found, "ran": ran, "refused": refused,
+                  "names": [dist._get_process_group_name(g) for g in (dist.group.WORLD, other)]}))
+"""
+
+
+def test_gloo_threads_names_each_groups_worker_threads(tmp_path):
+    """The threads that gloo_threads finds (before profiling) are the ones that run each group's ops in
+    the profiled trace afterwards; inside a profiler it refuses (its allreduces would be in the trace)."""
+    out = subprocess.run([sys.executable, "-c", GLOO_THREADS, str(tmp_path / "store")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    world, other = got["names"]
+    ran = sorted(got["ran"], key=lambda r: r[1])  # the world's 8 allreduces ran (and waited) first
+    assert {str(t) for t, _ in ran[:8]} <= {t for t, g in got["found"].items() if g == world}
+    assert {str(t) for t, _ in ran[8:]} <= {t for t, g in got["found"].items() if g == other}
+    assert sorted(got["found"].values()) == sorted([world] * 2 + [other] * 2)  # Gloo: 2 worker threads a group
+    assert got["refused"].startswith("gloo_threads: call it before the profiler starts")

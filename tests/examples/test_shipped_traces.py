@@ -71,3 +71,13 @@ def test_shipped_example_runs_no_tracekit_collective(name):
     for rank in (0, 1):
         config = raw(ROOT / "examples" / "traces" / name / "iteration_3" / f"rank{rank}_trace.json.gz")["tracekit_config"]
         assert "markers" not in config and config["gloo_threads"], config
+
+
+def test_compiled_example_launches_its_allreduces_from_compiled_graphs():
+    for rank in (0, 1):
+        trace = raw(ROOT / "examples" / "traces" / "tp-compile" / "iteration_3" / f"rank{rank}_trace.json.gz")
+        names = [e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"]
+        assert trace["tracekit_config"]["plan"]["compile"] == "inductor"
+        # Megatron by hand: 2 layers x (2 forward + 4 backward) allreduces, each a functional op (inductor
+        # keeps the in-place variant) over one Gloo allreduce
+        assert names.count("_c10d_functional::all_reduce_") == names.count("gloo:all_reduce") == 12
