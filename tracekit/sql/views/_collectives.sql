@@ -48,10 +48,10 @@ batch AS (
     SELECT rank, event_index, bool_and(coll IN ('send', 'recv')) AS p2p,
            CASE WHEN count(DISTINCT coll) = 1 THEN any_value(coll)
                 WHEN bool_and(coll IN ('send', 'recv')) THEN 'sendrecv' END AS coll,
-           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN sum(n_in) FILTER (WHERE coll = 'send')
-                WHEN count(n_in) = count(*) THEN sum(n_in) END AS in_n,
-           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN sum(n_in) FILTER (WHERE coll = 'recv')
-                WHEN count(n_out) = count(*) THEN sum(n_out) END AS out_n,
+           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN CAST(sum(n_in) FILTER (WHERE coll = 'send') AS BIGINT)
+                WHEN count(n_in) = count(*) THEN CAST(sum(n_in) AS BIGINT) END AS in_n,
+           CASE WHEN bool_and(coll IN ('send', 'recv')) THEN CAST(sum(n_in) FILTER (WHERE coll = 'recv') AS BIGINT)
+                WHEN count(n_out) = count(*) THEN CAST(sum(n_out) AS BIGINT) END AS out_n,
            CASE WHEN count(DISTINCT dt) = 1 AND count(dt) = count(*) THEN any_value(dt) END AS dt
     FROM members GROUP BY rank, event_index),
 -- innermost op first where several say the same thing (arg_max over start time)

@@ -62,6 +62,6 @@ SELECT o.* REPLACE (
     CASE WHEN o.name = '_c10d_functional::all_to_all_single' AND o.shape_out_nelems IS NULL
               AND list_sum(TRY_CAST(o.in_splits AS BIGINT[])) > 0
               AND o.shape_in_nelems % list_sum(TRY_CAST(o.in_splits AS BIGINT[])) = 0
-         THEN list_sum(TRY_CAST(o.out_splits AS BIGINT[])) * (o.shape_in_nelems // list_sum(TRY_CAST(o.in_splits AS BIGINT[])))
+         THEN CAST(list_sum(TRY_CAST(o.out_splits AS BIGINT[])) * (o.shape_in_nelems // list_sum(TRY_CAST(o.in_splits AS BIGINT[]))) AS BIGINT)
          ELSE o.shape_out_nelems END AS shape_out_nelems)
 FROM o;
