@@ -134,3 +134,15 @@ def test_identity_report_of_the_b200_trace(tmp_path):
     assert rows["ranks"] == "1 rank (0) of a world of 8" and rows["GPUs"] == "NVIDIA B200"
     assert rows["NCCL"] == "2.27.5" and rows["CUDA runtime"] == "12.9"
     assert rows["steps"] == "none (no ProfilerStep in the traces)" and rows["PyTorch"] == "not recorded in the traces"
+
+
+def test_identity_lists_eight_hosts_then_counts_the_rest(tmp_path):
+    from tests.conftest import dist, write_trace
+    for r in range(10):
+        write_trace(tmp_path / f"rank{r}.json", [{"ph": "X", "name": "op", "ts": 1, "dur": 1, "pid": 1, "tid": 1}],
+                    header={**dist(r, world=10), "host_name": f"h{r}"})
+    r = tk("report", ".", "identity", "--format", "csv", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    rows = dict(line.split(",", 1) for line in r.stdout.splitlines()[1:])
+    assert rows["hosts"] == '"10 hosts: h0, h1, h2, h3, h4, h5, h6, h7, … (2 more)"'
+    assert rows["ranks"] == "10 ranks (0–9)"

@@ -6,8 +6,11 @@ WITH tr AS (SELECT * FROM traces),
 ranks AS (
     SELECT count(*) AS n, max(world_size) AS world, min(rank) AS lo, max(rank) AS hi,
            sum(event_count) AS events FROM tr),
-hosts AS (SELECT count(DISTINCT host_name) AS n,
-                 string_agg(DISTINCT host_name, ', ' ORDER BY host_name) AS names FROM tr),
+hosts AS (SELECT count(DISTINCT h) AS n,  -- the first 8 names, then how many more
+                 array_to_string(list(DISTINCT h ORDER BY h)[1:8], ', ')
+                 || CASE WHEN count(DISTINCT h) > 8 THEN format(', … ({:,d} more)', count(DISTINCT h) - 8) ELSE '' END
+                 AS names
+          FROM (SELECT coalesce(host, host_name) AS h FROM tr WHERE coalesce(host, host_name) IS NOT NULL)),
 gpus AS (SELECT string_agg(g, ', ' ORDER BY g) AS names
          FROM (SELECT gpu_name || CASE WHEN count(*) > 1 THEN ' × ' || count(*) ELSE '' END AS g
                FROM tr WHERE gpu_name IS NOT NULL GROUP BY gpu_name)),
