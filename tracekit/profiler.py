@@ -9,11 +9,11 @@ helper that records the training configuration in the trace so that ``tracekit v
 The config (checked by :func:`check_config`, which names a wrong key):
 
 - ``model``: the fields of :class:`tracekit.model.GPTShape` (layers, hidden, heads, vocab, seq,
-  micro_batch; optional micro_batches, dtype, tied_head, fused_qkv);
+  micro_batch; optional micro_batches, dtype, tied_head, fused_qkv, experts, top_k);
 - ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
-  bucket_cap_mb, first_bucket_mb), plus ``groups`` ({role: process group name}, roles DP, TP, PP, which
-  lets validate tell the groups apart), and the free labels ``scheme``, ``batch``, ``schedule`` and
-  ``compile`` (the torch.compile backend);
+  bucket_cap_mb, first_bucket_mb, ep), plus ``groups`` ({role: process group name}, roles DP, TP, PP,
+  EP, which lets validate tell the groups apart), and the free labels ``scheme``, ``batch``,
+  ``schedule`` and ``compile`` (the torch.compile backend);
 - optional ``steps`` (profiled steps), ``world`` (world size) and ``gloo_threads`` (from
   :func:`gloo_threads`; ``markers`` in traces of older tracekit).
 

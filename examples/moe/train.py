@@ -27,8 +27,8 @@ import sys
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gpt"))

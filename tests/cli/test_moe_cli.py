@@ -38,7 +38,8 @@ def raw_all_to_all_bytes():
     """rank -> (gloo:all_to_all count, input bytes) from the raw traces."""
     out = {}
     for r in (0, 1):
-        evs = json.load(gzip.open(MOE / "iteration_3" / f"rank{r}_trace.json.gz"))["traceEvents"]
+        with gzip.open(MOE / "iteration_3" / f"rank{r}_trace.json.gz") as f:
+            evs = json.load(f)["traceEvents"]
         ops = [e["args"] for e in evs if e.get("ph") == "X" and e["name"] == "gloo:all_to_all"]
         size = {"float": 4, "long int": 8}
         out[r] = (len(ops), sum(a["Input Dims"][0][0] * (a["Input Dims"][0][1] if len(a["Input Dims"][0]) > 1 else 1)

@@ -23,7 +23,8 @@ def routed_bytes(trace_dir, ranks=2):
     and the input split sizes the c10d op recorded for each dispatch and combine."""
     total, splits = 0, []
     for r in range(ranks):
-        evs = json.load(gzip.open(trace_dir / "iteration_3" / f"rank{r}_trace.json.gz"))["traceEvents"]
+        with gzip.open(trace_dir / "iteration_3" / f"rank{r}_trace.json.gz") as f:
+            evs = json.load(f)["traceEvents"]
         for e in evs:
             if e.get("ph") != "X":
                 continue
@@ -43,7 +44,7 @@ def test_moe_example_validates_exactly(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                            str(ROOT / "examples" / "moe" / "train.py"), "--trace-dir", str(out), "--steps", "1"],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     total, splits = routed_bytes(out)
     # by hand, per rank and MoE layer: E int64 counts, then 4 all-to-alls of B*T*K routed rows of C floats
