@@ -23,21 +23,33 @@ def test_seven_of_eight_dlrm_ranks_names_the_missing_one(tmp_path):
     assert got["missing ranks"]["ranks"] == "5" and got["missing ranks"]["finding"].startswith("1 of 8 ranks")
 
 
-def test_kernels_without_a_launch_event_counted_from_the_raw_trace(tmp_path):
+def test_kernels_launched_before_the_profile_counted_from_the_raw_trace(tmp_path):
+    """DLRM ranks 1 and 3 hold kernels with no launch event whose correlation ids are all below the
+    rank's first recorded runtime call: launched before the profiler started, not dropped."""
     d = shared_traces() / "param_dlrm_kineto_8rank"
-    expect = {}
+    early, missing, early_us = {}, 0, 0.0
     for f in sorted(d.glob("*.json")):
         doc = json.loads(f.read_text())
         launched = {e["args"]["correlation"] for e in doc["traceEvents"]
                     if e.get("ph") == "X" and e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")
                     and "correlation" in e.get("args", {})}
-        n = sum(1 for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"
-                and e.get("args", {}).get("correlation") not in launched)
-        if n:
-            expect[doc["distributedInfo"]["rank"]] = n
-    got = findings(tracekit.ingest([d], tmp_path / "run", jobs=2))["kernels without launch"]
-    assert got["ranks"] == ",".join(map(str, sorted(expect)))
-    assert got["finding"].startswith(f"{sum(expect.values())} of ")
+        bare = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"
+                and e.get("args", {}).get("correlation") not in launched]
+        before = [e for e in bare if e["args"]["correlation"] < min(launched)]
+        missing += len(bare) - len(before)
+        if before:
+            early[doc["distributedInfo"]["rank"]] = len(before)
+            early_us += sum(e["dur"] for e in before)
+    assert early and missing == 0
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    got = findings(run)
+    assert "kernels without launch" not in got
+    f = got["kernels launched before the profile"]
+    assert f["ranks"] == ",".join(map(str, sorted(early)))
+    assert f["finding"].startswith(f"{sum(early.values())} GPU kernels ({round(early_us / 1e3, 1)} ms, 0.0 ms of it comm)")
+    (n,) = run.sql("SELECT count(*) AS n FROM gpu_kernels WHERE launch_status = 'before window' AND step IS NULL "
+                   "AND cat = 'kernel'").to_pylist()
+    assert n["n"] == sum(early.values())
 
 
 def test_a_clean_synthetic_job_has_no_finding(tmp_path):

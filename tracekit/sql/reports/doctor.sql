@@ -17,7 +17,10 @@ step_sets AS (
     FROM tr LEFT JOIN steps s USING (rank) GROUP BY tr.rank),
 usual AS (SELECT mode(steps) AS steps FROM step_sets),
 kernels AS (
-    SELECT rank, count(*) FILTER (WHERE launch_ts_ns IS NULL AND cat = 'kernel') AS no_launch,
+    SELECT rank, count(*) FILTER (WHERE launch_status = 'missing' AND cat = 'kernel') AS no_launch,
+           count(*) FILTER (WHERE launch_status = 'before window' AND cat = 'kernel') AS early,
+           sum(dur_ns) FILTER (WHERE launch_status = 'before window' AND cat = 'kernel') AS early_ns,
+           sum(dur_ns) FILTER (WHERE launch_status = 'before window' AND kind = 'comm') AS early_comm_ns,
            count(*) FILTER (WHERE cat = 'kernel') AS n
     FROM gpu_kernels GROUP BY rank),
 sizes AS (
@@ -67,9 +70,19 @@ findings AS (
     FROM sizes WHERE name_only > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} of {:,} GPU kernels have no CPU launch event (dropped CPU events)', sum(no_launch), sum(n)),
+           format('{:,} of {:,} GPU kernels have no CPU launch event inside the profiled window (dropped CPU events)',
+                  sum(no_launch), sum(n)),
            'profile fewer steps or fewer CPU events at once; their step comes from the kernel''s own time'
     FROM kernels WHERE no_launch > 0 HAVING count(*) > 0
+    UNION ALL
+    SELECT 'kernels launched before the profile', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{:,} GPU kernels ({} ms, {} ms of it comm) ran inside the window but were launched before the '
+                  'profiler started (correlation ids below the first recorded runtime call): they count in the '
+                  'whole trace and in no step (step -1), not in the first step',
+                  sum(early), round(sum(early_ns) / 1e6, 1), round(coalesce(sum(early_comm_ns), 0) / 1e6, 1)),
+           'nothing was dropped: this is the tail of the step before the profile; to see that step whole, start '
+           'profiling one step earlier'
+    FROM kernels WHERE early > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'clock offset', 'warning', '',
            format('{:,} of {:,} matched collectives end further apart across ranks than the transfer lasts '

@@ -15,7 +15,8 @@
 -- @column launch_pid: pid of the launching thread's process
 -- @column launch_tid: thread that launched the kernel
 -- @column launch_name: the runtime call's name
--- @column step: ProfilerStep whose CPU span holds the launch (the kernel's own start without a launch)
+-- @column step: ProfilerStep whose CPU span holds the launch; a kernel whose launch is missing: the step holding its own start, unless it was launched before the window (NULL: no step)
+-- @column launch_status: recorded (the launch is in the trace), before window (no launch, and its correlation id is below the rank's first recorded runtime call: launched before the profiler started) or missing (no launch inside the window: a dropped CPU event)
 -- @column comm_library: comm kernels: the library the catalogue names (tk_comm_kernels: nccl, deepep, ...); else NULL
 -- @column comm_kind: comm kernels: collective, p2p, ep_dispatch, ep_combine or sync (tk_comm_kernels); else NULL
 -- @column comm_collective: comm kernels: the collective the catalogue says for the name, else NULL
@@ -40,14 +41,21 @@ l AS (
     FROM events
     WHERE ph = 'X' AND correlation IS NOT NULL AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset')
     GROUP BY rank, correlation),
+first_call AS (SELECT rank, min(correlation) AS c FROM l GROUP BY rank),
 kl AS (
     SELECT k.*, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name,
-           coalesce(l.launch_ts_ns, k.ts_ns) AS t
-    FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation)
+           CASE WHEN l.correlation IS NOT NULL THEN 'recorded'
+                WHEN k.correlation < f.c THEN 'before window' ELSE 'missing' END AS launch_status,
+           -- a kernel launched before the profile started belongs to no step: it is the tail of a step
+           -- the trace does not hold (its own start would put it in the first step)
+           CASE WHEN l.correlation IS NOT NULL THEN l.launch_ts_ns
+                WHEN k.correlation < f.c THEN NULL ELSE k.ts_ns END AS t
+    FROM k LEFT JOIN l ON l.rank = k.rank AND l.correlation = k.correlation
+    LEFT JOIN first_call f ON f.rank = k.rank)
 -- one step per kernel: the latest-starting step span at or before the launch, if the launch is inside it
 -- (ASOF: never two rows for one kernel, even where step spans overlap)
 SELECT kl.rank, kl.event_index, kl.name, kl.cat, kl.kind, kl.device, kl.stream, kl.ts_ns, kl.dur_ns, kl.end_ns,
        kl.correlation, kl.launch_ts_ns, kl.launch_pid, kl.launch_tid, kl.launch_name,
        CASE WHEN tk_in_span(kl.t, st.ts_ns, st.end_ns) THEN st.step END AS step,
-       kl.comm_library, kl.comm_kind, kl.comm_collective
+       kl.comm_library, kl.comm_kind, kl.comm_collective, kl.launch_status
 FROM kl ASOF LEFT JOIN steps st ON st.rank = kl.rank AND kl.t >= st.ts_ns;
