@@ -193,7 +193,8 @@ def test_per_step_overlap_and_exposure_by_hand(tmp_path):
     # step 1 [0, 100) launches an allreduce that runs [50, 150]; step 2 [100, 200) launches compute
     # [120, 180]; a compute kernel launched at 250, outside every step, runs [260, 270].
     evs = [step(1, 0, 100), step(2, 100, 100)]
-    evs += ar(50, 1024, dur=100)[:1] + [dict(ar(50, 1024, dur=100)[1], ts=40)]
+    k, rt = ar(50, 1024, dur=100)
+    evs += [k, dict(rt, ts=40)]  # launched at 40 (one call: the kernel and its launch share a correlation id)
     evs += kernel("gemm", 120, 60, launch=(110, 1)) + kernel("late", 260, 10, launch=(250, 1))
     run = ingest(tmp_path, {0: evs})
     us = 1000
