@@ -39,13 +39,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from tracekit.comms.bandwidth import busbw_factor  # noqa: E402
 from tracekit.model.config import PRESETS, GPTShape, Plan  # noqa: E402
-from tracekit.model.predict import predict_rank  # noqa: E402
+from tracekit.model.params import rank_params  # noqa: E402
+from tracekit.model.predict import ddp_buckets, predict_rank  # noqa: E402
 
 TRUTH = "truth.jsonl"
 SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
 GBPS = 100  # bus bandwidth: transfer = LATENCY_US + bytes x nccl-tests' bus factor(n) / GBPS GB/s
 LATENCY_US = 5
 SLOW_US = 30  # how late the slow rank arrives
+DTYPE_ARG = {8: "Double", 4: "Float", 2: "BFloat16", 1: "Byte"}  # the args' dtype for the model's element size
 INTRA = {"bus_gbps": 150, "latency_us": 3}  # --two-links: a group on one host (NVLink-like)
 INTER = {"bus_gbps": 20, "latency_us": 15}  # --two-links: a group spanning hosts (network-like)
 CLOCK_REF_US = 1000  # drift counts from this true time
@@ -126,10 +128,20 @@ class Hosts:
         return t_us + off + drift * 1e-6 * (t_us - CLOCK_REF_US)
 
 
-def slot_us(nbytes: int, gbps: float = GBPS) -> float:
+def slot_us(nbytes: int, gbps: float = GBPS, slow_us: float = SLOW_US) -> float:
     """The time one collective of nbytes gets: its longest transfer (factor < 2), the slow rank's lateness
     and a gap."""
-    return max(SLOT_US, SLOW_US + LATENCY_US + 2 * nbytes / (gbps * 1e3) + 50)
+    return max(SLOT_US, slow_us + LATENCY_US + 2 * nbytes / (gbps * 1e3) + 50)
+
+
+@dataclasses.dataclass
+class Knobs:
+    """Planted problems (the defaults: the job as it always was)."""
+    slow_op: str | None = None  # a CPU op the slow rank runs before each launch (why it is late)
+    slow_us: float = SLOW_US  # how late the slow rank arrives
+    jitter_us: int = 5  # the other ranks arrive (rank x 7) mod jitter_us us into the slot (0: together)
+    compute: str = "overlap"  # the GEMM of each slot: overlap (first half), serial (after the comm), none
+    real_buckets: bool = False  # DDP's allreduces in its real bucket sizes (else the total split evenly)
 
 
 def stable_id(*parts) -> int:
@@ -145,15 +157,19 @@ def split(total: int, count: int, unit: int) -> list[int]:
 
 
 class Rank:
-    def __init__(self, rank: int, slow_rank: int, slow_op: str | None = None, hosts: Hosts | None = None):
+    def __init__(self, rank: int, slow_rank: int, slow_op: str | None = None, hosts: Hosts | None = None,
+                 knobs: Knobs | None = None):
         self.rank, self.slow_rank, self.slow_op = rank, slow_rank, slow_op
         self.hosts = hosts or Hosts()
+        self.knobs = knobs or Knobs(slow_op=slow_op)
+        self.slow_op = slow_op or self.knobs.slow_op
         self.events: list[dict] = []
         self.corr = 0
 
     def arrival(self, rank: int) -> int:
         """When a rank starts a collective after the instance's slot begins: 0-4 us, the slow one later."""
-        return SLOW_US if rank == self.slow_rank else (rank * 7) % 5
+        k = self.knobs
+        return k.slow_us if rank == self.slow_rank else ((rank * 7) % k.jitter_us if k.jitter_us else 0)
 
     def collective(self, t_us: float, slot: float, coll: str, nbytes: int, elem: int, group: dict, role: str,
                    seq: int, comms_id: int, peer: tuple[int, int] | None):
@@ -170,7 +186,7 @@ class Rank:
         if coll == "reduce_scatter":
             out_n = in_n // gs
         args = {"Collective name": COLL_ARG[coll], "In msg nelems": in_n, "Out msg nelems": out_n,
-                "Group size": gs, "dtype": "BFloat16", "Process Group Name": group["pg_name"],
+                "Group size": gs, "dtype": DTYPE_ARG.get(elem, "BFloat16"), "Process Group Name": group["pg_name"],
                 "Process Group Description": role, "Process Group Ranks": json.dumps(group["ranks"]),
                 "Seq": seq, "Comms Id": comms_id}
         if peer:
@@ -178,7 +194,7 @@ class Rank:
         launch = start - 3
         if self.slow_op and self.rank == self.slow_rank:  # what makes it late: a CPU op before the launch
             self.events.append({"ph": "X", "cat": "cpu_op", "name": self.slow_op, "pid": 1, "tid": 1,
-                                "ts": t_us - 2, "dur": SLOW_US - 6, "args": {}})
+                                "ts": t_us - 2, "dur": self.knobs.slow_us - 6, "args": {}})
         self.events += [
             {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": launch - 2,
              "dur": 6, "args": {k: v for k, v in args.items() if k != "Comms Id"}},
@@ -189,31 +205,43 @@ class Rank:
             {"ph": "s", "id": c, "pid": 1, "tid": 1, "ts": launch, "cat": "ac2g", "name": "ac2g"},
             {"ph": "f", "id": c, "pid": 0, "tid": 20, "ts": round(start, 3), "cat": "ac2g", "name": "ac2g",
              "bp": "e"},
-            # compute beside it: a GEMM covering the first half of the slot
-            {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
-             "ts": t_us, "dur": round(slot / 2, 3), "args": {"stream": 7, "device": 0, "correlation": c + 10**6}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t_us - 8,
-             "dur": 2, "args": {"correlation": c + 10**6}},
         ]
+        # compute beside it: a GEMM covering the first half of the slot (overlap), or the slot's second half
+        # once the collective has ended (serial), or none
+        g0, g1 = (t_us, t_us + slot / 2) if self.knobs.compute == "overlap" else (max(t_us + slot / 2, end + 1), t_us + slot)
+        if self.knobs.compute != "none" and g1 > g0:
+            self.events += [
+                {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
+                 "ts": round(g0, 3), "dur": round(g1 - g0, 3),
+                 "args": {"stream": 7, "device": 0, "correlation": c + 10**6}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t_us - 8,
+                 "dur": 2, "args": {"correlation": c + 10**6}}]
 
 
 def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | None = None,
-        hosts: Hosts | None = None) -> tuple[dict[int, list[dict]], dict]:
+        hosts: Hosts | None = None, knobs: Knobs | None = None) -> tuple[dict[int, list[dict]], dict]:
     """The events of every rank and the ground truth (true times: write() puts them on the hosts' clocks)."""
     elem = model.elem_bytes
-    ranks = {r: Rank(r, slow_rank, slow_op, hosts) for r in range(plan.world)}
+    knobs = knobs or Knobs(slow_op=slow_op)
+    ranks = {r: Rank(r, slow_rank, slow_op, hosts, knobs) for r in range(plan.world)}
     truth: dict[str, list] = {}
     mb = model.micro_batches
     exps = {r: predict_rank(model, plan, r) for r in ranks}
     act = model.micro_batch * model.seq * model.hidden * elem
     hosts = hosts or Hosts()
     # every slot long enough for the slower law (its latency: the 50 us gap covers it)
-    slot_of = functools.partial(slot_us, gbps=min(GBPS, INTER["bus_gbps"]) if hosts.two_links else GBPS)
+    slot_of = functools.partial(slot_us, gbps=min(GBPS, INTER["bus_gbps"]) if hosts.two_links else GBPS,
+                                slow_us=knobs.slow_us)
     pp_slot = slot_of(act)
     pp_len = 2 * plan.pp * mb * pp_slot if plan.pp > 1 else 0
-    dptp_len = max(sum(slot_of(size) for e in exp if e.group != "PP"
-                       for size in split(e.bytes, e.count, elem * (plan.dp if e.group == "DP" else plan.tp)))
-                   for exp in exps.values())
+    def sizes(e, r):
+        """The messages of one expected collective: DDP's real buckets with --bucket-mb, else even parts."""
+        if knobs.real_buckets and e.group == "DP" and e.collective == "allreduce" and plan.zero in (0, 1):
+            return ddp_buckets([p.numel * elem for p in rank_params(model, plan, coords(plan, r)[0])],
+                               int(plan.first_bucket_mb * 2**20), int(plan.bucket_cap_mb * 2**20))
+        return split(e.bytes, e.count, elem * (plan.dp if e.group == "DP" else plan.tp))
+
+    dptp_len = max(sum(slot_of(size) for e in exps[r] if e.group != "PP" for size in sizes(e, r)) for r in exps)
     step_len = pp_len + dptp_len + 2000
     for r, rk in ranks.items():
         exp = exps[r]
@@ -253,7 +281,7 @@ def job(plan: Plan, model: GPTShape, steps: int, slow_rank: int, slow_op: str | 
                 for e in exp:
                     if e.group != role:
                         continue
-                    for size in split(e.bytes, e.count, elem * len(gr[role]["ranks"])):
+                    for size in sizes(e, r):
                         seqs[role] += 1
                         rk.collective(t, slot_of(size), e.collective, size, elem, gr[role], role, seqs[role],
                                       stable_id(gr[role]["pg_name"], seqs[role]), None)
@@ -274,11 +302,57 @@ def on_clock(events: list[dict], hosts: Hosts, host: int) -> None:
         e["ts"] = round(start, 3)
 
 
+def pipeline_job(plan: Plan, model: GPTShape, steps: int, f_us: float) -> tuple[dict[int, list[dict]], dict]:
+    """GPipe over pp stages (dp = tp = 1), no straggler: stage s runs the forward of micro-batch j in slot
+    s + j and its backward in slot (mb + pp - 1) + (pp - 1 - s) + j, each f_us of compute followed by the
+    send of its output to the next stage (forward) or the previous one (backward), which both ends run
+    together. A slot is f_us + the send's transfer; a step is 2 (mb + pp - 1) slots and 10 us either side;
+    every stage idles 2 (pp - 1) slots of it: the bubble."""
+    elem, pp, mb = model.elem_bytes, plan.pp, model.micro_batches
+    act = model.micro_batch * model.seq * model.hidden * elem
+    slot = f_us + transfer_us("send", act, 2)
+    step_len = 2 * (mb + pp - 1) * slot + 20
+    ranks = {r: Rank(r, -1, Knobs(jitter_us=0, compute="none")) for r in range(pp)}
+    pg = groups_of(plan, 0)["PP"]["pg_name"]
+    seqs = dict.fromkeys(ranks, 0)
+    for st in range(steps):
+        base = 1000 + st * step_len
+        for rk in ranks.values():
+            rk.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{st + 1}", "pid": 1,
+                              "tid": 1, "ts": base, "dur": step_len})
+        for s in range(pp):
+            for j in range(mb):
+                for phase, k, peer in (("fwd", s + j, s + 1), ("bwd", mb + pp - 1 + pp - 1 - s + j, s - 1)):
+                    ts = base + 10 + k * slot
+                    rk = ranks[s]
+                    rk.corr += 1
+                    c = rk.corr + 2 * 10**6
+                    rk.events += [
+                        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
+                         "ts": round(ts, 3), "dur": f_us, "args": {"stream": 7, "device": 0, "correlation": c}},
+                        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                         "ts": round(ts, 3) - 5, "dur": 2, "args": {"correlation": c}}]
+                    if not 0 <= peer < pp:
+                        continue
+                    cid = stable_id("gpipe", s, peer, st, phase, j)
+                    for who, coll in ((s, "send"), (peer, "recv")):
+                        seqs[who] += 1
+                        ranks[who].collective(ts + f_us, slot - f_us, coll, act, elem, {"pg_name": pg, "ranks": [s, peer]},
+                                              "PP", seqs[who], cid, (s, peer))
+    truth = {str(s): sorted([["send", "PP", mb * ((s < pp - 1) + (s > 0)) * steps, 0],
+                             ["recv", "PP", mb * ((s < pp - 1) + (s > 0)) * steps, 0]]) for s in range(pp)}
+    return {r: rk.events for r, rk in ranks.items()}, truth
+
+
 def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, record_config: bool = True,
-          slow_op: str | None = None, hosts: Hosts | None = None) -> dict:
+          slow_op: str | None = None, hosts: Hosts | None = None, knobs: Knobs | None = None,
+          pipeline_us: float | None = None) -> dict:
     os.makedirs(out, exist_ok=True)
     hosts = hosts or Hosts()
-    events, per_rank = job(plan, model, steps, slow_rank, slow_op, hosts)
+    if pipeline_us:
+        events, per_rank = pipeline_job(plan, model, steps, pipeline_us)
+    else:
+        events, per_rank = job(plan, model, steps, slow_rank, slow_op, hosts, knobs)
     for r, evs in events.items():
         on_clock(evs, hosts, hosts.host(r))
         gr = groups_of(plan, r)
@@ -294,7 +368,8 @@ def write(out: str, plan: Plan, model: GPTShape, steps: int, slow_rank: int, rec
                                    "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"},
                "tracekit_config": {"model": dataclasses.asdict(model),
                                    "plan": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "zero": plan.zero,
-                                            "backend": "nccl"}, "steps": steps},
+                                            "backend": "nccl", "bucket_cap_mb": plan.bucket_cap_mb,
+                                            "first_bucket_mb": plan.first_bucket_mb}, "steps": steps},
                "traceEvents": evs, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
         if not record_config:  # as a job that never called tracekit.profiler.record_config
             del doc["tracekit_config"]
@@ -324,6 +399,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
     ap.add_argument("--slow-op", default=None, metavar="NAME",
                     help=f"the slow rank runs a CPU op NAME of {SLOW_US - 6} us just before each launch (why it is late)")
+    ap.add_argument("--slow-us", type=float, default=SLOW_US, help="how late the slow rank arrives, us")
+    ap.add_argument("--jitter-us", type=int, default=5, help="the others arrive (rank x 7) mod this, us (0: together)")
+    ap.add_argument("--compute", choices=["overlap", "serial", "none"], default="overlap",
+                    help="each slot's GEMM: overlapping the collective, after it, or none")
+    ap.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket cap (and first bucket), MiB")
+    ap.add_argument("--micro-batches", type=int, default=None, help="micro-batches per step [default: 2 x pp]")
+    ap.add_argument("--pipeline-us", type=float, default=None,
+                    help="pp only (dp = tp = 1): a GPipe schedule whose forward and backward of one micro-batch "
+                         "take this long on every stage (the bubble is 2 (pp-1) slots per step)")
     ap.add_argument("--gpus-per-host", type=int, default=8, help="ranks per host [default: 8]")
     ap.add_argument("--clock-offset-us", type=float, default=0.0, help="hosts' clock offsets within +-U us")
     ap.add_argument("--clock-drift-ppm", type=float, default=0.0, help="hosts' clock drifts within +-D ppm")
@@ -337,13 +421,20 @@ def main(argv=None) -> int:
     plan = parse_plan(a.plan)
     if plan.world != a.ranks:
         raise SystemExit(f"--plan {a.plan} has {plan.world} ranks, not --ranks {a.ranks}")
+    if a.bucket_mb:
+        plan = dataclasses.replace(plan, bucket_cap_mb=a.bucket_mb, first_bucket_mb=a.bucket_mb)
+    if a.pipeline_us and (plan.dp, plan.tp) != (1, 1):
+        raise SystemExit("--pipeline-us: a plan of pipeline stages only (e.g. pp4)")
     preset = dict(PRESETS[a.model])
     if plan.pp > 1:
-        preset["micro_batches"] = 2 * plan.pp
+        preset["micro_batches"] = a.micro_batches or 2 * plan.pp
     model = GPTShape(**preset)
     slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
+    knobs = Knobs(slow_op=a.slow_op, slow_us=a.slow_us, jitter_us=a.jitter_us, compute=a.compute,
+                  real_buckets=bool(a.bucket_mb))
     write(a.out, plan, model, a.steps, slow, record_config=not a.no_config, slow_op=a.slow_op,
-          hosts=Hosts(a.gpus_per_host, a.clock_offset_us, a.clock_drift_ppm, a.end_jitter_us, a.two_links, a.seed))
+          hosts=Hosts(a.gpus_per_host, a.clock_offset_us, a.clock_drift_ppm, a.end_jitter_us, a.two_links, a.seed),
+          knobs=knobs, pipeline_us=a.pipeline_us)
     print(f"{a.out}: {a.ranks} traces and {TRUTH} (slow rank {slow})")
     return 0
 

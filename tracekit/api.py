@@ -71,3 +71,11 @@ def html(run, out) -> str:
     from .html_report import write_html
 
     return write_html(_run(run), os.fspath(out))
+
+
+def advise(run):
+    """Ranked findings: what to change first, with the saving per step, the evidence and the change to try
+    (``tracekit advise``; docs/advise.md) -> pyarrow.Table."""
+    from .advise import advise as _advise
+
+    return _advise(_run(run))

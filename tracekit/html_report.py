@@ -1,5 +1,5 @@
 """`tracekit html RUN -o report.html`: one self-contained page (no network: the Plotly bundle is embedded)
-with the run's identity, then what summary, collectives, overlap, exposed --by group, skew and, when the
+with the run's identity, then advise's findings, then what summary, collectives, overlap, exposed --by group, skew and, when the
 run carries a training config, validate say, with interactive charts (values on hover). Wide tables show
 the columns a reader needs first, the rest one click away; a section with nothing to show says why."""
 
@@ -41,6 +41,7 @@ JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' ORDER 
 FIRST = {
     "overlap": ["rank", "window_ms", "comm_ms", "compute_ms", "overlap_ms", "exposed_comm_ms", "overlap_pct"],
     "overlap_step": ["rank", "step", "comm_ms", "compute_ms", "exposed_comm_ms", "overlap_pct"],
+    "advise": ["priority", "finding", "where", "saving_ms", "saving_pct", "change", "confidence"],
     "validate": ["collective", "group", "predicted_count", "measured_count", "predicted_bytes", "measured_bytes",
                  "bytes_error_pct"],
 }
@@ -86,10 +87,22 @@ def identity_table(run) -> str:
     return f'<table class="identity">{body}</table>'
 
 
+def advice(run) -> str:
+    from .advise import advise
+
+    try:
+        t = advise(run)
+    except TracekitError as exc:
+        return why(f"No advice: {exc}")
+    note = note_of(t)
+    return (table(t, FIRST["advise"]) if t.num_rows else why("Nothing to advise: no finding.")) + (
+        why(note) if note else "")
+
+
 def sections(run) -> list[tuple[str, str]]:
     from .validate import validate
 
-    out = [("Summary", _report(run, "summary")[1])]
+    out = [("What to change first (advise)", advice(run)), ("Summary", _report(run, "summary")[1])]
     sizes = run.sql(SIZES_SQL).to_pylist()
     out.append(("Collectives by message size", _report(run, "collectives")[1] + _chart(
         figures.message_sizes(sizes), "message_sizes",

@@ -16,6 +16,8 @@ collective timed from another collective's bus bandwidth on the same role of gro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
@@ -154,16 +156,13 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend) over it.
     The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field -> value) over it.
     ``world``: the number of ranks the plan is for (default: the run's)."""
-    from .model import check_fits, predict_rank
-    from .run_plan import model_with, plan_with
+    from .model import check_fits
+    from .run_plan import plan_with
 
-    rp = resolve(run, config)
-    rp.shape = model_with(rp.shape, preset, model)
-    why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
-    if why:
-        raise TracekitError(f"whatif cannot predict this run: {why}")
+    ctx = context(run, config, preset, model)
+    rp = ctx.rp
     if rp.shape is None:
-        raise TracekitError("the traces record no model: pass --config FILE (JSON: {{\"model\": {{...}}, "
+        raise TracekitError("the traces record no model: pass --config FILE (JSON: {\"model\": {...}, "
                             "\"plan\": {...}}) or --preset NAME (with --layers/--hidden/--heads/--seq/--micro-batch/"
                             "--dtype to override)")
     world = world or rp.world
@@ -173,10 +172,41 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     if rp.plan is None:  # the run's own plan unknown: the one given stands for it (which groups are which)
         rp.plan, rp.source = target, "plan as given (the trace does not tell its own)"
     check_fits(rp.shape, target, world)
+    rows = predicted_rows(ctx, target)
+    table = _table(rows)
+    note = (f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
+            + (f", ep {target.ep}" if target.ep > 1 else ""))
+    return table.replace_schema_metadata({NOTE_KEY: note.encode()})
+
+
+@dataclass
+class Context:
+    """What a prediction needs from a run, computed once: its plan and model, laws, measured figures."""
+    rp: RunPlan
+    laws: dict
+    measured: dict
+
+
+def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None) -> Context:
+    """The run's plan and model (refused where the model does not cover the run), laws and measurements."""
+    from .run_plan import model_with
+
+    rp = resolve(run, config)
+    rp.shape = model_with(rp.shape, preset, model)
+    why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
+    if why:
+        raise TracekitError(f"whatif cannot predict this run: {why}")
     laws: dict = {}  # per (collective, role), the law of the link kind measured most (one, on one host)
     for f in sorted(fit(run, rp=rp), key=lambda f: f["points"]):
         laws[(f["collective"], f["kind"])] = f
-    meas = measured(run, rp)
+    return Context(rp, laws, measured(run, rp))
+
+
+def predicted_rows(ctx: Context, target) -> list[dict]:
+    """Per (group, collective): the prediction under ``target`` beside the measured figures."""
+    from .model import predict_rank
+
+    rp, laws, meas = ctx.rp, ctx.laws, ctx.measured
     exp_share = _exposed_share(meas)
     size = role_sizes(target)
     acc: dict[tuple[str, str], dict] = {}
@@ -226,10 +256,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
                      "measured_bytes": m.get("bytes"), "transfer_ms": t, "measured_transfer_ms": m.get("transfer_ms"),
                      "exposed_ms": None if t is None or share is None else t * share,
                      "measured_exposed_ms": m.get("exposed_ms"), "note": "; ".join(sorted(notes)) or None})
-    table = _table(rows)
-    note = (f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
-            + (f", ep {target.ep}" if target.ep > 1 else ""))
-    return table.replace_schema_metadata({NOTE_KEY: note.encode()})
+    return rows
 
 
 def _exposed_share(meas: dict) -> dict:
@@ -260,3 +287,29 @@ def _table(rows: list[dict]) -> pa.Table:
                         ("measured_transfer_ms", pa.float64()), ("exposed_ms", pa.float64()),
                         ("measured_exposed_ms", pa.float64()), ("note", pa.string())])
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def plans_that_fit(shape, world: int, like) -> list:
+    """Every dp x tp x pp = world that the model allows (heads % tp, layers % pp), with ``like``'s zero
+    and backend, without sequence parallelism."""
+    from .model import Plan, check_fits
+
+    out = []
+    for tp in range(1, world + 1):
+        for pp in range(1, world // tp + 1):
+            if world % (tp * pp):
+                continue
+            p = Plan(dp=world // (tp * pp), tp=tp, pp=pp, zero=like.zero, backend=like.backend)
+            try:
+                check_fits(shape, p, world)
+            except TracekitError:
+                continue
+            out.append(p)
+    return out
+
+
+def exposed_total(rows: list[dict]) -> float | None:
+    """The step's predicted exposed communication (busiest rank per group and collective), ms; None when
+    some predicted collective has no time."""
+    vals = [r["exposed_ms"] for r in rows if r["count"] is not None]
+    return None if any(v is None for v in vals) else sum(vals)

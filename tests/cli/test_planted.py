@@ -22,3 +22,64 @@ def test_the_straggler_explanation_names_the_planted_slow_op(tmp_path):
     # the op runs SLOW_US - 6 us before every launch of the slow rank, never on the others
     assert top["others_ms"] == 0
     assert top["diff_ms"] * 1e3 == pytest.approx(top["instances"] * (synth.SLOW_US - 6))
+
+
+def advice(run):
+    from tracekit.advise import advise
+    return advise(run).to_pylist()
+
+
+def per_step(run, collective, rank):
+    (n,) = run.sql(f"SELECT count(*) / count(DISTINCT step) AS n FROM collectives WHERE rank = {rank} "
+                   f"AND collective = '{collective}'").column("n").to_pylist()
+    return n
+
+
+QUIET = ["--slow-us", "0", "--jitter-us", "0"]  # no straggler: every rank arrives at once
+
+
+def test_advise_finds_a_slow_rank_first(tmp_path):
+    run = planted(tmp_path, "slow", "--ranks", "4", "--plan", "dp4", "--model", "example", "--compute", "none",
+                  "--slow-rank", "3", "--slow-op", "DataLoader.fetch")
+    top = advice(run)[0]
+    assert top["finding"] == "straggler: rank 3 arrives last" and "DataLoader.fetch" in top["change"]
+    # rank 0 arrives at once ((0 x 7) mod 5 = 0), rank 3 SLOW_US later, at every allreduce; nothing hides it
+    expected_ms = synth.SLOW_US * per_step(run, "allreduce", 3) / 1e3
+    assert top["saving_ms"] == pytest.approx(expected_ms, rel=0.10)
+
+
+def test_advise_finds_small_buckets_first(tmp_path):
+    run = planted(tmp_path, "buckets", "--ranks", "4", "--plan", "dp4", "--model", "example", "--compute", "none",
+                  "--bucket-mb", "0.01", *QUIET)
+    top = advice(run)[0]
+    assert top["finding"] == "exposed communication: latency-bound" and "DP" in top["where"]
+    # every allreduce pays the law's latency; the 539,648 bytes of gradients fit one 25 MiB bucket
+    n = per_step(run, "allreduce", 0)
+    assert n > 10
+    assert top["saving_ms"] == pytest.approx((n - 1) * synth.LATENCY_US / 1e3, rel=0.10)
+
+
+def test_advise_finds_comm_serialized_with_compute_first(tmp_path):
+    run = planted(tmp_path, "serial", "--ranks", "4", "--plan", "dp4", "--model", "example", "--compute", "serial",
+                  *QUIET)
+    top = advice(run)[0]
+    assert top["finding"] == "exposed communication: serialized with compute"
+    # one allreduce of every fp32 gradient (134,912 parameters, worked out in test_whatif) per step, in a
+    # group of 4: latency + bytes x 2 (n-1)/n / bandwidth, all of it exposed, compute beside it to hide it
+    assert per_step(run, "allreduce", 0) == 1
+    expected_us = synth.LATENCY_US + 134912 * 4 * 2 * 3 / 4 / (synth.GBPS * 1e3)
+    assert top["saving_ms"] == pytest.approx(expected_us / 1e3, rel=0.10)
+
+
+def test_advise_finds_a_pipeline_with_few_micro_batches_first(tmp_path):
+    run = planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",
+                  "--micro-batches", "2")
+    top = advice(run)[0]
+    assert top["finding"] == "pipeline bubble" and "2 -> 8" in top["change"]
+    # the generator's schedule: a step is 2 (mb + pp - 1) slots of F + the send's transfer (+ 20 us). The same
+    # work in 8 micro-batches: F / 4 each, sends of a quarter of the activation (4 x 32 x 64 fp32)
+    act = 4 * 32 * 64 * 4
+    def step_us(mb, f, a):
+        return 2 * (mb + 2 - 1) * (f + synth.LATENCY_US + a / (synth.GBPS * 1e3)) + 20
+    expected_ms = (step_us(2, 1000, act) - step_us(8, 250, act / 4)) / 1e3
+    assert top["saving_ms"] == pytest.approx(expected_ms, rel=0.10)

@@ -19,7 +19,7 @@ from ..errors import TracekitError  # noqa: E402
 # The subcommands, in the order `--help` lists them: command NAME is NAME_cmd in tracekit/cli/NAME.py,
 # imported when it runs (`tracekit ingest` loads the ingest path only).
 _COMMANDS = ["ingest", "sql", "schema", "report", "validate", "model", "plot", "cache", "doctor", "diff",
-             "timeline", "html", "whatif"]
+             "timeline", "html", "whatif", "advise"]
 
 
 def _command(name: str) -> click.Command:

@@ -15,6 +15,7 @@
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
 -- @column detail: compute: gemm, attention, elementwise or other; comm: the process group (comm_exposure.group_label); memory: memcpy/memset; idle: waiting at a collective, starved or outside steps
+-- @column collective: comm and waiting: the collective (comm_exposure.collective); NULL for the other parts
 -- @column ns: time, ns (fractional where several families or groups share an instant)
 -- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
@@ -38,7 +39,7 @@ clean_wait AS (
 iv AS (
     SELECT i.rank, i.kind, i.ts_ns, i.end_ns,
            CASE WHEN i.kind = 'compute' THEN coalesce(f.family, 'other')
-                WHEN i.kind = 'comm' THEN coalesce(x.group_label, 'unknown') END AS detail,
+                WHEN i.kind = 'comm' THEN coalesce(x.group_label, 'unknown') END AS detail, x.collective AS coll,
            least(i.end_ns, i.ts_ns + coalesce(cw.wait_ns, 0)) AS arrived_ns
     FROM comm_intervals i
     LEFT JOIN gpu_kernels g ON i.kind = 'compute' AND g.rank = i.rank AND g.event_index = i.event_index
@@ -47,10 +48,11 @@ iv AS (
     LEFT JOIN clean_wait cw ON i.kind = 'comm' AND cw.rank = i.rank AND cw.event_index = i.event_index
     WHERE i.end_ns > i.ts_ns),
 pieces AS (  -- a comm kernel is two pieces: waiting for the last rank, then the transfer
-    SELECT rank, CASE WHEN kind = 'compute' THEN 'c_' || detail ELSE kind END AS cls, detail, ts_ns AS t0, end_ns AS t1
+    SELECT rank, CASE WHEN kind = 'compute' THEN 'c_' || detail ELSE kind END AS cls, detail, coll, ts_ns AS t0,
+           end_ns AS t1
     FROM iv WHERE kind IN ('compute', 'memory')
-    UNION ALL SELECT rank, 'wait', detail, ts_ns, arrived_ns FROM iv WHERE kind = 'comm' AND arrived_ns > ts_ns
-    UNION ALL SELECT rank, 'comm', detail, arrived_ns, end_ns FROM iv WHERE kind = 'comm' AND end_ns > arrived_ns),
+    UNION ALL SELECT rank, 'wait', detail, coll, ts_ns, arrived_ns FROM iv WHERE kind = 'comm' AND arrived_ns > ts_ns
+    UNION ALL SELECT rank, 'comm', detail, coll, arrived_ns, end_ns FROM iv WHERE kind = 'comm' AND end_ns > arrived_ns),
 pts AS (
     SELECT rank, t0 AS t, 1 AS d, cls FROM pieces
     UNION ALL SELECT rank, t1, -1, cls FROM pieces
@@ -75,20 +77,20 @@ seg AS (
     WHERE r.t1 > r.t),
 shared AS (  -- exposed transfer and waiting, shared between the groups whose pieces cover the segment
     SELECT s.rank, s.step, CASE WHEN s.c > 0 THEN 'comm' ELSE 'idle' END AS part,
-           CASE WHEN s.c > 0 THEN p.detail ELSE 'waiting at a collective' END AS detail,
+           CASE WHEN s.c > 0 THEN p.detail ELSE 'waiting at a collective' END AS detail, p.coll,
            s.len / count(*) OVER (PARTITION BY s.rank, s.t) AS ns
     FROM seg s JOIN pieces p ON p.rank = s.rank AND p.cls = CASE WHEN s.c > 0 THEN 'comm' ELSE 'wait' END
                             AND p.t0 <= s.t AND s.t1 <= p.t1
     WHERE s.g + s.a + s.e + s.o = 0 AND (s.c > 0 OR s.w > 0)),
 parts AS (
-    SELECT rank, step, 'compute' AS part, fam.detail, len * fam.n / (g + a + e + o) AS ns
+    SELECT rank, step, 'compute' AS part, fam.detail, CAST(NULL AS VARCHAR) AS coll, len * fam.n / (g + a + e + o) AS ns
     FROM seg, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
     WHERE g + a + e + o > 0 AND fam.n > 0
-    UNION ALL SELECT rank, step, part, detail, ns FROM shared
-    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', len FROM seg WHERE g + a + e + o + c + w = 0 AND m > 0
-    UNION ALL SELECT rank, step, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, len
+    UNION ALL SELECT rank, step, part, detail, coll, ns FROM shared
+    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', NULL, len FROM seg WHERE g + a + e + o + c + w = 0 AND m > 0
+    UNION ALL SELECT rank, step, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
     FROM seg WHERE g + a + e + o + c + w + m = 0),
 windows AS (SELECT rank, step, sum(len) AS window_ns FROM seg GROUP BY ALL)
-SELECT p.rank, p.step, p.part, p.detail, sum(p.ns) AS ns, any_value(w.window_ns) AS window_ns
+SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns) AS ns, any_value(w.window_ns) AS window_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
-GROUP BY p.rank, p.step, p.part, p.detail;
+GROUP BY p.rank, p.step, p.part, p.detail, p.coll;

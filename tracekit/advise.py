@@ -1,0 +1,238 @@
+"""`tracekit advise RUN`: the findings a performance engineer would act on, ranked by what each would save
+per step, each with where, the evidence (figures and the SQL that gave them), the change to try and how
+sure it is. The rules and their estimates: docs/advise.md. Hygiene (the doctor's warnings) comes last.
+
+How savings combine: each finding's saving is taken from a different part of the step (step_breakdown):
+communication findings from a group's exposed transfer, the straggler from waiting at collectives, the
+pipeline from starved time on pipeline ranks; so they add up. "Another plan" is the exception: it is an
+alternative to the communication findings (a plan's prediction covers the same transfers), not an addition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+
+from . import sql as _sql
+from .comms.buckets import human_bytes
+from .errors import TracekitError
+from .reports.base import NOTE_KEY
+
+BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
+LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
+BANDWIDTH_MSG = 2**20  # messages this large are timed by bandwidth
+LATENCY_MAX_MS = 0.05  # a message that takes longer is not waiting on latency (NCCL's is 5-30 us)
+# NVLink bandwidth per GPU and direction, GB/s, by GPU name (NVIDIA's datasheets); NCCL's allreduce
+# bus bandwidth reaches about 80 % of it inside one node
+NVLINK_GBPS = (("B200", 900.0), ("B100", 900.0), ("H200", 450.0), ("H100", 450.0), ("A100", 300.0),
+               ("V100-SXM", 150.0))
+COMBINES = ("savings add up (each comes from a different part of the step: exposed transfer, waiting, "
+            "starved time), except 'another plan', an alternative to the communication findings")
+COLUMNS = [("priority", pa.int64()), ("finding", pa.string()), ("where", pa.string()), ("evidence", pa.string()),
+           ("saving_ms", pa.float64()), ("saving_pct", pa.float64()), ("change", pa.string()),
+           ("confidence", pa.string()), ("sql", pa.string())]
+
+
+def _q(run, name: str) -> list[dict]:
+    return run.sql(_sql.load("reports", name).text).to_pylist()
+
+
+def _finding(what, where, evidence, saving, change, confidence, sql):
+    return {"finding": what, "where": where, "evidence": evidence, "saving_ms": saving, "change": change,
+            "confidence": confidence, "sql": sql}
+
+
+def _ms(v) -> str:
+    return f"{v:,.3f} ms"
+
+
+DP_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast")
+NO_ESTIMATE = {  # exposed communication whose cure the rules do not size: what to try
+    "p2p": "part of the pipeline's schedule (see the pipeline finding): more micro-batches, interleaving",
+    "alltoall": "overlap the exchange with compute (pipelined embedding lookups, MoE dispatch/combine overlap)",
+    "TP": "tensor parallelism is on the critical path: a smaller tp (tracekit whatif --tp N), sequence "
+          "parallelism, or overlapped (async) TP",
+}
+
+
+def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
+    """Exposed communication per group and collective, with its cause: latency-bound (many small
+    messages), serialized with compute in a data-parallel group, bandwidth below the link."""
+    out = []
+    link = _link_gbps(run)
+    for g in _q(run, "_advise_comm"):
+        exposed, transfer = g["exposed_ms"], g["transfer_ms"] or g["kernel_ms"]
+        if exposed <= 0 or not transfer:
+            continue
+        coll = g["collective"]
+        role = rp.role(int(g["ranks"].split(",")[0]), g["pg_name"], g["pg_desc"], g["group_size"], coll)
+        n, msg = g["count_per_step"], g["mean_message_bytes"]
+        share = min(exposed / transfer, 1.0)  # of the transfer, what the step pays
+        causes, notes, conf = [], [], "medium"
+        left = exposed
+        if role in ("DP", "unknown") and coll in DP_COLLECTIVES:
+            # latency-bound: fewer, larger messages pay the per-message latency fewer times
+            law = laws.get((coll, role))
+            ideal = max(1, math.ceil((g["bytes_per_step"] or 0) / BUCKET))
+            lat = None
+            if law and law["sizes"] >= 3 and law["max_bytes"] >= 2 * law["min_bytes"] and law["latency_us"] > 0:
+                lat, conf = law["latency_us"] / 1e3, "high"
+                notes.append(f"fitted latency {law['latency_us']:.1f} us")
+            elif msg is not None and msg <= LATENCY_MSG and transfer / n <= LATENCY_MAX_MS:
+                lat = transfer / n  # small, quick messages: their whole time bounds the latency from above
+                notes.append(f"{human_bytes(int(msg))} messages: their {lat * 1e3:.1f} us each taken as latency")
+            saving = min((n - ideal) * lat * share, left) if lat and n > ideal else 0.0
+            if saving > 0:
+                causes.append(("latency-bound", saving,
+                               (f"fewer, larger messages: {n:,.0f} -> {ideal:,} per step (DDP bucket_cap_mb, FSDP "
+                               "wrapping units, coalesced collectives)")))
+                left -= saving
+            # serialized with compute, where data parallelism can overlap it
+            if left > 0 and g["compute_ms"] > 0 and share > 0.8:
+                saving = min(left, g["compute_ms"])
+                causes.append(("serialized with compute", saving,
+                               ("overlap it with compute: DDP's gradient hooks (no sync after backward), FSDP "
+                               "prefetch (forward_prefetch, backward_prefetch=BACKWARD_PRE), no blocking wait")))
+                left -= saving
+        # bandwidth below what the link carries
+        if link and msg and msg >= BANDWIDTH_MSG and g["busbw_p50_gbps"] and left > 0:
+            ref = 0.8 * link
+            if g["busbw_p50_gbps"] < 0.5 * ref:
+                saving = left * (1 - g["busbw_p50_gbps"] / ref)
+                causes.append(("bandwidth below the link", saving,
+                               (f"bus bandwidth {g['busbw_p50_gbps']:.1f} GB/s of about {ref:.0f} the link carries: "
+                               "check topology (NCCL_DEBUG=INFO, nvidia-smi topo -m), NCCL_ALGO/NCCL_PROTO, "
+                               "NCCL_NCHANNELS")))
+                conf = "low"
+        where = f"group {g['group_label']} ({role}), {coll}, ranks {g['ranks']}"
+        evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; {n:,.0f} collectives of "
+                    f"{human_bytes(int(msg)) if msg else 'unknown size'} mean"
+                    + (f", bus bandwidth {g['busbw_p50_gbps']:.2f} GB/s" if g["busbw_p50_gbps"] else "")
+                    + (f"; {'; '.join(notes)}" if notes else ""))
+        sql = "sql/reports/_advise_comm.sql (step_breakdown, comm_exposure, collective_instances)"
+        if causes:
+            causes.sort(key=lambda c: -c[1])
+            out.append(_finding("exposed communication: " + " + ".join(c[0] for c in causes), where, evidence,
+                                sum(c[1] for c in causes), "; then ".join(c[2] for c in causes), conf, sql))
+        elif exposed >= 0.02 * step_ms:  # worth a line, though no rule sizes its cure
+            kind = ("p2p" if coll in ("send", "recv") else "alltoall" if coll.startswith("alltoall")
+                    else "TP" if role == "TP" else None)
+            out.append(_finding("exposed communication", where, evidence, None,
+                                NO_ESTIMATE.get(kind, "tracekit timeline RUN: see what runs beside it"), "low", sql))
+    return out
+
+
+def _link_gbps(run) -> float | None:
+    rows = run.sql("SELECT any_value(gpu_name) AS gpu, count(DISTINCT host_name) AS hosts FROM traces").to_pylist()
+    gpu = rows[0]["gpu"] or ""
+    if rows[0]["hosts"] > 1 or "PCIe" in gpu:
+        return None
+    return next((bw for name, bw in NVLINK_GBPS if name in gpu), None)
+
+
+def straggler_finding(run) -> list[dict]:
+    rows = _q(run, "_advise_straggler")
+    if not rows or rows[0]["cost_ms"] <= 0 or rows[0]["times_last"] < rows[0]["instances"] / 2:
+        return []
+    s = rows[0]
+    (steps,) = [r["steps"] for r in _q(run, "_advise_step")]
+    cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"limit": 3}).to_pylist()
+                  if r["rank"] == s["rank"] and r["kind"] != "lead-up" and r["diff_ms"] >= 0.25 * s["cost_ms"] * steps),
+                 None)  # an op that explains at least a quarter of the lateness
+    change = (f"find why rank {s['rank']} is late: before its launches it spends {cause['diff_ms']:,.3f} ms more "
+              f"on {cause['kind']} {cause['name']} than the others (tracekit report RUN why_late)" if cause else
+              f"find why rank {s['rank']} is late: nothing it runs before its launches explains it (tracekit "
+              "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
+              "host, clocks)")
+    conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
+    return [_finding(f"straggler: rank {s['rank']} arrives last", f"rank {s['rank']}, {s['times_last']} of "
+                     f"{s['instances']} instances", f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
+                     f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
+                     s["cost_ms"], change, conf, "sql/reports/_advise_straggler.sql; sql/reports/why_late.sql")]
+
+
+def pipeline_finding(run, rp) -> list[dict]:
+    rows = _q(run, "_advise_pipeline")
+    pp = rp.plan.pp if rp.plan else None
+    if not rows or not pp or pp < 2:
+        return []
+    mb = rp.shape.micro_batches if rp.shape and rp.shape.micro_batches > 1 else round(
+        min(r["sends_per_step"] for r in rows))
+    bubble = sum(r["starved_ms"] + r["p2p_wait_ms"] for r in rows) / len(rows)
+    if bubble <= 0 or mb < 1:
+        return []
+    target = 4 * pp
+    # the same work in more, smaller micro-batches: the bubble, (pp - 1) micro-batch slots, shrinks as 1/mb
+    saving = bubble * (1 - mb / target) if mb < target else None
+    return [_finding("pipeline bubble", f"{len(rows)} pipeline ranks, {pp} stages, {mb} micro-batches",
+                     f"stages idle {_ms(bubble)} per step (mean: starved, or waiting for their peer); a schedule of {mb} micro-batches over {pp} stages "
+                     f"idles (pp-1)/(mb+pp-1) = {100 * (pp - 1) / (mb + pp - 1):.0f} % of the step",
+                     saving, f"more micro-batches ({mb} -> {target}) or an interleaved 1F1B schedule"
+                     if saving else "already 4 micro-batches per stage or more: interleaved 1F1B", "medium",
+                     "sql/reports/_advise_pipeline.sql")]
+
+
+def plan_finding(run, ctx) -> list[dict]:
+    from .whatif import exposed_total, plans_that_fit, predicted_rows
+
+    rp = ctx.rp
+    if rp.shape is None or rp.plan is None:
+        return []
+    own = exposed_total(predicted_rows(ctx, rp.plan))
+    if own is None:
+        return []
+    best = None
+    for p in plans_that_fit(rp.shape, rp.world, rp.plan):
+        if (p.dp, p.tp, p.pp) == (rp.plan.dp, rp.plan.tp, rp.plan.pp):
+            continue
+        t = exposed_total(predicted_rows(ctx, p))
+        if t is not None and (best is None or t < best[1]):
+            best = (p, t)
+    if best is None or best[1] >= own:
+        return []
+    p, t = best
+    return [_finding("another plan", f"dp {p.dp} x tp {p.tp} x pp {p.pp} instead of dp {rp.plan.dp} x tp "
+                     f"{rp.plan.tp} x pp {rp.plan.pp}", f"predicted exposed communication {_ms(t)} per step against "
+                     f"{_ms(own)} for the run's own plan ({rp.source})", own - t,
+                     f"tracekit whatif RUN --dp {p.dp} --tp {p.tp} --pp {p.pp} (compute and memory per rank change "
+                     "too: the model predicts communication only)", "low", "tracekit whatif (sql/reports/_whatif_*.sql)")]
+
+
+def hygiene_findings(run) -> list[dict]:
+    from .reports import get
+
+    return [_finding(f"trace hygiene: {r['check']}", f"ranks {r['ranks']}" if r["ranks"] else "the run",
+                     r["finding"], None, r["fix"], "-", "sql/reports/doctor.sql")
+            for r in get("doctor").run(run).to_pylist() if r["severity"] in ("warning", "error")]
+
+
+def advise(run) -> pa.Table:
+    """The ranked findings (see the module's docstring for how their savings combine)."""
+    from .whatif import context
+
+    (step,) = _q(run, "_advise_step")
+    try:
+        ctx = context(run)
+        rp = ctx.rp
+        laws = ctx.laws
+        plan_note = None
+    except TracekitError as exc:  # the model does not cover the run: no plan finding, the rest stands
+        from .run_plan import resolve
+        from .whatif import fit
+
+        ctx, rp, plan_note = None, resolve(run), str(exc)
+        laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}
+    found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+    found.sort(key=lambda f: -(f["saving_ms"] or 0))
+    if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
+        found += plan_finding(run, ctx)
+    found += hygiene_findings(run)
+    for i, f in enumerate(found):
+        f["priority"] = i + 1
+        f["saving_pct"] = None if f["saving_ms"] is None or not step["step_ms"] else 100 * f["saving_ms"] / step["step_ms"]
+    note = f"step {step['step_ms']:,.3f} ms (mean window, {step['steps']} steps x {step['ranks']} ranks); {COMBINES}"
+    if plan_note:
+        note += f"; no plan finding: {plan_note}"
+    table = pa.Table.from_pylist(found, schema=pa.schema(COLUMNS))
+    return table.replace_schema_metadata({NOTE_KEY: note.encode()})

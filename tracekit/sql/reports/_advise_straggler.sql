@@ -1,0 +1,28 @@
+-- _advise_straggler: per rank that arrived last at clean instances, what its lateness cost the others
+-- per step: their waiting in those instances, counted only where they had nothing else to run (each
+-- rank's waiting scaled by the share of its waiting step_breakdown finds exposed). Point-to-point
+-- instances are left out: a receiver waiting for its sender is the pipeline's schedule (_advise_pipeline).
+-- @column rank: the late rank
+-- @column times_last: clean instances (not point to point) it arrived last at, count
+-- @column instances: clean instances (not point to point) it took part in, count
+-- @column caused_wait_ms: the other ranks' waiting in those instances, summed, per step, ms
+-- @column cost_ms: the largest exposed waiting one other rank had for it, per step, ms
+-- @column most_delayed_rank: the rank with that waiting
+WITH st AS (SELECT greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS n FROM step_breakdown),
+clean AS (SELECT w.*, i.last_rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
+          WHERE i.status = 'clean'),
+raw AS (SELECT rank, sum(wait_ns) AS ns FROM clean GROUP BY rank),
+exp AS (SELECT rank, sum(ns) AS ns FROM step_breakdown WHERE detail = 'waiting at a collective' GROUP BY rank),
+ratio AS (SELECT raw.rank, least(coalesce(exp.ns, 0) / nullif(raw.ns, 0), 1) AS r FROM raw LEFT JOIN exp USING (rank)),
+caused AS (SELECT last_rank, rank, sum(wait_ns) AS ns FROM clean
+           WHERE rank <> last_rank AND collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
+lasts AS (SELECT last_rank AS rank, count(DISTINCT instance_key) AS times_last FROM clean
+          WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
+inst AS (SELECT rank, count(DISTINCT instance_key) AS instances FROM clean
+         WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL)
+SELECT c.last_rank AS rank, l.times_last, s.instances, sum(c.ns) / st.n / 1e6 AS caused_wait_ms,
+       max(c.ns * coalesce(ratio.r, 0)) / st.n / 1e6 AS cost_ms,
+       arg_max(c.rank, c.ns * coalesce(ratio.r, 0)) AS most_delayed_rank
+FROM caused c LEFT JOIN ratio USING (rank) JOIN lasts l ON l.rank = c.last_rank JOIN inst s ON s.rank = c.last_rank, st
+GROUP BY c.last_rank, l.times_last, s.instances, st.n
+ORDER BY cost_ms DESC, rank
