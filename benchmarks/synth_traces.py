@@ -398,7 +398,7 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-rank", type=int, default=None, help="the late rank [default: the last]")
     ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
     ap.add_argument("--slow-op", default=None, metavar="NAME",
-                    help=f"the slow rank runs a CPU op NAME of {SLOW_US - 6} us just before each launch (why it is late)")
+                    help="the slow rank runs a CPU op NAME of --slow-us minus 6 us just before each launch (why it is late)")
     ap.add_argument("--slow-us", type=float, default=SLOW_US, help="how late the slow rank arrives, us")
     ap.add_argument("--jitter-us", type=int, default=5, help="the others arrive (rank x 7) mod this, us (0: together)")
     ap.add_argument("--compute", choices=["overlap", "serial", "none"], default="overlap",

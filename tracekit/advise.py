@@ -137,7 +137,7 @@ def straggler_finding(run) -> list[dict]:
         return []
     s = rows[0]
     (steps,) = [r["steps"] for r in _q(run, "_advise_step")]
-    cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"limit": 3}).to_pylist()
+    cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
                   if r["rank"] == s["rank"] and r["kind"] != "lead-up" and r["diff_ms"] >= 0.25 * s["cost_ms"] * steps),
                  None)  # an op that explains at least a quarter of the lateness
     change = (f"find why rank {s['rank']} is late: before its launches it spends {cause['diff_ms']:,.3f} ms more "

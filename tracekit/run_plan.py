@@ -11,7 +11,7 @@ from .model.roles import ROLES, group_role, role_of_desc
 
 GROUPS_SQL = """
 SELECT c.pg_name, nullif(c.pg_desc, '') AS pg_desc, c.collective,
-       coalesce(c.group_size, max(i.expected_ranks)) AS group_size, count(*) AS n
+       CAST(coalesce(c.group_size, max(i.expected_ranks)) AS BIGINT) AS group_size, count(*) AS n
 FROM collectives c
 LEFT JOIN collective_waits w ON w.rank = c.rank AND w.event_index = c.event_index
 LEFT JOIN collective_instances i ON i.instance_key = w.instance_key

@@ -226,7 +226,7 @@ def predicted_rows(ctx: Context, target) -> list[dict]:
                               f"{human_bytes(law['min_bytes'])}-{human_bytes(law['max_bytes'])}")
                 n = 2 if coll == "sendrecv" else size[e.group]
                 if coll != "sendrecv" and not law["min_ranks"] <= n <= law["max_ranks"]:
-                    notes.add(f"extrapolated: groups of {n} ranks, measured {law['min_ranks']}-{law['max_ranks']}")
+                    notes.add(f"extrapolated: groups of {n} ranks, measured {law['min_ranks']:.0f}-{law['max_ranks']:.0f}")
                 if law["warning"]:
                     notes.add(f"weak law: {law['warning']}")
                 f = busbw_factor(e.collective, size[e.group]) or 0.0

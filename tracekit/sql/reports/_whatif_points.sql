@@ -14,13 +14,13 @@
 WITH w AS (SELECT instance_key, min(rank) AS rank, arg_min(event_index, rank) AS event_index
            FROM collective_waits GROUP BY instance_key),
 one AS (SELECT count(DISTINCT rank) = 1 AS yes FROM traces)
-SELECT w.rank, i.collective, c.pg_name, nullif(c.pg_desc, '') AS pg_desc, i.expected_ranks AS group_size,
+SELECT w.rank, i.collective, c.pg_name, nullif(c.pg_desc, '') AS pg_desc, CAST(i.expected_ranks AS BIGINT) AS group_size,
        i.bytes, i.transfer_ns, 'matched' AS source, i.link_kind
 FROM collective_instances i JOIN w USING (instance_key)
 JOIN _collectives c ON c.rank = w.rank AND c.event_index = w.event_index
 WHERE i.status = 'clean' AND i.bytes > 0 AND i.transfer_ns > 0 AND i.expected_ranks IS NOT NULL
 UNION ALL
-SELECT c.rank, c.collective, c.pg_name, nullif(c.pg_desc, ''), c.group_size, c.bytes, c.dur_ns, 'one rank',
+SELECT c.rank, c.collective, c.pg_name, nullif(c.pg_desc, ''), CAST(c.group_size AS BIGINT), c.bytes, c.dur_ns, 'one rank',
        c.link_kind
 FROM collectives c, one
 WHERE one.yes AND c.bytes > 0 AND c.dur_ns > 0
