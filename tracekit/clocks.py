@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .ingestion.schema import rows_table
+
 TABLE_DOC = ("clock_offsets: each host's clock against the reference host's (that of the lowest rank), estimated "
              "at ingest from the end times of the collective instances spanning hosts (tracekit.clocks; "
              "docs/definitions.md); the cross-rank facts use the aligned clocks. One row per host.")
@@ -69,7 +71,9 @@ def estimate(con, align: bool = True) -> pa.Table:
                 rows[h].update(status="not aligned (--no-align)", offset_ns=None, drift_ppm=None, uncertainty_ns=None)
         else:
             _solve(con, named, rows)
-    return pa.Table.from_pylist([rows[h] for h, _, _ in hosts], schema=OFFSETS_SCHEMA)
+    # numpy scalars to Python ones; rows_table, not from_pylist (which imports pandas into every ingest)
+    return rows_table([{k: getattr(v, "item", lambda: v)() for k, v in rows[h].items()} for h, _, _ in hosts],
+                      OFFSETS_SCHEMA)
 
 
 def _solve(con, named: list[str], rows: dict) -> None:

@@ -229,7 +229,7 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     clock. (A run on one host, or whose hosts agree, pays one pass.)"""
     from . import clocks
 
-    con.register("_no_offsets", clocks.OFFSETS_SCHEMA.empty_table())
+    con.register("_no_offsets", rows_table([], clocks.OFFSETS_SCHEMA))
     con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
     con.unregister("_no_offsets")
     for name in ("rank_clocks", "_collectives_aligned"):
