@@ -66,7 +66,9 @@ class Run:
             rederive_run(self.path)
             with open(manifest) as f:
                 self.manifest = json.load(f)
+        # no progress bar: DuckDB draws it on stdout, into the data of a long query piped elsewhere
         self._con = duckdb.connect()
+        self._con.execute("SET enable_progress_bar = false")
         self._created: set[str] = set()
         self._create_tables()
 
@@ -103,30 +105,64 @@ class Run:
         self._con.execute(text)
         self._created.add(name)
 
-    def read_only(self) -> "Run":
+    def read_only(self, memory_mb: int | None = None) -> "Run":
         """Close the doors for SQL from an untrusted prompt (``tracekit sql`` does this unless --unsafe):
-        only SELECT/EXPLAIN statements; no file outside the run can be read (DuckDB's
-        enable_external_access off, allowed_directories the run), no extension installed or loaded, and
-        the configuration locked so that no statement can open them again."""
+        only SELECT statements (and EXPLAIN of one); no file outside the run can be read, no extension
+        installed or loaded, a memory limit, spills in a private directory, the configuration locked so
+        that no statement can open them again (see tracekit.sandbox). ``Run.sql()`` on a Run not made
+        read-only runs any statement: it is the Python API, for SQL you trust."""
+        import weakref
+
+        from . import sandbox
+
         for name in VIEWS:
             self._ensure_view(name)
-        self._con.execute(f"SET allowed_directories = [{sql_string(self.path + os.sep)}]")
-        for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
-            self._con.execute(f"SET {setting} = false")
-        self._con.execute("SET lock_configuration = true")
+        spill = sandbox.lock_down(self._con, self.path, memory_mb)
+        self._remove_spill = weakref.finalize(self, sandbox.remove_spill, spill)  # on close, or when collected
         self._read_only = True
         return self
 
     def sql(self, query: str, params=None) -> pa.Table:
+        rel = self._relation(query, params)
+        if rel is None:  # a statement without a result (CREATE VIEW ...)
+            return pa.table({})
+        try:
+            return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+        except duckdb.Error as exc:
+            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+
+    def batches(self, query: str, rows: int = 65536):
+        """The result of ``query`` as Arrow record batches of ``rows`` rows, read as they are consumed (a
+        result bigger than memory streams through): (schema, iterator of pyarrow.RecordBatch)."""
+        rel = self._relation(query)
+        if rel is None:
+            return pa.schema([]), iter(())
+        try:
+            reader = rel.to_arrow_reader(rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_record_batch(rows)
+        except duckdb.Error as exc:
+            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+
+        def each():
+            try:
+                yield from reader
+            except duckdb.InterruptException:
+                raise
+            except (duckdb.Error, pa.ArrowException, OSError) as exc:  # (DuckDB's error, through Arrow's stream)
+                if str(exc).startswith("INTERRUPT"):
+                    raise duckdb.InterruptException(str(exc)) from None
+                raise QueryError(f"SQL failed on run {self.path}: {str(exc).splitlines()[0]}") from None
+        return reader.schema, each()
+
+    def _relation(self, query: str, params=None):
         if getattr(self, "_read_only", False):
-            _check_read_only(self._con, query)
+            from .sandbox import check_statements
+            check_statements(query)
         for name in _references(query):
             self._ensure_view(name)
         try:
-            rel = self._con.sql(query, params=params)
-            if rel is None:  # a statement without a result (CREATE VIEW ...)
-                return pa.table({})
-            return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+            return self._con.sql(query, params=params)
+        except duckdb.InterruptException:
+            raise
         except duckdb.Error as exc:
             from .query_errors import describe
             raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), list(TABLES) + VIEWS)}") from None
@@ -148,32 +184,20 @@ class Run:
     def ranks(self) -> list[int]:
         return [r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall()]
 
+    def interrupt(self) -> None:
+        """Stop the query running on this Run (from another thread): it raises duckdb.InterruptException."""
+        self._con.interrupt()
+
     def close(self) -> None:
         self._con.close()
+        if getattr(self, "_remove_spill", None):
+            self._remove_spill()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-_READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
-
-
-def _check_read_only(con, query: str) -> None:
-    try:
-        kinds = [s.type for s in con.extract_statements(query)]
-    except duckdb.Error as exc:
-        raise QueryError(f"SQL failed: {exc}") from None
-    bad = [k for k in kinds if k not in _READ_ONLY]
-    if bad:
-        kind = str(bad[0]).split(".")[-1]
-        raise QueryError(f"tracekit sql only reads the run: a {kind} statement is not allowed here (SELECT and "
-                         "EXPLAIN are); `tracekit sql --unsafe` lifts every limit (writes, other files, "
-                         "extensions), or use the Python API")
-
-
 
 
 def _references(text: str, exclude: str | None = None) -> list[str]:

@@ -3,7 +3,8 @@ from __future__ import annotations
 import click
 
 from ..api import open as api_open
-from ..render import emit
+from ..render.stream import write_batches
+from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, time_limit
 from .options import output_options, run_argument
 
 
@@ -11,15 +12,22 @@ from .options import output_options, run_argument
 @run_argument
 @click.argument("query")
 @output_options
+@click.option("--timeout", type=click.FloatRange(min=0), default=DEFAULT_TIMEOUT_S, show_default=True,
+              metavar="SECONDS", help="Stop the query after this long (0: no limit).")
+@click.option("--memory", "memory_mb", type=click.IntRange(min=64), default=DEFAULT_MEMORY_MB, show_default=True,
+              metavar="MB", help="DuckDB's memory for the query; past it, it spills to a private temporary "
+                                 "directory or fails.")
 @click.option("--unsafe", is_flag=True,
               help="Lift the read-only limits: allow any statement (COPY, ATTACH, CREATE, SET, INSTALL ...), "
                    "files outside the run and extensions. Only for SQL you trust.")
-def sql_cmd(run, query, fmt, output, unsafe):
+def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
     """Run a SQL query (DuckDB) over a run and print the result.
 
     RUN is a run directory, or a trace file/directory (ingested into a cache first). By default the query
-    can only read the run: SELECT and EXPLAIN statements, no file outside the run, no extension install,
-    configuration locked. --unsafe lifts that.
+    can only read the run: SELECT statements and EXPLAIN of one, no file outside the run, no extension
+    install, configuration locked, --memory and --timeout limits. The result is written as it is read
+    (csv, json, markdown and parquet hold one batch of rows in memory at a time). --unsafe lifts the
+    read-only limits.
 
     \b
     Example:
@@ -27,5 +35,11 @@ def sql_cmd(run, query, fmt, output, unsafe):
       tracekit sql run/ "SELECT * FROM traces" --format json
     """
     r = api_open(run)
-    table = (r if unsafe else r.read_only()).sql(query)
-    emit(table, fmt, output)
+    try:
+        if not unsafe:
+            r.read_only(memory_mb)
+        with time_limit(r, timeout):
+            schema, batches = r.batches(query)
+            write_batches(schema, batches, fmt, output)
+    finally:
+        r.close()

@@ -1,0 +1,136 @@
+"""A query's result written batch by batch (csv, json, markdown, parquet): memory stays that of one batch,
+however many rows the result has. The text is what render's whole-table writers give for the same rows.
+A table for the terminal shows its first TABLE_ROWS rows (more is not read, nor worth reading there)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import sys
+
+import pyarrow as pa
+
+from . import _jsonable, print_rich, safe_text
+
+TABLE_ROWS = 10_000
+
+
+def write_batches(schema: pa.Schema, batches, fmt: str, out: str | None = None) -> int:
+    """Write the record batches in ``fmt`` to the file ``out`` (replaced whole once complete: a failed
+    query leaves no half file) or stdout; returns the rows written."""
+    if fmt == "table":
+        return _table(schema, batches, out)
+    if fmt == "parquet" and out is None and sys.stdout.isatty():
+        from ..errors import TracekitError
+        raise TracekitError("--format parquet needs -o FILE (it is binary)")
+    with target(out, binary=fmt == "parquet") as f:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            n = 0
+            with pq.ParquetWriter(f, schema) as w:
+                for b in batches:
+                    w.write_batch(b)
+                    n += b.num_rows
+            return n
+        clean = _clean_for(f)
+        return {"csv": _csv, "json": _json, "markdown": _markdown}[fmt](schema, batches, f, clean)
+
+
+@contextlib.contextmanager
+def target(out: str | None, binary: bool):
+    if out is None:
+        yield sys.stdout.buffer if binary else sys.stdout
+        return
+    from ..errors import TracekitError
+
+    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    try:
+        f = open(tmp, "wb" if binary else "w", newline=None if binary else "")
+    except OSError as exc:
+        raise TracekitError(f"{out}: cannot write it ({exc.strerror}); check that its directory exists and "
+                            "is writable") from None
+    try:
+        with f:
+            yield f
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise TracekitError(f"{out}: cannot write it ({exc.strerror})") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+
+
+def _clean_for(f):
+    """Text for a terminal has its control characters made visible; a file or a pipe gets the data as is."""
+    try:
+        return safe_text if f.isatty() else (lambda s: s)
+    except (AttributeError, ValueError):
+        return lambda s: s
+
+
+def _csv(schema, batches, f, clean) -> int:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow([clean(c) for c in schema.names])
+    n = 0
+    for b in batches:
+        n += b.num_rows
+        if all(pa.types.is_integer(t) for t in b.schema.types):  # digits only: Arrow writes what csv would
+            import pyarrow.csv as pacsv
+
+            buf = io.BytesIO()
+            pacsv.write_csv(b, buf, pacsv.WriteOptions(include_header=False))
+            f.write(buf.getvalue().decode())
+            continue
+        cols = [c.to_pylist() for c in b.columns]
+        w.writerows([["" if v is None else (clean(v) if isinstance(v, str) else v) for v in row]
+                     for row in zip(*cols)])
+    return n
+
+
+def _json(schema, batches, f, clean) -> int:
+    """The text json.dumps(rows, indent=1) gives, a batch of rows at a time."""
+    n = 0
+    for b in batches:
+        if b.num_rows:
+            text = json.dumps(_jsonable(b.to_pylist()), indent=1)
+            f.write(("[\n" if n == 0 else ",\n") + text[2:-2])
+            n += b.num_rows
+    f.write("[]\n" if n == 0 else "\n]\n")
+    return n
+
+
+def _markdown(schema, batches, f, clean) -> int:
+    from . import _cell
+
+    f.write("| " + " | ".join(clean(c) for c in schema.names) + " |\n|" + "|".join("---" for _ in schema.names) + "|\n")
+    n = 0
+    for b in batches:
+        for row in b.to_pylist():
+            f.write("| " + " | ".join(clean(_cell(row[c])).replace("|", "\\|") for c in schema.names) + " |\n")
+            n += 1
+    return n
+
+
+def _table(schema, batches, out) -> int:
+    held, n = [], 0
+    for b in batches:  # (the query stops once the rows shown are in hand)
+        held.append(b.slice(0, TABLE_ROWS - n))
+        n += b.num_rows
+        if n > TABLE_ROWS:
+            break
+    table = pa.Table.from_batches(held, schema=schema)
+    if out is not None:
+        from rich.console import Console
+
+        with target(out, binary=False) as f:
+            print_rich(table, None, Console(file=f, width=200))
+    else:
+        print_rich(table)
+    if n > TABLE_ROWS:
+        print(f"(the first {TABLE_ROWS:,} rows; there are more: --format csv, json or parquet gives them all)",
+              file=sys.stderr)
+    return min(n, TABLE_ROWS)
