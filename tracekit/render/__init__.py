@@ -6,11 +6,23 @@ import csv
 import io
 import json
 import math
+import re
 from decimal import Decimal
 
 import pyarrow as pa
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
+
+
+# characters a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1 controls (ESC
+# sequences recolour, move the cursor, retitle the window), and the bidi overrides that reorder a line
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(s: str) -> str:
+    """``s`` with the characters a terminal would act on written as escapes (ESC -> \\x1b): a string from
+    a trace is shown, never obeyed."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), s)
 
 
 def _cell(v) -> str:
@@ -136,24 +148,26 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     import sys
 
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}
     columns = table.column_names
-    rows = [[_cell(row[c]) for c in columns] for row in table.to_pylist()]
+    rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     natural = sum(widths) + 3 * len(widths) + 1
     # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
     console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, natural)))
     if not rows or natural <= console.width:
-        t = Table(title=title, show_lines=False)
+        # every string is a Text: rich never reads a trace's "[bold]" or "[/x]" as markup
+        t = Table(title=Text(safe_text(title)) if title else None, show_lines=False)
         for c in columns:  # a number is never broken across lines
-            t.add_column(c, justify="right" if c in numeric else "left",
+            t.add_column(Text(safe_text(c)), justify="right" if c in numeric else "left",
                          no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold")
         for r in rows:
-            t.add_row(*r)
+            t.add_row(*(Text(v) for v in r))
         console.print(t)
         return
     fitted = _fit(columns, rows, numeric, first_of(table), console.width)
@@ -161,34 +175,37 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
         _print_vertical(columns, rows, numeric, title, console)
         return
     keep, w = fitted
-    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    t = Table(title=Text(safe_text(title)) if title else None, box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, padding=(0, 1))
     for c in keep:
-        t.add_column(_header_lines(c, w[c]), justify="right" if c in numeric else "left", width=w[c],
-                     no_wrap=c in numeric, overflow="fold")
+        t.add_column(Text(safe_text(_header_lines(c, w[c]))), justify="right" if c in numeric else "left",
+                     width=w[c], no_wrap=c in numeric, overflow="fold")
     index = [columns.index(c) for c in keep]
     for r in rows:
-        t.add_row(*(r[i] for i in index))
+        t.add_row(*(Text(r[i]) for i in index))
     console.print(t)
     left = [c for c in columns if c not in keep]
     if left:
         console.print(f"({len(left)} column{'s' if len(left) != 1 else ''} left out to fit {console.width} "
-                      f"characters: {', '.join(left)}; --columns picks columns, --format csv shows all)",
+                      f"characters: {safe_text(', '.join(left))}; --columns picks columns, --format csv shows all)",
                       highlight=False, markup=False)
 
 
 def _print_vertical(columns, rows, numeric, title, console) -> None:
     """A table too wide for the terminal, one record per block (as psql's \\x): no number is broken."""
     from rich.table import Table
+    from rich.text import Text
 
     if title:
-        console.print(title, style="italic")
+        console.print(Text(safe_text(title), style="italic"))
     name_w = max(len(c) for c in columns)
     for i, r in enumerate(rows):
-        t = Table(show_header=False, box=None, padding=(0, 1), title=f"-[ row {i + 1} ]-", title_justify="left")
+        t = Table(show_header=False, box=None, padding=(0, 1), title=Text(f"-[ row {i + 1} ]-"),
+                  title_justify="left")
         t.add_column(width=name_w, no_wrap=True, style="bold")
         t.add_column(overflow="fold")
         for c, v in zip(columns, r):
-            t.add_row(c, v)
+            t.add_row(Text(safe_text(c)), Text(v))
         console.print(t)
 
 
@@ -233,14 +250,18 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
                 raise TracekitError("--format parquet needs -o FILE (it is binary)")
             pq.write_table(table, sys.stdout.buffer)
             return
-        pq.write_table(table, out)
+        from .stream import target
+        with target(out, binary=True) as f:
+            pq.write_table(table, f)
         return
     if fmt == "table":
         if table.num_rows == 0 and note:
             return  # the note (on stderr) says why; an empty grid says nothing
         if out is not None:
             from rich.console import Console
-            with open(out, "w") as f:
+
+            from .stream import target
+            with target(out, binary=False) as f:
                 print_rich(table, title, Console(file=f, width=200))
             return
         print_rich(table, title)
@@ -248,7 +269,8 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
     text = {"csv": to_csv, "json": to_json, "markdown": to_markdown}[fmt](table)
     if out is None:
         import sys
-        sys.stdout.write(text)
+        sys.stdout.write(safe_text(text) if sys.stdout.isatty() else text)
     else:
-        with open(out, "w") as f:
+        from .stream import target
+        with target(out, binary=False) as f:
             f.write(text)
