@@ -3,6 +3,7 @@ from __future__ import annotations
 import click
 
 from ..api import open as api_open
+from .options import check_output
 from ..html_report import write_html
 
 
@@ -18,4 +19,5 @@ def html_cmd(run, output):
     Example:
       tracekit html run/ -o report.html
     """
+    check_output(output)
     click.echo(write_html(api_open(run), output))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..render import FORMATS
@@ -74,3 +76,16 @@ def plan_options(defaults: dict):
 def split_fields(kw: dict, names) -> dict:
     """Pop the named options from a command's keyword arguments."""
     return {n: kw.pop(n) for n in names}
+
+
+def check_output(path: str) -> str:
+    """Fail at once, in one line, when ``path`` cannot be written (before any work is done)."""
+    from ..errors import TracekitError
+
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise TracekitError(f"{path}: cannot write it (No such file or directory); check that its directory "
+                            "exists and is writable")
+    if not os.access(d, os.W_OK):
+        raise TracekitError(f"{path}: cannot write it (its directory {d} is not writable)")
+    return path

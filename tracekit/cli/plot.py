@@ -4,6 +4,7 @@ import click
 
 from ..api import open as api_open
 from ..errors import TracekitError
+from .options import check_output
 
 
 @click.command("plot")
@@ -21,6 +22,7 @@ def plot_cmd(run, kind, output):
       tracekit plot examples/traces/fsdp -o sizes.html
       tracekit plot run/ --kind overlap -o overlap.png
     """
+    check_output(output)
     r = api_open(run)
     if output.endswith((".html", ".htm")):
         _html(r, kind, output)

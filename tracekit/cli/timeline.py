@@ -5,6 +5,7 @@ import click
 from ..api import open as api_open
 from ..errors import TracekitError
 from ..merged_trace import write_timeline
+from .options import check_output
 
 
 @click.command("timeline")
@@ -29,6 +30,7 @@ def timeline_cmd(run, output, steps, kernels_only, rank_range):
       tracekit timeline run/ -o step5.json.gz --steps 5
       tracekit timeline run/ -o first-host.json.gz --steps 5 --ranks 0:7
     """
+    check_output(output)
     counts = write_timeline(api_open(run), output, _range("--steps", steps), kernels_only, _range("--ranks", rank_range))
     click.echo(f"{output}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
                f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
