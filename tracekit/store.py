@@ -70,6 +70,7 @@ class Run:
         self._con = duckdb.connect()
         self._con.execute("SET enable_progress_bar = false")
         self._created: set[str] = set()
+        self._cursors: set = set()  # those of batches() still being read
         self._create_tables()
 
     @property
@@ -133,12 +134,17 @@ class Run:
 
     def batches(self, query: str, rows: int = 65536):
         """The result of ``query`` as Arrow record batches of ``rows`` rows, read as they are consumed (a
-        result bigger than memory streams through): (schema, iterator of pyarrow.RecordBatch)."""
-        rel = self._relation(query)
+        result bigger than memory streams through): (schema, iterator of pyarrow.RecordBatch). It runs on
+        a cursor of its own: the Run answers other queries meanwhile."""
+        cur = self._con.cursor()
+        self._cursors.add(cur)
+        rel = self._relation(query, con=cur)
         if rel is None:
             return pa.schema([]), iter(())
         try:
             reader = rel.to_arrow_reader(rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_record_batch(rows)
+        except duckdb.InterruptException:
+            raise
         except duckdb.Error as exc:
             raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
 
@@ -151,16 +157,19 @@ class Run:
                 if str(exc).startswith("INTERRUPT"):
                     raise duckdb.InterruptException(str(exc)) from None
                 raise QueryError(f"SQL failed on run {self.path}: {str(exc).splitlines()[0]}") from None
+            finally:
+                self._cursors.discard(cur)
+                cur.close()
         return reader.schema, each()
 
-    def _relation(self, query: str, params=None):
+    def _relation(self, query: str, params=None, con=None):
         if getattr(self, "_read_only", False):
             from .sandbox import check_statements
             check_statements(query)
         for name in _references(query):
             self._ensure_view(name)
         try:
-            return self._con.sql(query, params=params)
+            return (con or self._con).sql(query, params=params)
         except duckdb.InterruptException:
             raise
         except duckdb.Error as exc:
@@ -187,6 +196,8 @@ class Run:
     def interrupt(self) -> None:
         """Stop the query running on this Run (from another thread): it raises duckdb.InterruptException."""
         self._con.interrupt()
+        for cur in list(self._cursors):
+            cur.interrupt()
 
     def close(self) -> None:
         self._con.close()

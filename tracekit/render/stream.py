@@ -13,7 +13,7 @@ import sys
 
 import pyarrow as pa
 
-from . import _jsonable, print_rich, safe_text
+from . import _jsonable, pick_columns, print_rich, safe_text
 
 TABLE_ROWS = 10_000
 
@@ -21,6 +21,12 @@ TABLE_ROWS = 10_000
 def write_batches(schema: pa.Schema, batches, fmt: str, out: str | None = None) -> int:
     """Write the record batches in ``fmt`` to the file ``out`` (replaced whole once complete: a failed
     query leaves no half file) or stdout; returns the rows written."""
+    from . import _chosen_columns
+
+    columns = _chosen_columns()  # --columns
+    if columns:
+        pick_columns(schema.empty_table(), columns)  # an unknown name: the error lists the columns
+        schema, batches = pa.schema([schema.field(c) for c in columns]), (b.select(columns) for b in batches)
     if fmt == "table":
         return _table(schema, batches, out)
     if fmt == "parquet" and out is None and sys.stdout.isatty():
