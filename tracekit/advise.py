@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import sql as _sql
 from .comms.buckets import human_bytes
 from .errors import TracekitError
+from .render import FIRST_KEY
 from .reports.base import NOTE_KEY
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
@@ -32,6 +33,9 @@ COMBINES = ("savings add up (each comes from a different part of the step: expos
 COLUMNS = [("priority", pa.int64()), ("finding", pa.string()), ("where", pa.string()), ("evidence", pa.string()),
            ("saving_ms", pa.float64()), ("saving_pct", pa.float64()), ("change", pa.string()),
            ("confidence", pa.string()), ("sql", pa.string())]
+
+
+FIRST = ("priority", "finding", "saving_ms", "saving_pct", "change", "confidence")  # kept when space is short
 
 
 def _q(run, name: str) -> list[dict]:
@@ -140,7 +144,13 @@ def straggler_finding(run) -> list[dict]:
     cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
                   if r["rank"] == s["rank"] and r["kind"] != "lead-up" and r["diff_ms"] >= 0.25 * s["cost_ms"] * steps),
                  None)  # an op that explains at least a quarter of the lateness
-    change = (f"find why rank {s['rank']} is late: before its launches it spends {cause['diff_ms']:,.3f} ms more "
+    lag = s["step_start_lag_ms"] or 0
+    if not cause and lag >= 0.5 * s["cost_ms"]:
+        change = (f"rank {s['rank']} starts its steps {lag:,.3f} ms after the first rank: the delay comes before "
+                  "the step (data loading, the previous step's tail, its host); profile more steps to see it")
+    else:
+        change = None
+    change = change or (f"find why rank {s['rank']} is late: before its launches it spends {cause['diff_ms']:,.3f} ms more "
               f"on {cause['kind']} {cause['name']} than the others (tracekit report RUN why_late)" if cause else
               f"find why rank {s['rank']} is late: nothing it runs before its launches explains it (tracekit "
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
@@ -235,4 +245,4 @@ def advise(run) -> pa.Table:
     if plan_note:
         note += f"; no plan finding: {plan_note}"
     table = pa.Table.from_pylist(found, schema=pa.schema(COLUMNS))
-    return table.replace_schema_metadata({NOTE_KEY: note.encode()})
+    return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: ",".join(FIRST).encode()})

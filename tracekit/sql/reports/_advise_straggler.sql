@@ -8,12 +8,16 @@
 -- @column caused_wait_ms: the other ranks' waiting in those instances, summed, per step, ms
 -- @column cost_ms: the largest exposed waiting one other rank had for it, per step, ms
 -- @column most_delayed_rank: the rank with that waiting
+-- @column step_start_lag_ms: how long after the earliest rank it starts its ProfilerSteps, mean over steps, ms
 WITH st AS (SELECT greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS n FROM step_breakdown),
 clean AS (SELECT w.*, i.last_rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
           WHERE i.status = 'clean'),
 raw AS (SELECT rank, sum(wait_ns) AS ns FROM clean GROUP BY rank),
 exp AS (SELECT rank, sum(ns) AS ns FROM step_breakdown WHERE detail = 'waiting at a collective' GROUP BY rank),
 ratio AS (SELECT raw.rank, least(coalesce(exp.ns, 0) / nullif(raw.ns, 0), 1) AS r FROM raw LEFT JOIN exp USING (rank)),
+lag AS (SELECT rank, avg(ts_ns - first) / 1e6 AS ms
+        FROM (SELECT rank, ts_ns, min(ts_ns) OVER (PARTITION BY step) AS first FROM steps WHERE step IS NOT NULL)
+        GROUP BY rank),
 caused AS (SELECT last_rank, rank, sum(wait_ns) AS ns FROM clean
            WHERE rank <> last_rank AND collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
 lasts AS (SELECT last_rank AS rank, count(DISTINCT instance_key) AS times_last FROM clean
@@ -22,7 +26,8 @@ inst AS (SELECT rank, count(DISTINCT instance_key) AS instances FROM clean
          WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL)
 SELECT c.last_rank AS rank, l.times_last, s.instances, sum(c.ns) / st.n / 1e6 AS caused_wait_ms,
        max(c.ns * coalesce(ratio.r, 0)) / st.n / 1e6 AS cost_ms,
-       arg_max(c.rank, c.ns * coalesce(ratio.r, 0)) AS most_delayed_rank
-FROM caused c LEFT JOIN ratio USING (rank) JOIN lasts l ON l.rank = c.last_rank JOIN inst s ON s.rank = c.last_rank, st
+       arg_max(c.rank, c.ns * coalesce(ratio.r, 0)) AS most_delayed_rank, any_value(lag.ms) AS step_start_lag_ms
+FROM caused c LEFT JOIN ratio USING (rank) JOIN lasts l ON l.rank = c.last_rank JOIN inst s ON s.rank = c.last_rank
+LEFT JOIN lag ON lag.rank = c.last_rank, st
 GROUP BY c.last_rank, l.times_last, s.instances, st.n
 ORDER BY cost_ms DESC, rank

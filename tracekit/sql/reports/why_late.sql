@@ -1,6 +1,7 @@
 -- why_late: why a rank arrives last. For each clean matched instance, each rank's lead-up is the time
--- on its launching thread from its previous collective's launch to this one's (a GPU collective: the
--- kernel's launching runtime call; a Gloo op: the op's start). In it: the CPU ops of that thread
+-- on its launching thread from its previous collective's launch (the first: from the start of its
+-- ProfilerStep) to this one's (a GPU collective: the kernel's launching runtime call; a Gloo op: the
+-- op's start). In it: the CPU ops of that thread
 -- (cpu_op, user_annotation, python_function; nested ops count each) and the GPU kernels (not comm) it
 -- launched, summed by name. Per name, the late rank's time is set against the mean of the other ranks'
 -- in the same instance; over the instances a rank arrived last at, the names whose difference is
@@ -21,8 +22,9 @@ WITH c AS (
     FROM collective_waits w
     LEFT JOIN gpu_kernels g ON g.rank = w.rank AND g.event_index = w.event_index
     LEFT JOIN events e ON g.rank IS NULL AND e.rank = w.rank AND e.event_index = w.event_index),
-lead_up AS (  -- [previous launch, this launch) on each rank
-    SELECT *, lag(t1) OVER (PARTITION BY rank ORDER BY t1, instance_key) AS t0 FROM c),
+lead_up AS (  -- [previous launch, this launch) on each rank; the rank's first: from the start of its step
+    SELECT c.*, coalesce(lag(c.t1) OVER (PARTITION BY c.rank ORDER BY c.t1, c.instance_key), st.ts_ns) AS t0
+    FROM c ASOF LEFT JOIN steps st ON st.rank = c.rank AND c.t1 >= st.ts_ns),
 inst AS (
     SELECT i.instance_key, i.last_rank, i.ranks_present
     FROM collective_instances i
@@ -45,7 +47,7 @@ gpu_in AS (
     GROUP BY ALL),
 x AS (
     SELECT * FROM cpu_in UNION ALL SELECT * FROM gpu_in
-    UNION ALL SELECT instance_key, rank, 'lead-up', 'from the previous collective''s launch to this one''s', t1 - t0
+    UNION ALL SELECT instance_key, rank, 'lead-up', 'from the previous collective''s launch (or the step''s start) to this one''s', t1 - t0
     FROM win),
 per AS (
     SELECT x.instance_key, inst.last_rank, x.kind, x.name,
