@@ -251,7 +251,8 @@ class TraceReader:
         try:
             return EventBatch(index, _events_decoder.decode(body), None)
         except RecursionError:
-            raise self._fail(_TOO_DEEP, offset=base + pos, index=index) from None
+            k, at = _deepest(body)
+            raise self._fail(_TOO_DEEP, offset=base + pos + at - 1, index=index + k) from None
         except msgspec.ValidationError as exc:
             msg = str(exc)
             if "unknown field" in msg:
@@ -259,8 +260,8 @@ class TraceReader:
             raise type_error(self.path, index, msg) from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
-            if _ends_early(msg, len(body)):
-                return None  # that '}' closed a nested object or sat in a string
+            if _ends_early(msg, len(body)) or "trailing characters" in msg:
+                return None  # that '}' closed a nested object or sat in a string, or came after the array's end
             raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=base + pos + _byte(msg)) from None
 
     def _decode_loose(self, body, index, offset) -> EventBatch | None:
@@ -270,12 +271,13 @@ class TraceReader:
         try:
             raw = _loose_decoder.decode(body)
         except RecursionError:
-            raise self._fail(_TOO_DEEP, offset=offset, index=index) from None
+            k, at = _deepest(body)
+            raise self._fail(_TOO_DEEP, offset=offset + at - 1, index=index + k) from None
         except msgspec.ValidationError as exc:
             raise type_error(self.path, index, str(exc)) from None
         except msgspec.DecodeError as exc:  # the same cases as on the fast path
             msg = str(exc)
-            if _ends_early(msg, len(body)):
+            if _ends_early(msg, len(body)) or "trailing characters" in msg:
                 return None
             raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=offset + _byte(msg)) from None
         extra = []
@@ -334,7 +336,7 @@ class TraceReader:
                                  f"{bytes(rest.strip()[:40])!r}", offset=base + suffix_start)
             self.header = {}
             return
-        text = prefix + b'"traceEvents":[]' + bytes(rest)
+        text = prefix + b'"traceEvents":0' + bytes(rest)  # 0: a later "traceEvents" key would replace it
         try:
             header = msgspec.json.decode(text)
         except RecursionError:
@@ -347,8 +349,33 @@ class TraceReader:
             raise self._fail(f"malformed JSON around the traceEvents array: {msg}") from None
         if not isinstance(header, dict):
             raise self._fail("the top level of the JSON is not an object")
-        header.pop("traceEvents", None)
+        if header.pop("traceEvents", 0) != 0:
+            raise self._fail("the trace object has two \"traceEvents\" keys: trace viewers (JSON.parse) and "
+                             "Python's json take the last one, a streaming reader the first; keep one of them",
+                             offset=base + suffix_start)
         self.header = header
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+
+
+def _deepest(body) -> tuple[int, int]:
+    """In ``[event, event, ...]``: which event nests deepest (its position in the list, and the byte
+    where it starts in ``body``), to name the event that the decoder found too deep (not its batch's first)."""
+    depth = deepest = element = 0
+    start = found = (0, 1)
+    for m in _TOKENS.finditer(body):
+        c = m.group()[:1]
+        if c in b"[{":
+            depth += 1
+            if depth > deepest:
+                deepest, found = depth, start
+        elif c in b"]}":
+            depth -= 1
+        elif c == b"," and depth == 1:
+            element += 1
+            start = (element, m.end())
+    return found
 
 
 def _decodes(part: bytes) -> bool:
