@@ -1,5 +1,6 @@
-"""Compare two runs (a regression hunt, a config change): each run's side is a report over its own
-facts (sql/reports/_diff_side.sql); the comparison joins them (sql/reports/diff.sql)."""
+"""Compare two runs (a regression hunt, a config change) as two tables: each run's side is a report over
+its own facts (sql/reports/_diff_collectives_side.sql, _diff_steps_side.sql); the comparison joins them
+(diff_collectives.sql, diff_steps.sql)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,32 @@ import duckdb
 import pyarrow as pa
 
 from . import sql as _sql
-from .errors import QueryError
+from .errors import QueryError, TracekitError
+from .render import FIRST_KEY
+
+STEPS_BY = ("order", "number")
+# the columns a reader needs first (kept when the terminal is narrow)
+FIRST = {"collectives": "collective,group,size_bucket,count_a,count_b,time_ms_a,time_ms_b,exposed_ms_delta",
+         "steps": "position,step_a,step_b,step_ms_a,step_ms_b,step_ms_delta,exposed_ms_a,exposed_ms_b"}
 
 
-def diff(run_a, run_b) -> pa.Table:
-    """Run B against run A, per collective x group x size bucket and per step, largest changes first."""
-    side = _sql.load("reports", "_diff_side").text
-    con = duckdb.connect()
-    try:
-        con.register("side_a", run_a.sql(side))
-        con.register("side_b", run_b.sql(side))
-        return con.sql(_sql.load("reports", "diff").text).to_arrow_table()
-    except duckdb.Error as exc:
-        raise QueryError(f"diff of {run_a.name} and {run_b.name} failed: {exc}") from None
-    finally:
-        con.close()
+def diff(run_a, run_b, steps_by: str = "order") -> dict[str, pa.Table]:
+    """Run B against run A: {"collectives": per collective x group x size bucket, largest change first,
+    "steps": per profiled step, paired by position among each run's steps (``steps_by="order"``, so that
+    runs profiled at different steps line up) or by step number (``"number"``)}."""
+    if steps_by not in STEPS_BY:
+        raise TracekitError(f"steps_by must be one of {', '.join(STEPS_BY)}, not {steps_by!r}")
+    out = {}
+    for part, params in (("collectives", None), ("steps", {"steps_by": steps_by})):
+        side = _sql.load("reports", f"_diff_{part}_side").text
+        con = duckdb.connect()
+        try:
+            con.register("side_a", run_a.sql(side))
+            con.register("side_b", run_b.sql(side))
+            t = con.sql(_sql.load("reports", f"diff_{part}").text, params=params).to_arrow_table()
+            out[part] = t.replace_schema_metadata({FIRST_KEY: FIRST[part].encode()})
+        except duckdb.Error as exc:
+            raise QueryError(f"diff of {run_a.name} and {run_b.name} failed: {exc}") from None
+        finally:
+            con.close()
+    return out

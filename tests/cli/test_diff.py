@@ -1,26 +1,37 @@
-"""tracekit diff: a run against itself changes nothing; FSDP against DDP adds the allgathers that the
-FSDP traces themselves record."""
+"""tracekit diff: two tables (collectives; steps). A run against itself changes nothing; FSDP against DDP
+adds the allgathers that the FSDP traces themselves record; runs profiled at different steps line up by
+order."""
 
 import gzip
 import json
-import pathlib
+import os
+import subprocess
+import sys
 
 import tracekit
-from tracekit.cli.main import main
+from tests.conftest import ROOT, dist, write_trace
+from tests.tracegen import kernel, step
 from tracekit.compare import diff
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+def tk(*args, cwd, env=None):
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", *map(str, args)], cwd=cwd, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    return r.returncode, r.stdout, r.stderr
 
 
-def test_a_run_against_itself_is_all_zero(capsys):
+def test_a_run_against_itself_is_all_zero(tmp_path):
     run = tracekit.open(ROOT / "examples" / "traces" / "fsdp")
-    rows = diff(run, run).to_pylist()
-    assert rows and all(r["bytes_delta"] == 0 and r["time_ms_delta"] == 0 and r["exposed_ms_delta"] == 0
-                        for r in rows)
+    d = diff(run, run)
+    rows = d["collectives"].to_pylist()
+    assert rows and all(r["bytes_a"] == r["bytes_b"] and r["exposed_ms_delta"] == 0 for r in rows)
     assert all(r["time_ratio"] == 1 for r in rows if r["time_ms_a"])
-    assert main(["diff", str(ROOT / "examples" / "traces" / "fsdp"), str(ROOT / "examples" / "traces" / "fsdp"),
-                 "--format", "json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == len(rows)
+    assert all(r["step_a"] == r["step_b"] and r["step_ms_delta"] == 0 for r in d["steps"].to_pylist())
+    fsdp = ROOT / "examples" / "traces" / "fsdp"
+    code, out, err = tk("diff", fsdp, fsdp, "--format", "json", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path)})
+    assert code == 0, err
+    got = json.loads(out)
+    assert list(got) == ["collectives", "steps"] and len(got["collectives"]) == len(rows)
 
 
 def test_fsdp_adds_allgathers_over_ddp():
@@ -29,7 +40,38 @@ def test_fsdp_adds_allgathers_over_ddp():
     for f in fsdp.rglob("*.json.gz"):
         recorded += sum(1 for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]
                         if e.get("name") == "gloo:all_gather" and e.get("ph") == "X")
-    rows = diff(tracekit.open(ROOT / "examples" / "traces" / "ddp"), tracekit.open(fsdp)).to_pylist()
-    added = [r for r in rows if r["key"].startswith("allgather") and r["count_a"] is None]
+    rows = diff(tracekit.open(ROOT / "examples" / "traces" / "ddp"), tracekit.open(fsdp))["collectives"].to_pylist()
+    added = [r for r in rows if r["collective"] == "allgather" and r["count_a"] is None]
     assert recorded > 0 and sum(r["count_b"] for r in added) == recorded
-    assert all(r["bytes_delta"] == r["bytes_b"] > 0 for r in added)
+    assert all(r["bytes_b"] > 0 and r["exposed_ms_a"] is None for r in added)
+
+
+def _job(d, steps, step_us):
+    """One rank profiled at ``steps``, each step ``step_us`` long with one 10 us allreduce kernel in it."""
+    evs = []
+    for i, n in enumerate(steps):
+        t0 = 1000 * i
+        evs.append(step(n, t0, step_us))
+        evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t0 + 20, 10, launch=(t0 + 10, 1),
+                      **{"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+                         "dtype": "Float", "Group size": 1})
+    d.mkdir()
+    write_trace(d / "rank0.json", evs, header=dist(0, world=1))
+
+
+def test_steps_pair_by_order_or_by_number(tmp_path):
+    _job(tmp_path / "a", [3, 4], 100)  # A profiled steps 3 and 4 (100 us each)
+    _job(tmp_path / "b", [7, 8], 150)  # B profiled steps 7 and 8 (150 us each)
+    env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
+    code, out, err = tk("diff", "a", "b", "--only", "steps", "--format", "csv",
+                        "--columns", "position,step_a,step_b,step_ms_a,step_ms_b,step_ms_delta", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert out.splitlines() == ["position,step_a,step_b,step_ms_a,step_ms_b,step_ms_delta",
+                                "1,3,7,0.1,0.15,0.04999999999999999", "2,4,8,0.1,0.15,0.04999999999999999"]
+    code, out, err = tk("diff", "a", "b", "--only", "steps", "--steps-by", "number", "--format", "csv",
+                        "--columns", "step_a,step_b", cwd=tmp_path, env=env)
+    assert code == 0 and out.splitlines() == ["step_a,step_b", "3,", "4,", ",7", ",8"], out
+    code, out, err = tk("diff", "a", "b", "--format", "csv", cwd=tmp_path, env=env)
+    assert code == 1 and err == "error: --format csv takes one table: add --only collectives or --only steps\n"
+    code, out, err = tk("diff", "a", "b", cwd=tmp_path, env=env)  # the terminal: both tables, titled
+    assert code == 0 and "diff collectives — b against a" in out and "diff steps — b against a, steps paired by order" in out
