@@ -50,11 +50,12 @@ def doctor(run):
     return report(run, "doctor")
 
 
-def diff(run_a, run_b):
-    """Run B against run A per collective x process group x size bucket and per step -> pyarrow.Table."""
+def diff(run_a, run_b, steps_by: str = "order"):
+    """Run B against run A -> {"collectives": pyarrow.Table (per collective x process group x size bucket),
+    "steps": pyarrow.Table (per profiled step, paired by ``steps_by``: "order" or "number")}."""
     from .compare import diff as _diff
 
-    return _diff(_run(run_a), _run(run_b))
+    return _diff(_run(run_a), _run(run_b), steps_by=steps_by)
 
 
 def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool = False,
