@@ -41,11 +41,11 @@ def find_traces(paths: list[str]) -> list[str]:
             raise TracekitError(f"{p}: not a regular file (a FIFO, a device, or a link that leads nowhere); "
                                 "give trace files or directories")
         else:
-            matches = [m for m in glob.glob(p, recursive=True) if os.path.isfile(m)]
+            matches = [m for m in _glob(p) if os.path.isfile(m)]
             if not matches:
                 raise TracekitError(f"{p}: no such file or directory, and no file matches it as a glob")
             found += matches
-    out = sorted({os.path.abspath(f) for f in found})
+    out = sorted(_one_name_each(found))
     if not out:
         raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}")
     return out
@@ -54,6 +54,42 @@ def find_traces(paths: list[str]) -> list[str]:
 def _is_run(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "manifest.json")) and os.path.isdir(
         os.path.join(directory, "events"))
+
+
+def _glob(pattern: str) -> list[str]:
+    """glob.glob(pattern, recursive=True), except that ``**`` enters each directory once, however many
+    links lead to it: a link cycle (``a/loop -> a``) made it run for ever (one path per way round)."""
+    if "**" not in pattern:
+        return glob.glob(pattern)
+    head, _, tail = pattern.partition("**")
+    tail = tail.lstrip(os.sep)
+    out = []
+    for root in (glob.glob(head) if glob.has_magic(head) else [head]) if head else [os.curdir]:
+        if not os.path.isdir(root):
+            continue
+        seen = set()
+        for d, dirs, files in os.walk(root, followlinks=True):
+            st = os.stat(d)
+            if (st.st_dev, st.st_ino) in seen:
+                dirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))  # as glob: no hidden names
+            here = os.path.relpath(d) if not head else d
+            if not tail:  # "dir/**": everything under it
+                out += [os.path.join(here, f) for f in files if not f.startswith(".")]
+            else:
+                out += _glob(os.path.join(glob.escape(here), tail))
+    return out
+
+
+def _one_name_each(files: list[str]) -> set[str]:
+    """Absolute paths, one per file: the same file reached twice (through a link) is one input, not two
+    traces claiming one rank."""
+    by_file = {}
+    for f in sorted(os.path.abspath(f) for f in files):
+        by_file.setdefault(os.path.realpath(f), f)
+    return set(by_file.values())
 
 
 def rank_from_name(path: str) -> int | None:

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from tracekit.discover import check_unique_ranks, find_traces, rank_from_name, resolve_rank
@@ -47,3 +49,38 @@ def test_a_run_inside_the_trace_directory_is_not_a_trace(tmp_path):
     (tmp_path / ".run.tmp-123").mkdir()
     (tmp_path / ".run.tmp-123" / "x.json").write_text("{}")
     assert find_traces([str(tmp_path)]) == [str(tmp_path / "rank0.json")]
+
+
+def test_double_star_over_a_link_cycle_ends_without_duplicates(tmp_path, monkeypatch):
+    """`**` used to follow a loop of directory links for ever (a path per way round) and, over one loop,
+    found each trace twice ("two traces claim rank 0"). Issue 20, item 6."""
+    import os
+
+    from tracekit.discover import find_traces
+    (tmp_path / "t" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "t" / "a" / "rank0.json").write_text("{}")
+    (tmp_path / "t" / "a" / "b" / "rank1.json").write_text("{}")
+    os.symlink("..", tmp_path / "t" / "a" / "b" / "up")  # a cycle
+    os.symlink("../..", tmp_path / "t" / "a" / "b" / "up2")  # another, longer
+    os.symlink(".", tmp_path / "t" / "a" / "self")
+    os.symlink(tmp_path / "t" / "a", tmp_path / "t" / "again")  # the same directory twice, no cycle
+    want = [str(tmp_path / "t" / "a" / "b" / "rank1.json"), str(tmp_path / "t" / "a" / "rank0.json")]
+    assert find_traces([str(tmp_path / "t" / "**" / "*.json")]) == want
+    assert find_traces([str(tmp_path / "t" / "**")]) == want
+    monkeypatch.chdir(tmp_path / "t")
+    assert find_traces(["**/rank*.json"]) == want
+    assert find_traces([str(tmp_path / "t")]) == want  # a directory: links to directories are not followed
+
+
+def test_double_star_matches_what_glob_does_without_links(tmp_path):
+    import glob
+
+    from tracekit.discover import _glob
+    for d in ("x/y/z", "x/.hidden", "w"):
+        (tmp_path / d).mkdir(parents=True)
+    for f in ("x/a.json", "x/y/b.json", "x/y/z/c.json.gz", "x/.hidden/d.json", "x/.e.json", "w/f.txt", "g.json"):
+        (tmp_path / f).write_text("{}")
+    for pattern in ("**/*.json", "x/**/*.json*", "x/**", "*/y/**/*.json.gz", "**"):
+        p = str(tmp_path / pattern)
+        assert sorted(f for f in _glob(p) if os.path.isfile(f)) == \
+            sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f)), pattern
