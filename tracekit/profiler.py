@@ -67,7 +67,10 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
         path = trace_path(trace_dir, step, rank)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         config = _PENDING.get(id(prof))
-        keys = {HOST_KEY: socket.gethostname()}  # which ranks share a host (tracekit.hosts)
+        import torch
+
+        keys = {HOST_KEY: socket.gethostname(),  # which ranks share a host (tracekit.hosts)
+                "pytorch_version": torch.__version__}  # Kineto does not write it (tracekit report RUN identity)
         if config is not None:
             keys[CONFIG_KEY] = config
         _export_with(prof, path, keys)

@@ -51,3 +51,8 @@ def test_quickstart_then_validate_and_report(tmp_path, monkeypatch):
     assert q.returncode == 0, q.stderr
     assert [r["step"] for r in json.loads(q.stdout)] == [2, 3]
     assert "records steps 2 and 3" in " ".join((ROOT / "examples" / "quickstart.py").read_text().split())
+    # the PyTorch version tracekit's trace handler records, shown by the identity report
+    import torch
+    i = subprocess.run(tk + ["report", "traces/quick", "identity", "--format", "json"], capture_output=True,
+                       text=True, timeout=300, cwd=project)
+    assert {r["item"]: r["value"] for r in json.loads(i.stdout)}["PyTorch"] == torch.__version__
