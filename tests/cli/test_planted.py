@@ -83,3 +83,20 @@ def test_advise_finds_a_pipeline_with_few_micro_batches_first(tmp_path):
         return 2 * (mb + 2 - 1) * (f + synth.LATENCY_US + a / (synth.GBPS * 1e3)) + 20
     expected_ms = (step_us(2, 1000, act) - step_us(8, 250, act / 4)) / 1e3
     assert top["saving_ms"] == pytest.approx(expected_ms, rel=0.10)
+
+
+def test_advise_on_the_real_dlrm_job_names_its_straggler_first():
+    from tests.conftest import shared_traces
+
+    run = tracekit.open(shared_traces() / "param_dlrm_kineto_8rank")
+    # independent of advise: the rank last at most clean instances, and how late it starts its step
+    (late,) = run.sql("SELECT last_rank FROM collective_instances WHERE status = 'clean' "
+                      "GROUP BY last_rank ORDER BY count(*) DESC LIMIT 1").column("last_rank").to_pylist()
+    (lag,) = run.sql(f"SELECT (max(ts_ns) FILTER (WHERE rank = {late}) - min(ts_ns)) / 1e6 AS ms FROM steps"
+                     ).column("ms").to_pylist()
+    top = advice(run)[0]
+    assert top["finding"] == f"straggler: rank {late} arrives last"
+    assert f"starts its steps {lag:,.3f} ms after the first rank" in top["change"]
+    from tracekit.advise import advise
+    from tracekit.reports.base import note_of
+    assert "no plan finding" in note_of(advise(run)) and "alltoall" in note_of(advise(run))  # the model's reach
