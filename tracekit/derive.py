@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import shutil
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import duckdb
@@ -22,6 +23,7 @@ from . import settings
 from . import sql as _sql
 from .comms.bandwidth import BUSBW_FACTORS
 from .comms.buckets import bucket_rows
+from .compact import compact
 from .comms.comm_kernels import comm_kernel_rows
 from .kernel_families import family_rows
 from .comms.dtypes import dtype_rows
@@ -200,7 +202,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
             reduce_on(con, lambda name: os.path.join(out_dir, name + ".parquet"), fail)
 
 
-def derive_run(run_dir: str, threads: int = 1, align: bool = True) -> None:
+def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict | None = None) -> None:
     """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
@@ -219,10 +221,10 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True) -> None:
 
         parquet_of = lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet")  # noqa: E731
         _materialize_all(con, FACTS, parquet_of, fail)
-        reduce_on(con, parquet_of, fail, align)
+        reduce_on(con, parquet_of, fail, align, timings)
 
 
-def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True) -> None:
+def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> None:
     """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
@@ -234,7 +236,11 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     con.unregister("_no_offsets")
     for name in ("rank_clocks", "_collectives_aligned"):
         con.execute(_sql.load("views", name).text)
+    timings = {} if timings is None else timings
+    start = time.perf_counter()
     _materialize_all(con, REDUCED, parquet_of, fail)
+    timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
+    start = time.perf_counter()
     offsets = clocks.estimate(con, align)
     con.register("_offsets", offsets)
     con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _offsets")
@@ -244,6 +250,7 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
         for name in reversed(REDUCED):
             con.execute(f"DROP TABLE {name}")
         _materialize_all(con, REDUCED, parquet_of, fail)
+    timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
 
 
 @contextlib.contextmanager
@@ -266,10 +273,12 @@ def derive_memory_mb() -> int:
     return settings.derive_memory_mb()
 
 
-def reduce_run(run_dir: str, align: bool = True) -> None:
+def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
     """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
-    (matching, waits, stragglers), then each per-rank fact compacted into one file, facts/NAME/all.parquet
-    (a query then opens a few files, not one per rank: at 1024 ranks that is what keeps a report fast)."""
+    (matching, clock offsets, waits, stragglers), then the per-rank facts compacted, up to 256 ranks a file
+    (tracekit.compact: a query then opens a few files, not one per rank). ``timings`` gets the seconds of
+    each part."""
+    timings = {} if timings is None else timings
     con = None
     try:
         if not all(os.path.isfile(os.path.join(run_dir, FACTS_DIR, name, "all.parquet")) for name in REDUCED):
@@ -282,21 +291,10 @@ def reduce_run(run_dir: str, align: bool = True) -> None:
                 os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
             reduce_on(con, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
                       lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
-                                                      f"{str(exc).splitlines()[0]}"), align)
-        for name in FACTS:
-            d = os.path.join(run_dir, FACTS_DIR, name)
-            parts = sorted(f for f in os.listdir(d) if f.startswith("rank-"))
-            if not parts:  # derived for the whole run at once (derive_run): already one file
-                continue
-            if len(parts) == 1:  # one rank: its file is already the compacted one
-                os.replace(os.path.join(d, parts[0]), os.path.join(d, "all.parquet"))
-                continue
-            con = con or duckdb.connect()
-            con.execute(f"COPY (SELECT * FROM read_parquet({sql_string(os.path.join(d, 'rank-*.parquet'))}, "
-                        f"union_by_name = true)) TO {sql_string(os.path.join(d, 'all.parquet'))} "
-                        "(FORMAT parquet, ROW_GROUP_SIZE 122880)")
-            for f in parts:
-                os.remove(os.path.join(d, f))
+                                                      f"{str(exc).splitlines()[0]}"), align, timings)
+        start = time.perf_counter()
+        compact([os.path.join(run_dir, FACTS_DIR, name) for name in FACTS])
+        timings["compact_s"] = round(time.perf_counter() - start, 3)
     finally:
         if con is not None:
             con.close()

@@ -153,7 +153,7 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
         shown = [r for r in members if ranks is None or ranks[0] <= r <= ranks[1]]
         if not shown:
             continue
-        args = {"instance": key, "bytes": nbytes, "start_skew_us": skew / 1e3, "last_rank": last}
+        args = {"instance": key, "bytes": None if nbytes is None else int(nbytes), "start_skew_us": skew / 1e3, "last_rank": last}
         for r in shown:
             put(_ev("X", coll, r, INSTANCE_TID, first_ns, end_ns - first_ns, cat="tracekit", args=args))
         counts["instances"] += 1

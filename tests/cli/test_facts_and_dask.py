@@ -158,3 +158,23 @@ def test_whole_run_facts_equal_per_rank_facts_on_real_traces(tmp_path, monkeypat
     assert a.keys() == b.keys() and any(k.startswith("facts") for k in a)
     for key in a:
         assert a[key] == b[key], key
+
+
+def test_facts_compacted_in_rank_partitions_read_back_whole(tmp_path, monkeypatch):
+    """The reduce step joins rank files into partitions of RANKS_PER_FILE ranks (here 2): four ranks make
+    two files per fact, ranks 0-1 and 2-3, and a query sees every rank's rows once, as from one file."""
+    from tracekit import compact
+    from tracekit.ingestion import run_writer
+
+    monkeypatch.setattr(run_writer, "SMALL_RUN_BYTES", 0)  # facts per rank, as a large run derives them
+    one = tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "one", jobs=2)
+    monkeypatch.setattr(compact, "RANKS_PER_FILE", 2)
+    two = tracekit.ingest([tmp_path / "t"], tmp_path / "two", jobs=2)
+    for name in FACTS:
+        assert sorted(os.listdir(tmp_path / "two" / "facts" / name)) == [
+            "ranks-0000000-0000001.parquet", "ranks-0000002-0000003.parquet"], name
+        q = f"SELECT * FROM {name}"
+        assert sorted(map(str, two.sql(q).to_pylist())) == sorted(map(str, one.sql(q).to_pylist())), name
+    # the rows of each partition are its ranks'
+    t = pq.read_table(tmp_path / "two" / "facts" / "gpu_kernels" / "ranks-0000002-0000003.parquet")
+    assert set(t.column("rank").to_pylist()) == {2, 3}

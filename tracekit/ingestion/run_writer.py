@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import pyarrow.parquet as pq
@@ -141,7 +142,9 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
     os.makedirs(os.path.join(tmp, "events", "_parts"))
     switched = False
     try:
+        start = time.perf_counter()
         results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
+        executor["timings"] = {"map_s": round(time.perf_counter() - start, 3)}  # parse and per-rank facts
         _finish(tmp, results, failures, executor, options)
         switch(tmp, out)
         switched = True
@@ -241,7 +244,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
     pq.write_table(rows_table(pgs, PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
     if executor.get("facts") == "whole run":
         try:
-            derive_run(tmp, threads=executor.get("cores", 1), align=options["align"])
+            derive_run(tmp, threads=executor.get("cores", 1), align=options["align"],
+                       timings=executor.setdefault("timings", {}))
         except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
             for path, _, res in results:
@@ -250,7 +254,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 derive_rank(rank_parts(tmp, rank), rank, res["trace"],
                             res["process_groups"], one)
                 place_facts(one, tmp, rank)
-    reduce_run(tmp, align=options["align"])
+    timings = executor.setdefault("timings", {})
+    reduce_run(tmp, align=options["align"], timings=timings)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),
