@@ -23,12 +23,12 @@ from . import settings
 from . import sql as _sql
 from .comms.bandwidth import BUSBW_FACTORS
 from .comms.buckets import bucket_rows
-from .compact import compact
 from .comms.comm_kernels import comm_kernel_rows
-from .kernel_families import family_rows
 from .comms.dtypes import dtype_rows
+from .compact import compact
 from .errors import TracekitError
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .kernel_families import family_rows
 
 # Derived per rank at ingest, in this order (each may use the ones before it).
 FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "comm_segments",
@@ -219,7 +219,7 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
         def fail(name, exc):
             return TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: {str(exc).splitlines()[0]}")
 
-        parquet_of = lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet")  # noqa: E731
+        parquet_of = lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet")
         _materialize_all(con, FACTS, parquet_of, fail)
         reduce_on(con, parquet_of, fail, align, timings)
 
