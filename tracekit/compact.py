@@ -22,14 +22,24 @@ def _sql_string(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
+def _ranks_of(name: str) -> tuple[int, int]:
+    """rank-R.parquet -> (R, R); rank-LO-HI.parquet (a batch of ranks derived together) -> (LO, HI)."""
+    lo, _, hi = name[len("rank-"):-len(".parquet")].partition("-")
+    return int(lo), int(hi or lo)
+
+
 def plan(fact_dir: str) -> list[tuple[list[str], str]]:
-    """[(the rank files, the file they become)] for one fact's directory."""
-    parts = sorted((int(f[len("rank-"):-len(".parquet")]), f) for f in os.listdir(fact_dir)
-                   if f.startswith("rank-") and f.endswith(".parquet"))
-    chunks = [parts[i:i + RANKS_PER_FILE] for i in range(0, len(parts), RANKS_PER_FILE)]
+    """[(the rank files, the file they become)] for one fact's directory: files in rank order, a
+    partition closed once it holds RANKS_PER_FILE ranks."""
+    parts = sorted((_ranks_of(f), f) for f in os.listdir(fact_dir) if f.startswith("rank-") and f.endswith(".parquet"))
+    chunks: list[list] = []
+    for (lo, hi), f in parts:
+        if not chunks or chunks[-1][-1][0][1] - chunks[-1][0][0][0] + 1 >= RANKS_PER_FILE:
+            chunks.append([])
+        chunks[-1].append(((lo, hi), f))
     out = []
     for c in chunks:
-        name = "all.parquet" if len(chunks) == 1 else f"ranks-{c[0][0]:07d}-{c[-1][0]:07d}.parquet"
+        name = "all.parquet" if len(chunks) == 1 else f"ranks-{c[0][0][0]:07d}-{c[-1][0][1]:07d}.parquet"
         out.append(([os.path.join(fact_dir, f) for _, f in c], os.path.join(fact_dir, name)))
     return out
 

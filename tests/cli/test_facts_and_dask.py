@@ -122,10 +122,13 @@ def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
     assert r.returncode == 0, r.stderr
     assert tables(tmp_path / "dask") == tables(tmp_path / "local")
     m = json.loads((tmp_path / "dask" / "manifest.json").read_text())
-    assert m["executor"] == {"kind": "dask", "scheduler": dask_cluster, "workers": 2}
+    assert {k: m["executor"][k] for k in ("kind", "scheduler", "workers", "batches")} == {
+        "kind": "dask", "scheduler": dask_cluster, "workers": 2, "batches": 4}  # 4 files, 2 workers: one file a batch
+    assert set(m["executor"]["timings"]) == {"map_s", "cross_rank_s", "align_s", "compact_s"}
     assert {i["worker"] for i in m["inputs"]} <= set(_workers(dask_cluster))
     local = json.loads((tmp_path / "local" / "manifest.json").read_text())
-    assert local["executor"] == {"kind": "process pool", "jobs": 1, "facts": "whole run", "cores": 1}
+    assert {k: v for k, v in local["executor"].items() if k != "timings"} == {
+        "kind": "process pool", "jobs": 1, "facts": "whole run", "cores": 1, "batches": 4}
 
 
 def _workers(address):
@@ -178,3 +181,18 @@ def test_facts_compacted_in_rank_partitions_read_back_whole(tmp_path, monkeypatc
     # the rows of each partition are its ranks'
     t = pq.read_table(tmp_path / "two" / "facts" / "gpu_kernels" / "ranks-0000002-0000003.parquet")
     assert set(t.column("rank").to_pylist()) == {2, 3}
+
+
+def test_a_bad_file_in_a_batch_is_skipped_alone(tmp_path, monkeypatch):
+    """Six small files on one job: batches of three (run_writer.batches) whose facts are derived together;
+    with --on-error skip a broken file is listed and the other five ranks, its batch-mates too, are whole."""
+    from tracekit.ingestion import run_writer
+
+    monkeypatch.setattr(run_writer, "SMALL_RUN_BYTES", 0)  # facts per rank (per batch), as a large run derives them
+    d = make_traces(tmp_path / "t", ranks=6)
+    (d / "rank4.json").write_text('{"traceEvents": [{"ph": "X", "ts": "soon"}]}')
+    run = tracekit.ingest([d], tmp_path / "run", jobs=1, on_error="skip")
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["executor"]["batches"] == 2 and [os.path.basename(f["path"]) for f in m["failures"]] == ["rank4.json"]
+    got = run.sql("SELECT rank, count(*) AS n FROM collectives GROUP BY rank ORDER BY rank").to_pylist()
+    assert got == [{"rank": r, "n": 1} for r in (0, 1, 2, 3, 5)]

@@ -13,12 +13,12 @@ import uuid
 from ..errors import TracekitError
 
 
-def _one(task):
+def _one(batch):
     from distributed import get_worker
 
-    from .run_writer import _task
+    from .run_writer import _batch_task
 
-    return _task(task), get_worker().address
+    return _batch_task(batch), get_worker().address
 
 
 def _client(scheduler: str, jobs: int):
@@ -42,8 +42,8 @@ def _probe(path: str) -> bool:
 
 
 def run_on_dask(tasks, scheduler: str, jobs: int, tmp: str, done, poll) -> dict:
-    """Submit every task; call ``done(task, result, exc, worker)`` as each ends. Returns the executor's
-    description for the manifest."""
+    """Submit every task (a batch of files: run_writer._batch_task); call ``done(batch, outcome, worker)`` as
+    each ends. Returns the executor's description for the manifest."""
     client, cluster = _client(scheduler, jobs)
     try:
         workers = list(client.scheduler_info()["workers"])
@@ -62,13 +62,8 @@ def run_on_dask(tasks, scheduler: str, jobs: int, tmp: str, done, poll) -> dict:
         futures = {client.submit(_one, t, key=f"tracekit-ingest-{i}-{uuid.uuid4().hex[:8]}", pure=False): t
                    for i, t in enumerate(tasks)}
         for fut in as_completed(futures):
-            task = futures[fut]
-            try:
-                res, worker = fut.result()
-            except TracekitError as exc:
-                done(task, None, exc, None)
-            else:
-                done(task, res, None, worker)
+            outcome, worker = fut.result()
+            done(futures[fut], outcome, worker)
             poll()
         return {"kind": "dask", "scheduler": "LocalCluster" if cluster else scheduler, "workers": len(workers)}
     finally:

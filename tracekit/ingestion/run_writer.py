@@ -17,10 +17,10 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 import pyarrow.parquet as pq
 
 from .. import __version__, settings
-from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration
+from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
 from ..errors import RankError, TracekitError
 from ..hosts import assign_hosts, parse_hosts_option
-from ..derive import FACTS_DIR, derive_rank, derive_run, facts_key, place_facts, rank_parts, reduce_run
+from ..derive import FACTS_DIR, derive_rank, derive_ranks, derive_run, facts_key, place_facts, rank_parts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
 from .one_file import MAX_WRITERS, ingest_file, part_paths, release_memory
 from .progress import IngestProgress, make_sink, worker_init
@@ -75,6 +75,70 @@ def _or_none(fn, path):
         return fn(path)
     except OSError:
         return None
+
+
+def _batch_task(batch):
+    """Several input files: each parsed into its events part, then their ranks' facts derived together on
+    one connection (derive_ranks), beside the first file's part. -> [(result, None) or (None, error)] in the
+    batch's order; a file that fails is left out of the others' facts (a failing batch derive is redone rank
+    by rank, so that the error names its file)."""
+    if len(batch) == 1:
+        try:
+            return [(_task(batch[0]), None)]
+        except TracekitError as exc:
+            return [(None, exc)]
+    out: list = []
+    for path, part, rank, single, threads, _ in batch:
+        try:
+            out.append((ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads), None))
+        except TracekitError as exc:
+            out.append((None, exc))
+    release_memory()
+    ok = [(i, res) for i, (res, _) in enumerate(out) if res is not None]
+    if not ok:
+        return out
+    items = [(res["parts"], res["trace"]["rank"], res["trace"], res["process_groups"]) for _, res in ok]
+    try:
+        derive_ranks(items, _facts_dir(batch[ok[0][0]][1]), threads=batch[0][4])
+        ranks = [r for _, r, _, _ in items]
+        ok[0][1]["facts_label"] = f"{min(ranks)}-{max(ranks)}"
+    except TracekitError:
+        shutil.rmtree(_facts_dir(batch[ok[0][0]][1]), ignore_errors=True)
+        for i, res in ok:
+            try:
+                derive_rank(res["parts"], res["trace"]["rank"], res["trace"], res["process_groups"],
+                            _facts_dir(batch[i][1]), threads=batch[i][4])
+            except TracekitError as exc:
+                out[i] = (None, exc)
+    return out
+
+
+def _facts_dir(part: str) -> str:
+    return part[:-len(".parquet")] + "-facts"
+
+
+def batches(tasks: list, jobs: int) -> list[list]:
+    """Small files in batches (derive_ranks), enough batches to keep every worker busy: up to BATCH_FILES
+    files of BATCH_BYTES in all, in rank order where the names give ranks (a batch's facts then hold
+    neighbouring ranks). Files alone in the run, or past the size, stay one per task."""
+    if len(tasks) <= 2 * jobs:
+        return [[t] for t in tasks]
+    per = max(1, min(BATCH_FILES, len(tasks) // (2 * jobs)))
+    ordered = sorted(tasks, key=lambda t: (rank_from_name(t[0]) is None, rank_from_name(t[0]) or 0, t[0]))
+    out: list[list] = []
+    size = 0
+    for t in ordered:
+        b = _or_none(os.path.getsize, t[0]) or 0
+        if not out or len(out[-1]) >= per or size + b > BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(t)
+        size += b
+    return out
+
+
+BATCH_FILES = 16
+BATCH_BYTES = 16 << 20
 
 
 def _task(args):
@@ -186,33 +250,37 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
 
+        groups = batches(tasks, jobs) if not whole_run else [[t] for t in tasks]
+
+        def batch_done(batch, outcome, worker="local"):
+            for task, (res, exc) in zip(batch, outcome):
+                done(task, res, exc, worker)
+
         if scheduler:
             from .on_dask import run_on_dask
-            executor = run_on_dask(tasks, scheduler, jobs, tmp,
-                                   lambda t, r, e, w: done(t, r, e, w), prog.poll)
+            executor = run_on_dask(groups, scheduler, jobs, tmp, batch_done, prog.poll)
+            executor["batches"] = len(groups)
             return results, failures, executor
-        executor = {"kind": "process pool", "jobs": jobs, "facts": "whole run" if whole_run else "per rank", "cores": cores}
+        executor = {"kind": "process pool", "jobs": jobs, "facts": "whole run" if whole_run else "per rank", "cores": cores,
+                    "batches": len(groups)}
         if jobs == 1:
             worker_init(prog.queue)
-            for task in tasks:
-                try:
-                    res = _task(task)
-                except TracekitError as exc:
-                    done(task, exc=exc)
-                else:
-                    done(task, res)
+            for batch in groups:
+                batch_done(batch, _batch_task(batch))
                 prog.poll()
             return results, failures, executor
         with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(prog.queue,)) as pool:
-            pending = {pool.submit(_task, t): t for t in tasks}
+            pending = {pool.submit(_batch_task, b): b for b in groups}
             try:
                 while pending:
                     finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     prog.poll()
                     for fut in finished:
-                        task = pending.pop(fut)
+                        batch = pending.pop(fut)
                         exc = fut.exception()
-                        done(task, fut.result() if exc is None else None, exc)
+                        if exc is not None:
+                            raise exc
+                        batch_done(batch, fut.result())
             except BaseException:
                 for fut in pending:
                     fut.cancel()
@@ -234,8 +302,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         os.makedirs(dest)
         for i, written in enumerate(res["parts"]):
             os.replace(written, os.path.join(dest, f"part-{i}.parquet"))
-        if os.path.isdir(part[:-len(".parquet")] + "-facts"):
-            place_facts(part[:-len(".parquet")] + "-facts", tmp, rank)
+        if os.path.isdir(_facts_dir(part)):
+            place_facts(_facts_dir(part), tmp, res.get("facts_label", rank))
     os.rmdir(os.path.join(tmp, "events", "_parts"))
     traces = [r[2]["trace"] for r in results]
     assign_hosts(traces, options["hosts"])
