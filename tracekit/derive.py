@@ -31,8 +31,8 @@ from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .kernel_families import family_rows
 
 # Derived per rank at ingest, in this order (each may use the ones before it).
-FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "comm_segments",
-                    "comm_overlap", "_comm_exposure"]
+FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "step_windows",
+                    "comm_segments", "comm_overlap", "_comm_exposure"]
 # Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
 REDUCED: list[str] = ["collective_waits", "collective_instances", "stragglers"]
 # Derived at the reduce step too, before REDUCED uses it: each host's clock offset (tracekit.clocks).

@@ -28,7 +28,7 @@ TABLES = {
 # others are computed here, from events (flows, thread_names, counters) or from the facts
 # (collectives' size buckets, exposure labels).
 VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
-                    "comm_intervals", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
+                    "comm_intervals", "step_windows", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
                     "collective_instances", "stragglers", "step_breakdown", "clock_offsets", "rank_clocks"]
 _HELPERS = ["_collectives", "_comm_exposure"]
 

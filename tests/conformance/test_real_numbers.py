@@ -140,3 +140,39 @@ def test_dlrm_transfer_busbw_against_the_raw_kernels(tmp_path):
     row = [r for (c, _), r in rep.items() if c == "alltoall" and r["instances"] == 2][0]
     assert row["transfer_busbw_p50_gbps"] == pytest.approx(expect)
     assert row["busbw_p50_gbps"] is None  # per kernel: the group size is not in the trace
+
+
+def test_step_windows_partition_the_trace_diff_control_trace(tmp_path):
+    """hta_trace_diff/control: each step's window from the raw ProfilerStep starts (to the next step's
+    start; the last step to the later of its CPU end and the end of the GPU work it launched), inside the
+    span of the GPU activity; per-step idle is window minus the busy union inside it, and adds up to the
+    whole trace's idle."""
+    path = shared_traces() / "hta_trace_diff" / "control" / "control.json.gz"
+    evs = events(path)
+    ns = lambda us: round(us * 1000)  # noqa: E731
+    gpu = [e for e in evs if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    launch = {e["args"]["correlation"]: ns(e["ts"]) for e in evs if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"}
+    steps = sorted((ns(e["ts"]), ns(e["ts"] + e["dur"]), int(e["name"].split("#")[1])) for e in evs
+                   if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#"))
+    spans = sorted((ns(e["ts"]), ns(e["ts"] + e.get("dur", 0)), launch.get(e["args"].get("correlation"))) for e in gpu)
+    lo, hi = min(a for a, _, _ in spans), max(b for _, b, _ in spans)
+    last_start, last_end, last = steps[-1]
+    last_gpu = max(b for a, b, t in spans if t is not None and last_start <= t < last_end)
+    windows = {n: (s, steps[i + 1][0] if i + 1 < len(steps) else max(e, last_gpu)) for i, (s, e, n) in enumerate(steps)}
+
+    def busy_in(w0, w1):  # union of the GPU intervals clipped to [w0, w1)
+        total, cur = 0, w0
+        for a, b, _ in spans:
+            a, b = max(a, cur), min(b, w1)
+            if b > a:
+                total, cur = total + b - a, b
+        return total
+
+    run = tracekit.ingest([path], tmp_path / "run", jobs=1)
+    got = {r["step"]: r for r in run.sql("SELECT * FROM comm_overlap").to_pylist()}
+    for n, (w0, w1) in windows.items():
+        c0, c1 = max(w0, lo), min(w1, hi)
+        assert (got[n]["window_ns"], got[n]["busy_ns"]) == (c1 - c0, busy_in(c0, c1)), n
+    whole = got[None]
+    assert whole["window_ns"] == hi - lo and whole["busy_ns"] == busy_in(lo, hi)
+    assert sum(r["idle_ns"] for k, r in got.items() if k is not None) == whole["idle_ns"]

@@ -206,6 +206,13 @@ def test_per_step_overlap_and_exposure_by_hand(tmp_path):
                    -1: (0, 10 * us, 0, 0)}
     by_step = {r["key"]: r["exposed_ms"] for r in tracekit.report(run, "exposed", by="step").to_pylist()}
     assert by_step == {"1": pytest.approx(0.070)}
+    # window, busy and idle by time. The trace's span is [50, 270]: 220 us, busy [50, 180] + [260, 270] =
+    # 140. Step 1's window [0, 100) (to step 2's start) holds [50, 100): 50 us, all busy; step 2's, the
+    # last, [100, 200) (its CPU end 200 is later than its compute's end 180): 100 us, busy [100, 180] = 80;
+    # the rest, [200, 270]: 70 us, busy [260, 270] = 10. Per-step idle adds up to the trace's 80.
+    got = {r["step"]: (r["window_ns"], r["busy_ns"], r["idle_ns"]) for r in rows(run, "SELECT * FROM comm_overlap")}
+    assert got == {None: (220 * us, 140 * us, 80 * us), 1: (50 * us, 50 * us, 0), 2: (100 * us, 80 * us, 20 * us),
+                   -1: (70 * us, 10 * us, 60 * us)}
 
 
 def test_send_and_recv_without_peers_pair_in_a_two_rank_group(tmp_path):

@@ -6,10 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracekit import sql as tksql
+from tracekit.derive import define_base
 
 interval = st.tuples(st.integers(0, 200), st.integers(0, 60)).map(lambda t: (t[0], t[0] + t[1]))
 kinds = st.sampled_from(["comm", "compute", "memory"])
 rows = st.lists(st.tuples(kinds, interval, st.one_of(st.none(), st.integers(1, 3))), max_size=25)
+# CPU spans of ProfilerSteps 1..3 (steps N sorted by start; a step may be missing)
+step_spans = st.lists(st.tuples(st.integers(0, 240), st.integers(1, 80)), min_size=0, max_size=3).map(
+    lambda spans: [(n + 1, s, s + d) for n, (s, d) in enumerate(sorted(spans))])
 
 
 def union(ivs):
@@ -35,23 +39,27 @@ def intersect_len(a, b):
     return len(cells(a) & cells(b))
 
 
-def overlap_rows(data):
+def overlap_rows(data, steps=()):
     con = duckdb.connect()
+    define_base(con)  # the macros (tk_in_span)
     con.execute("CREATE TABLE comm_intervals (rank BIGINT, step BIGINT, kind VARCHAR, ts_ns BIGINT, "
                 "end_ns BIGINT, event_index BIGINT)")
+    con.execute("CREATE TABLE steps (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT, dur_ns BIGINT)")
     if data:
         con.executemany("INSERT INTO comm_intervals VALUES (0, ?, ?, ?, ?, ?)",
                         [(stp, k, s, e, i) for i, (k, (s, e), stp) in enumerate(data)])
-    for name in ("comm_segments", "comm_overlap"):
+    if steps:
+        con.executemany("INSERT INTO steps VALUES (0, ?, ?, ?, ?)", [(n, s, e, e - s) for n, s, e in steps])
+    for name in ("step_windows", "comm_segments", "comm_overlap"):
         con.execute(tksql.load("views", name).text)
     cols = [d[0] for d in con.execute("SELECT * FROM comm_overlap").description]
     return [dict(zip(cols, r)) for r in con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()]
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows)
-def test_overlap_algebra(data):
-    out = overlap_rows(data)
+@given(rows, step_spans)
+def test_overlap_algebra(data, steps):
+    out = overlap_rows(data, steps)
     if not data:
         assert out == []
         return
@@ -78,13 +86,28 @@ def test_overlap_algebra(data):
         for name, step_, add in (("comm_ns", owner["comm"], 1),
                                  ("overlap_ns", owner["comm"], computing),
                                  ("exposed_comm_ns", owner["comm"], not computing),
-                                 ("compute_ns", owner["compute"], 1),
-                                 ("busy_ns", min((p for _, p in active), default=None), 1)):
+                                 ("compute_ns", owner["compute"], 1)):
             if step_ is not None:
-                expect.setdefault(step_, dict.fromkeys(("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns",
-                                                        "busy_ns"), 0))[name] += int(add)
-    steps_seen = {-1 if stp is None else stp for _, _, stp in data}
-    assert [r["step"] for r in out[1:]] == sorted(steps_seen)
+                expect.setdefault(step_, dict.fromkeys(("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns"),
+                                                       0))[name] += int(add)
     for r in out[1:]:
-        got = {k: r[k] for k in ("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns", "busy_ns")}
+        got = {k: r[k] for k in ("comm_ns", "overlap_ns", "exposed_comm_ns", "compute_ns")}
         assert got == expect.get(r["step"], dict.fromkeys(got, 0)), r["step"]
+    # window, busy and idle by time: step N's window runs from its CPU start to the next step's, the last
+    # to the later of its CPU end and the end of the intervals it launched; cells of the trace's span
+    # [first start, last end) outside every window are step -1
+    ends = {n: max([e for _, (s, e), stp in data if stp == n], default=e0) for n, _s, e0 in steps}
+    windows = [(n, s, steps[i + 1][1] if i + 1 < len(steps) else max(e, ends[n])) for i, (n, s, e) in enumerate(steps)]
+    by_time = {}
+    for t in range(first, last):
+        owner = next((n for n, s, e in windows if s <= t < e), -1)
+        cell = by_time.setdefault(owner, {"window_ns": 0, "busy_ns": 0})
+        cell["window_ns"] += 1
+        cell["busy_ns"] += any(s <= t < e for _, (s, e), _ in data)
+    for r in out[1:]:
+        want = by_time.get(r["step"], {"window_ns": 0, "busy_ns": 0})
+        assert (r["window_ns"], r["busy_ns"], r["idle_ns"]) == (want["window_ns"], want["busy_ns"],
+                                                               want["window_ns"] - want["busy_ns"]), r["step"]
+    # every step that owns time or holds part of the span has a row
+    owning = {-1 if stp is None else stp for _, _, stp in data} | {n for n, c in by_time.items() if c["window_ns"]}
+    assert [r["step"] for r in out[1:]] == sorted(owning)

@@ -15,15 +15,23 @@
 -- @column comm_step: step owning the segment's comm time: the smallest step of its active comm intervals (-1 outside steps; NULL without comm)
 -- @column compute_step: step owning the segment's compute time, the same way (NULL without compute)
 -- @column busy_step: step owning the segment's busy time: the smallest step of all its active intervals (NULL when idle)
+-- @column window_step: the step whose window (step_windows) holds the segment, -1 outside every window: the sweep is also cut at the windows' edges inside the rank's timeline, so no segment crosses one
 CREATE OR REPLACE VIEW comm_segments AS
 -- The sweep also carries, per kind, the sum and the sum of squares of the active intervals' steps: where
 -- they show that all active intervals of a kind share one step (n·Σs² = (Σs)²), that step is the owner.
 -- Only segments where intervals of several steps are active at once (rare) are resolved by a join.
 WITH iv AS (SELECT rank, kind, coalesce(step, -1) AS s, ts_ns, end_ns FROM comm_intervals),
+span AS (SELECT rank, min(ts_ns) AS lo, max(end_ns) AS hi FROM iv GROUP BY rank),
+edges AS (  -- the windows' edges strictly inside the rank's timeline: cut points that change no count
+    SELECT DISTINCT w.rank, e.t FROM step_windows w JOIN span ON span.rank = w.rank,
+           unnest([w.ts_ns, w.end_ns]) AS e(t)
+    WHERE e.t > span.lo AND e.t < span.hi),
 pts AS (
     SELECT rank, ts_ns AS t, 1 AS sign, kind, s FROM iv
     UNION ALL
-    SELECT rank, end_ns, -1, kind, s FROM iv),
+    SELECT rank, end_ns, -1, kind, s FROM iv
+    UNION ALL
+    SELECT rank, t, 0, NULL, 0 FROM edges),
 agg AS (
     SELECT rank, t,
            sum(sign) FILTER (WHERE kind = 'comm') AS dc, sum(sign * s) FILTER (WHERE kind = 'comm') AS sc,
@@ -31,7 +39,7 @@ agg AS (
            sum(sign) FILTER (WHERE kind = 'compute') AS dp, sum(sign * s) FILTER (WHERE kind = 'compute') AS sp,
            sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
            sum(sign) FILTER (WHERE kind = 'memory') AS dm,
-           sum(sign * s) AS sa, sum(sign * s * s) AS qa
+           coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa
     FROM pts GROUP BY rank, t),
 run AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
@@ -60,8 +68,10 @@ own AS (  -- segments where several steps are active: the smallest one, by a joi
     WHERE s.mixed
     GROUP BY s.rank, s.ts_ns)
 SELECT seg.rank, seg.ts_ns, seg.end_ns, seg.comm_active, seg.compute_active, seg.memory_active,
+       CASE WHEN tk_in_span(seg.ts_ns, w.ts_ns, w.end_ns) THEN w.step ELSE -1 END AS window_step,
        CASE WHEN seg.comm_active > 0 THEN coalesce(seg.comm_one, own.comm_step) END AS comm_step,
        CASE WHEN seg.compute_active > 0 THEN coalesce(seg.compute_one, own.compute_step) END AS compute_step,
        CASE WHEN seg.comm_active + seg.compute_active + seg.memory_active > 0
             THEN coalesce(seg.busy_one, own.busy_step) END AS busy_step
-FROM seg LEFT JOIN own ON own.rank = seg.rank AND own.ts_ns = seg.ts_ns;
+FROM seg LEFT JOIN own ON own.rank = seg.rank AND own.ts_ns = seg.ts_ns
+ASOF LEFT JOIN (SELECT * FROM step_windows WHERE end_ns > ts_ns) w ON w.rank = seg.rank AND seg.ts_ns >= w.ts_ns;

@@ -1,8 +1,8 @@
 -- step_breakdown: where each rank's time goes, step by step, as a partition: every nanosecond of a
 -- rank's timeline (from its first interval or step to its last) is in exactly one row's part.
--- Windows: step N on a rank runs from the CPU start of its ProfilerStep#N to the CPU start of the
--- rank's next step; the last step ends at the later of its CPU end and the end of the last GPU interval
--- it launched. Time outside every window is step -1. Within a window each instant goes to the first
+-- Windows (step_windows): step N on a rank runs from the CPU start of its ProfilerStep#N to the CPU
+-- start of the rank's next step; the last step ends at the later of its CPU end and the end of the last
+-- GPU interval it launched. Time outside every window is step -1. Within a window each instant goes to the first
 -- of: compute (a compute kernel runs; shared between the families running then in proportion to their
 -- kernels), comm (a comm kernel runs past the time its collective's last rank arrived: the exposed
 -- transfer; shared equally between the groups running then), idle 'waiting at a collective' (a comm
@@ -19,14 +19,7 @@
 -- @column ns: time, ns (fractional where several families or groups share an instant)
 -- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
-WITH st AS (
-    SELECT rank, step, ts_ns AS w0, end_ns, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns, step) AS next0
-    FROM steps WHERE step IS NOT NULL),
-gpu_end AS (SELECT rank, step, max(end_ns) AS e FROM comm_intervals WHERE step IS NOT NULL GROUP BY ALL),
-win AS (
-    SELECT st.rank, st.step, st.w0,
-           coalesce(st.next0, greatest(st.end_ns, coalesce(g.e, st.end_ns))) AS w1
-    FROM st LEFT JOIN gpu_end g ON g.rank = st.rank AND g.step = st.step),
+WITH win AS (SELECT rank, step, ts_ns AS w0, end_ns AS w1 FROM step_windows),
 names AS (SELECT DISTINCT name FROM gpu_kernels WHERE kind = 'compute'),
 fam AS (
     SELECT n.name, arg_min(f.family, f.rule_order) AS family
