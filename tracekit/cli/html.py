@@ -3,12 +3,12 @@ from __future__ import annotations
 import click
 
 from ..api import open as api_open
-from .options import check_output
+from .options import RunPath, check_output
 from ..html_report import write_html
 
 
 @click.command("html")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=RunPath())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The page to write.")
 def html_cmd(run, output):
     """A one-page, self-contained HTML report (no network): the run's identity (ranks, hosts, GPUs,

@@ -28,8 +28,22 @@ def output_options(f):
     return f
 
 
-def run_argument(f):
-    return click.argument("run", type=click.Path(exists=True))(f)
+class RunPath(click.Path):
+    """A run (or trace) path that must exist, checked after a run left missing by an ingest killed
+    mid-swap is put back (click checks a path before the command runs)."""
+
+    def __init__(self):
+        super().__init__(exists=True)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (str, os.PathLike)) and not os.path.lexists(value):
+            from ..ingestion.guard import recover
+            recover(os.path.abspath(value))
+        return super().convert(value, param, ctx)
+
+
+def run_argument(f, name: str = "run"):
+    return click.argument(name, type=RunPath())(f)
 
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",

@@ -4,11 +4,11 @@ import click
 
 from ..api import open as api_open
 from ..errors import TracekitError
-from .options import check_output
+from .options import RunPath, check_output
 
 
 @click.command("plot")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=RunPath())
 @click.option("--kind", type=click.Choice(["sizes", "overlap"]), default="sizes", show_default=True,
               help="sizes: message-size distribution per collective; overlap: hidden vs exposed comm per rank")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),

@@ -9,7 +9,7 @@ from ..api import open as api_open
 from ..comms.buckets import parse_edges
 from ..render import emit
 from ..reports import REGISTRY, get
-from .options import output_options
+from .options import RunPath, output_options
 
 
 def report_options(f):
@@ -29,7 +29,7 @@ def report_options(f):
 
 
 @click.command("report")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=RunPath())
 @click.argument("name", required=False)
 @report_options
 @click.option("--buckets", default=None, metavar="EDGES",

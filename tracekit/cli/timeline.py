@@ -5,11 +5,11 @@ import click
 from ..api import open as api_open
 from ..errors import TracekitError
 from ..merged_trace import write_timeline
-from .options import check_output
+from .options import RunPath, check_output
 
 
 @click.command("timeline")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=RunPath())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The merged trace to write (.json or .json.gz).")
 @click.option("--steps", default=None, metavar="A:B",

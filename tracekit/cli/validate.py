@@ -8,11 +8,11 @@ from ..api import open as api_open
 from ..errors import TracekitError
 from ..render import emit
 from ..validate import validate
-from .options import output_options
+from .options import RunPath, output_options
 
 
 @click.command("validate")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=RunPath())
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}}; default: the config recorded in the traces.")
 @output_options
