@@ -26,6 +26,7 @@ from .comms.bandwidth import busbw_factor
 from .comms.buckets import human_bytes
 from .errors import TracekitError
 from .model.roles import role_sizes
+from .render import FIRST_KEY
 from .reports.base import NOTE_KEY
 from .run_plan import RunPlan, resolve
 
@@ -176,7 +177,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     table = _table(rows)
     note = (f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
             + (f", ep {target.ep}" if target.ep > 1 else ""))
-    return table.replace_schema_metadata({NOTE_KEY: note.encode()})
+    first = "group,collective,count,transfer_ms,measured_transfer_ms,exposed_ms,measured_exposed_ms,note"
+    return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: first.encode()})
 
 
 @dataclass
