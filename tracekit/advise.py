@@ -212,6 +212,15 @@ def plan_finding(run, ctx) -> list[dict]:
                      "too: the model predicts communication only)", "low", "tracekit whatif (sql/reports/_whatif_*.sql)")]
 
 
+def _steps_text(run) -> str:
+    steps = sorted(r["step"] for r in run.sql("SELECT DISTINCT step FROM steps WHERE step IS NOT NULL").to_pylist())
+    if not steps:
+        return "the whole trace (no ProfilerStep)"
+    if steps == list(range(steps[0], steps[-1] + 1)) and len(steps) > 2:
+        return f"steps {steps[0]}-{steps[-1]}"
+    return ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
+
+
 def hygiene_findings(run) -> list[dict]:
     from .reports import get
 
@@ -249,6 +258,9 @@ def _advise(run) -> pa.Table:
         ctx, rp, plan_note = None, resolve(run), str(exc)
         laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}
     found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+    steps = _steps_text(run)
+    for f in found:  # measured over the profiled steps: say which
+        f["where"] += f", {steps}"
     found.sort(key=lambda f: -(f["saving_ms"] or 0))
     if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
         found += plan_finding(run, ctx)
