@@ -1,6 +1,8 @@
 """Synthetic jobs with a planted problem whose size the generator's own parameters give (its stated
 constants: SLOW_US, LATENCY_US, GBPS, and the counts the traces record): the analysis must find it."""
 
+import pathlib
+
 import pytest
 
 import tracekit
@@ -100,3 +102,13 @@ def test_advise_on_the_real_dlrm_job_names_its_straggler_first():
     from tracekit.advise import advise
     from tracekit.reports.base import note_of
     assert "no plan finding" in note_of(advise(run)) and "alltoall" in note_of(advise(run))  # the model's reach
+
+
+def test_the_html_report_opens_with_the_advice(tmp_path):
+    import re
+
+    run = planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",
+                  "--micro-batches", "2")
+    page = pathlib.Path(tracekit.html(run, tmp_path / "report.html")).read_text()
+    first = re.search(r"<h2>(.*?)</h2>(.*?)<h2>", page, re.DOTALL)
+    assert first.group(1) == "What to change first (advise)" and "pipeline bubble" in first.group(2)
