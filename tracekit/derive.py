@@ -26,7 +26,7 @@ from .comms.buckets import bucket_rows
 from .comms.comm_kernels import comm_kernel_rows
 from .comms.dtypes import dtype_rows
 from .compact import compact
-from .errors import TracekitError
+from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .kernel_families import family_rows
 
@@ -138,7 +138,8 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         try:
             fut.result()
         except duckdb.Error as exc:
-            raise fail(name, exc) from None
+            disk = disk_error(exc)  # a full disk is not the trace's fault: the ingest fails, never skips it
+            raise (disk or fail(name, exc)) from None
 
     try:
         # rules and Parquet writes on pools of their own: a write never delays the next rule

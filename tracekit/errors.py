@@ -29,3 +29,28 @@ class QueryError(TracekitError):
     """A SQL query or a report failed; the message carries DuckDB's own words."""
 
     exit_code = 5
+
+
+# What a full or read-only disk looks like in the words of DuckDB, Arrow or the OS: never the input's fault.
+_DISK_ERRNOS = ("ENOSPC", "EDQUOT", "EROFS", "EFBIG", "EIO")
+
+
+def disk_error(exc: BaseException) -> OSError | None:
+    """``exc`` as an OSError when it says that writing failed for want of space, quota or a writable file
+    system (a DuckDB or Arrow error carries the OS's words); else None. An ingest that meets one fails
+    whole, naming what filled up: it is never a bad input to skip."""
+    import errno
+    import os
+    import re
+
+    if isinstance(exc, OSError) and exc.errno in {getattr(errno, n) for n in _DISK_ERRNOS}:
+        return exc
+    text = str(exc)
+    m = re.search(r'"errno"\s*:\s*"?(\d+)', text)
+    codes = [int(m.group(1))] if m else []
+    codes += [getattr(errno, n) for n in _DISK_ERRNOS if os.strerror(getattr(errno, n)) in text]
+    code = next((c for c in codes if c in {getattr(errno, n) for n in _DISK_ERRNOS}), None)
+    if code is None:
+        return None
+    path = re.search(r'(?:file|directory)\s+\\?"([^"\\]+)\\?"', text)
+    return OSError(code, os.strerror(code), path.group(1) if path else None)

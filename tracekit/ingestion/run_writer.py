@@ -6,6 +6,7 @@ Ctrl-C never leaves a half-written run and an earlier run stays intact until the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__, settings
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
-from ..errors import RankError, TracekitError
+from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..derive import FACTS_DIR, derive_rank, derive_ranks, derive_run, facts_key, place_facts, rank_parts, reduce_run
 from .guard import recover, resolve_output, switch, version_dir, writer_lock
@@ -212,14 +213,26 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
         _finish(tmp, results, failures, executor, options)
         switch(tmp, out)
         switched = True
-    except OSError as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ...
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise TracekitError(f"cannot write the run {out}: {exc.strerror or exc}{where}; nothing was replaced "
-                            "(an earlier run there is intact). Free space, or choose another -o") from None
+    except Exception as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ... (DuckDB's words too)
+        disk = exc if isinstance(exc, OSError) and not isinstance(exc, TimeoutError) else disk_error(exc)
+        if disk is None:
+            raise
+        raise TracekitError(cannot_write(out, disk)) from None
     finally:
         if not switched:
             shutil.rmtree(tmp, ignore_errors=True)
     return True
+
+
+def cannot_write(out: str, exc: OSError) -> str:
+    """One line for a write that failed: what failed, where, how much room that file system has left."""
+    where = exc.filename or out
+    room = ""
+    with contextlib.suppress(OSError):  # (the run's versions are built beside it: the same file system)
+        d = os.path.dirname(out)
+        room = f"; {shutil.disk_usage(d).free / 2**20:,.0f} MB free on the file system of {d}"
+    return (f"cannot write the run {out}: {exc.strerror or exc} (writing {where}{room}); nothing was replaced "
+            "(an earlier run there is intact). Free space, or choose another -o")
 
 
 def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None):

@@ -1,0 +1,110 @@
+"""A full disk is not bad input (issue 20, item 7): the ingest fails whole, the run that was there stays as
+it was, and the one line says what could not be written and how much room is left. With --on-error skip
+too: a skip is for a trace that cannot be read, never for a disk that cannot be written."""
+
+import errno
+import os
+import subprocess
+
+import duckdb
+import pytest
+
+from tests.conftest import dist, write_trace
+from tracekit.cli.main import main
+
+
+@pytest.fixture
+def traces(tmp_path):
+    d = tmp_path / "traces"
+    d.mkdir()
+    for r in (0, 1):
+        write_trace(d / f"rank{r}.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1, "args": {"stream": 7}}], header=dist(r, world=2))
+    return d
+
+
+def _snapshot(run):
+    real = os.path.realpath(run)
+    return real, {p: open(os.path.join(r, p), "rb").read() for r, _, fs in os.walk(real) for p in fs}
+
+
+def _ingest(traces, run, *extra):
+    return main(["ingest", str(traces), "-o", str(run), "--jobs", "1", "--force", *extra])
+
+
+@pytest.mark.parametrize("on_error", [[], ["--on-error", "skip"]])
+def test_enospc_writing_one_ranks_events(traces, tmp_path, capsys, monkeypatch, on_error):
+    run = tmp_path / "run"
+    assert _ingest(traces, run) == 0
+    before = _snapshot(run)
+    import tracekit.ingestion.one_file as one_file
+    real_writer = one_file.pq.ParquetWriter
+
+    def writer(path, *a, **k):  # the disk fills up while rank 1's events are written
+        if "part-00001" in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_writer(path, *a, **k)
+
+    monkeypatch.setattr(one_file.pq, "ParquetWriter", writer)
+    capsys.readouterr()
+    assert _ingest(traces, run, *on_error) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: cannot write the run {run}: No space left on device ")
+    assert "part-00001" in err and f"MB free on the file system of {tmp_path}" in err
+    assert "rank1.json" not in err and "bug" not in err  # not blamed on the trace
+    assert _snapshot(run) == before  # the complete run stays, not a one-rank run
+    assert sorted(os.listdir(tmp_path)) == sorted([".run.lock", "run", os.path.basename(before[0]), "traces"])
+
+
+DUCKDB_ENOSPC = ('IO Error: Async write failed: {"exception_type":"IO","exception_message":"Could not write file '
+                 '\\"{path}\\": No space left on device","errno":"28"}')
+
+
+@pytest.mark.parametrize("stage", ["derive", "reduce"])
+@pytest.mark.parametrize("on_error", [[], ["--on-error", "skip"]])
+def test_enospc_in_duckdb(traces, tmp_path, capsys, monkeypatch, stage, on_error):
+    run = tmp_path / "run"
+    assert _ingest(traces, run) == 0
+    before = _snapshot(run)
+
+    def full(*a, **k):
+        raise duckdb.IOException(DUCKDB_ENOSPC.replace("{path}", str(tmp_path / "x.parquet")))
+
+    if stage == "derive":
+        import tracekit.derive as derive
+        monkeypatch.setattr(derive, "_create", full)
+    else:
+        import tracekit.ingestion.run_writer as run_writer
+        monkeypatch.setattr(run_writer, "reduce_run", full)
+    capsys.readouterr()
+    assert _ingest(traces, run, *on_error) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: cannot write the run {run}: No space left on device (writing {tmp_path / 'x.parquet'}; "
+                   f"{err.split('; ')[1]}; nothing was replaced (an earlier run there is intact). Free space, "
+                   "or choose another -o\n")
+    assert err.split("; ")[1].endswith(f"MB free on the file system of {tmp_path})")
+    assert _snapshot(run) == before
+
+
+def test_a_really_full_file_system(traces, tmp_path, capsys):
+    """On a 300 KB tmpfs (needs root; skipped elsewhere): fails whole, with --on-error skip too."""
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        big = traces.parent / "big"
+        big.mkdir()
+        for r in (0, 1):
+            write_trace(big / f"rank{r}.json", [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7,
+                                                 "ts": i, "dur": 1, "args": {"stream": 7}} for i in range(20000)],
+                        header=dist(r, world=2))
+        capsys.readouterr()
+        assert _ingest(big, disk / "run", "--on-error", "skip") == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: cannot write the run {disk / 'run'}: No space left on device (writing ")
+        assert err.count("\n") == 1 and "MB free on the file system of" in err
+        assert sorted(os.listdir(disk)) == [".run.lock"] or sorted(os.listdir(disk)) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
