@@ -113,7 +113,9 @@ def sections(run) -> list[tuple[str, str]]:
         figures.overlap(t.to_pylist(), "rank", "rank"), "overlap",
         "No chart: the traces hold no GPU kernel and no Gloo op, so there is no communication to overlap.")))
     steps = run.sql(BY_STEP_SQL).to_pylist()
-    chart = (_chart(figures.overlap(steps, "step", "step"), "overlap_by_step", "") if len(steps) > 1 else
+    # a chart compares steps: -1 (time outside every step, kernels launched before the profile) is no step
+    chart = (_chart(figures.overlap(steps, "step", "step"), "overlap_by_step", "")
+             if len([s for s in steps if s["step"] != -1]) > 1 else
              why("No chart per step: " + ("the run has one step; the chart per rank above shows it." if steps else
                                          "the traces hold no ProfilerStep (profile with torch.profiler.schedule "
                                          "and call prof.step() once per training step).")))

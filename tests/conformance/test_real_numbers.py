@@ -139,7 +139,9 @@ def test_dlrm_transfer_busbw_against_the_raw_kernels(tmp_path):
     rep = {(r["collective"], r["size_bucket"]): r for r in tracekit.report(run, "collectives").to_pylist()}
     row = [r for (c, _), r in rep.items() if c == "alltoall" and r["instances"] == 2][0]
     assert row["transfer_busbw_p50_gbps"] == pytest.approx(expect)
-    assert row["busbw_p50_gbps"] is None  # per kernel: the group size is not in the trace
+    # per kernel: the group size is not in the trace, but every instance was run by all 8 ranks; the
+    # exact per-kernel value is checked in test_dlrm_kernel_busbw_takes_the_group_size_of_its_matched_instance
+    assert row["busbw_p50_gbps"] is not None
 
 
 def test_step_windows_partition_the_trace_diff_control_trace(tmp_path):
@@ -176,3 +178,22 @@ def test_step_windows_partition_the_trace_diff_control_trace(tmp_path):
     whole = got[None]
     assert whole["window_ns"] == hi - lo and whole["busy_ns"] == busy_in(lo, hi)
     assert sum(r["idle_ns"] for k, r in got.items() if k is not None) == whole["idle_ns"]
+
+
+def test_dlrm_kernel_busbw_takes_the_group_size_of_its_matched_instance(tmp_path):
+    """DLRM's kernels say no group size, but each clean instance was run by all 8 ranks of the world:
+    a kernel's busbw uses that size (group_size_source 'matched instance'). Rank 0's first alltoall:
+    bytes from c10d::alltoall_base_'s input shape, its own kernel's duration, nccl-tests' 7/8."""
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    (path,) = [p for p in sorted(d.glob("*.json")) if json.loads(p.read_text())["distributedInfo"]["rank"] == 0]
+    evs = events(path)
+    k = min((e for e in evs if e.get("cat") == "kernel" and "nccl" in e.get("name", "")), key=lambda e: e["ts"])
+    op = min(recorded_ops(path, "c10d::alltoall_base_"), key=lambda e: e["ts"])
+    nbytes = math.prod(op["args"]["Input Dims"][1]) * ELEM_BYTES[op["args"]["Input type"][1]]
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    (r,) = run.sql("SELECT group_size, group_size_source, bytes, busbw_gbps FROM collectives WHERE rank = 0 "
+                   "ORDER BY ts_ns LIMIT 1").to_pylist()
+    assert r == {"group_size": 8, "group_size_source": "matched instance", "bytes": nbytes,
+                 "busbw_gbps": pytest.approx(nbytes / (k["dur"] * 1000) * 7 / 8)}
+    got = tracekit.report(run, "collectives").to_pylist()
+    assert got and all(row["busbw_p50_gbps"] is not None for row in got)

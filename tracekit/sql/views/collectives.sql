@@ -24,7 +24,7 @@
 -- @column pg_name: process group name
 -- @column pg_desc: process group description (default_pg, TP, DP, ...)
 -- @column group_size: ranks in the process group (NULL when the trace does not tell)
--- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), functional op args (the group_size argument of _c10d_functional all_gather_into_tensor / reduce_scatter_tensor), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), or unknown
+-- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), functional op args (the group_size argument of _c10d_functional all_gather_into_tensor / reduce_scatter_tensor), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), matched instance (the kernel's clean matched instance across ranks: collective_instances.expected_ranks), or unknown
 -- @column pg_ranks: global ranks of the group, JSON text
 -- @column dtype: element type, canonical name (float32, bfloat16, ...)
 -- @column elem_bytes: bytes per element
@@ -50,11 +50,25 @@ links AS (
     SELECT g.pg_ranks, count(*) AS n, count(DISTINCT t.host) AS hosts, bool_or(t.host IS NULL) AS unknown
     FROM grp g CROSS JOIN unnest(TRY_CAST(g.pg_ranks AS BIGINT[])) AS u(r) LEFT JOIN traces t ON t.rank = u.r
     GROUP BY g.pg_ranks),
-one_host AS (SELECT count(DISTINCT host) = 1 AND count(host) = count(*) AS yes FROM traces)
-SELECT c.*, b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
+one_host AS (SELECT count(DISTINCT host) = 1 AND count(host) = count(*) AS yes FROM traces),
+-- a kernel that does not say its group size takes its clean matched instance's (every rank of the group
+-- took part, so the instance knows how many there are): group_size_source 'matched instance'
+matched AS (
+    SELECT w.rank, w.event_index, i.expected_ranks
+    FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key
+    WHERE i.status = 'clean' AND i.expected_ranks IS NOT NULL)
+SELECT c.* REPLACE (
+           coalesce(c.group_size, m.expected_ranks) AS group_size,
+           CASE WHEN c.group_size IS NULL AND m.expected_ranks IS NOT NULL THEN 'matched instance'
+                ELSE c.group_size_source END AS group_size_source,
+           coalesce(c.busbw_gbps, CASE WHEN c.dur_ns > 0 AND c.group_size IS NULL
+                                       THEN c.bytes / c.dur_ns * tk_busbw_factor(c.collective, m.expected_ranks) END)
+               AS busbw_gbps),
+       b.label AS size_bucket, b.lo_bytes AS size_bucket_lo,
        CASE WHEN l.pg_ranks IS NULL THEN CASE WHEN (SELECT yes FROM one_host) THEN 'intra-node' END
             WHEN NOT l.unknown THEN CASE WHEN l.hosts = 1 THEN 'intra-node' WHEN l.hosts = l.n THEN 'inter-node'
                                          ELSE 'mixed' END END AS link_kind
 FROM _collectives c
 LEFT JOIN tk_size_buckets b ON c.bytes >= b.lo_bytes AND (b.hi_bytes IS NULL OR c.bytes < b.hi_bytes)
-LEFT JOIN links l ON l.pg_ranks = c.pg_ranks;
+LEFT JOIN links l ON l.pg_ranks = c.pg_ranks
+LEFT JOIN matched m ON m.rank = c.rank AND m.event_index = c.event_index;
