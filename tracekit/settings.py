@@ -7,6 +7,8 @@ read is a one-line error naming the variable and the value; an unset or empty va
   TRACEKIT_CACHE_MAX_MB       the run cache's cap, megabytes (default 4096)
   TRACEKIT_MAX_EVENT_MB       most bytes one event (or the gap between two) may take, MB (default 256)
   TRACEKIT_DERIVE_MEMORY_MB   DuckDB's memory for one rank's facts, MB (default 256, at least 64)
+  TRACEKIT_DASK_WAIT_S        seconds ingest --scheduler waits for a Dask worker (at the start, or after
+                              every worker left) or for a lost scheduler to come back (default 60)
   TRACEKIT_ZLIB               1: decompress gzip with Python's zlib even when ISA-L is installed
   TRACEKIT_PURE_PYTHON        1: ingest on the pure-Python path, not the compiled one
   TRACEKIT_COMM_KERNELS       CSV files of communication-kernel patterns, os.pathsep-separated (see
@@ -29,7 +31,7 @@ def _raw(name: str) -> str | None:
     return None if value is None or value.strip() == "" else value.strip()
 
 
-def _number(name: str, default: float, *, integer: bool, minimum: float) -> float:
+def _number(name: str, default: float, *, integer: bool, minimum: float, unit: str = "megabytes") -> float:
     raw = _raw(name)
     if raw is None:
         return default
@@ -39,7 +41,7 @@ def _number(name: str, default: float, *, integer: bool, minimum: float) -> floa
         value = None
     if value is None or value != value or value in (float("inf"), float("-inf")) or value < minimum:
         kind = "a whole number" if integer else "a number"
-        raise TracekitError(f"{name}={raw!r}: not {kind} of megabytes of at least {minimum:g}; set it to e.g. "
+        raise TracekitError(f"{name}={raw!r}: not {kind} of {unit} of at least {minimum:g}; set it to e.g. "
                             f"{default:g}, or unset it for the default ({default:g})")
     return value
 
@@ -71,6 +73,10 @@ def derive_memory_mb() -> int:
     return int(_number("TRACEKIT_DERIVE_MEMORY_MB", 256, integer=True, minimum=64))
 
 
+def dask_wait_s() -> float:
+    return _number("TRACEKIT_DASK_WAIT_S", 60, integer=False, minimum=1, unit="seconds")
+
+
 def use_zlib() -> bool:
     return _flag("TRACEKIT_ZLIB")
 
@@ -99,5 +105,6 @@ def check() -> None:
     cache_max_bytes()
     max_event_bytes()
     derive_memory_mb()
+    dask_wait_s()
     use_zlib()
     pure_python()

@@ -7,9 +7,12 @@ worker sees (checked before any task runs); the reduce and the atomic swap stay 
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 import uuid
 
+from .. import settings
 from ..errors import TracekitError
 
 
@@ -21,7 +24,7 @@ def _one(batch):
     return _batch_task(batch), get_worker().address
 
 
-def _client(scheduler: str, jobs: int):
+def _client(scheduler: str, jobs: int, wait_s: float):
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -31,7 +34,7 @@ def _client(scheduler: str, jobs: int):
                                dashboard_address=None)
         return Client(cluster), cluster
     try:
-        return Client(scheduler, timeout="20s"), None
+        return Client(scheduler, timeout=f"{min(20.0, wait_s)}s"), None
     except (OSError, TimeoutError, ValueError) as exc:
         raise TracekitError(f"cannot reach the Dask scheduler at {scheduler}: {exc}; start one with "
                             "`dask scheduler`, or use --scheduler local") from None
@@ -41,32 +44,130 @@ def _probe(path: str) -> bool:
     return os.path.isfile(path)
 
 
+_KEPT = "the run was not replaced (an earlier run there stays intact)"
+
+
+class _Lost(Exception):
+    """The cluster went away: said once, as a TracekitError, by run_on_dask."""
+
+
+def _ask(fn, *args, **kwargs):
+    """A call to the scheduler; a broken connection (an OSError, a TimeoutError: also OSErrors, which the
+    run writer would take for a full disk) is the cluster's fault, not the disk's."""
+    try:
+        return fn(*args, **kwargs)
+    except TracekitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- CommClosedError, TimeoutError, CancelledError, a closed client's KeyError ...
+        raise _Lost(type(exc).__name__) from None
+
+
+def _n_workers(client) -> int:
+    return len(_ask(client.scheduler_info)["workers"])
+
+
 def run_on_dask(tasks, scheduler: str, jobs: int, tmp: str, done, poll) -> dict:
     """Submit every task (a batch of files: run_writer._batch_task); call ``done(batch, outcome, worker)`` as
-    each ends. Returns the executor's description for the manifest."""
-    client, cluster = _client(scheduler, jobs)
-    try:
-        workers = list(client.scheduler_info()["workers"])
-        if not workers:
-            client.wait_for_workers(1, timeout=60)
-            workers = list(client.scheduler_info()["workers"])
-        probe = os.path.join(tmp, f".probe-{uuid.uuid4().hex}")
-        open(probe, "w").close()
-        blind = sorted(w for w, seen in client.run(_probe, probe).items() if not seen)
-        os.remove(probe)
-        if blind:
-            raise TracekitError(f"Dask workers {', '.join(blind)} cannot see {tmp}: the run is written by the "
-                                "workers, so -o must be on storage that every worker shares (NFS, Lustre, ...)")
-        from distributed import as_completed
+    each ends. Returns the executor's description for the manifest.
 
-        futures = {client.submit(_one, t, key=f"tracekit-ingest-{i}-{uuid.uuid4().hex[:8]}", pure=False): t
-                   for i, t in enumerate(tasks)}
-        for fut in as_completed(futures):
-            outcome, worker = fut.result()
-            done(futures[fut], outcome, worker)
-            poll()
-        return {"kind": "dask", "scheduler": "LocalCluster" if cluster else scheduler, "workers": len(workers)}
+    Bounded however the cluster fails (TRACEKIT_DASK_WAIT_S, default 60 s): no worker at the start, every
+    worker gone mid-ingest (Dask would keep the tasks pending for ever), or the scheduler gone (Dask
+    cancels every task) each end in one TracekitError saying what happened and what to do; the caller
+    then removes the half-built version, so the previous run stays."""
+    wait_s = settings.dask_wait_s()
+    client, cluster = _client(scheduler, jobs, wait_s)
+    quiet = [  # (after distributed is imported: its loggers exist)
+        logging.getLogger(n) for n in ["distributed", *logging.root.manager.loggerDict]
+        if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
+    levels = [q.level for q in quiet]
+    for q in quiet:  # their reconnect errors and tracebacks are said in our one line
+        q.setLevel(logging.CRITICAL + 1)
+    where = "the local Dask cluster" if cluster is not None else f"the Dask scheduler at {scheduler}"
+    restart = "" if cluster is not None else f"start workers with `dask worker {scheduler}`, or "
+    n_done, n_files = 0, sum(len(t) for t in tasks)
+    lost = False
+    try:
+        try:
+            workers = _n_workers(client)
+            if not workers:
+                try:
+                    client.wait_for_workers(1, timeout=wait_s)
+                except (TimeoutError, OSError):
+                    raise TracekitError(f"{where} has no workers (waited {wait_s:g} s); {_KEPT}: {restart}use "
+                                        "--scheduler local") from None
+                workers = _n_workers(client)
+            _check_shared(client, tmp)
+            futures = {_ask(client.submit, _one, t, key=f"tracekit-ingest-{i}-{uuid.uuid4().hex[:8]}",
+                            pure=False): t for i, t in enumerate(tasks)}
+            alone_since = None
+            while futures:
+                finished = _ended(futures, poll)
+                for fut in finished:
+                    task = futures.pop(fut)
+                    if fut.status == "cancelled":
+                        raise _Lost("it cancelled the tasks")  # what Dask does when the scheduler is gone
+                    outcome, worker = _result(fut)
+                    done(task, outcome, worker)
+                    n_done += len(task)
+                if client.status not in ("running", "newly-created"):
+                    raise _Lost(f"client {client.status}")
+                if futures and not finished:
+                    if _n_workers(client):
+                        alone_since = None
+                    elif alone_since is None:
+                        alone_since = time.monotonic()
+                    elif time.monotonic() - alone_since > wait_s:
+                        raise TracekitError(
+                            f"every worker of {where} left mid-ingest ({n_done} of {n_files} files done) and "
+                            f"none came back within {wait_s:g} s; {_KEPT}: {restart}use --scheduler local, "
+                            "then ingest again")
+        except _Lost as exc:
+            lost = True
+            raise TracekitError(f"lost {where} mid-ingest ({n_done} of {n_files} files done; {exc}); {_KEPT}: "
+                                "restart it and its workers and ingest again, or use --scheduler local") from None
+        return {"kind": "dask", "scheduler": "LocalCluster" if cluster else scheduler, "workers": workers}
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            client.close(timeout=5)
+            if cluster is not None:
+                cluster.close(timeout=5)
+        except Exception:  # noqa: BLE001, S110 -- closing a client whose scheduler is gone: said already
+            pass
+        if not lost:  # a lost client's thread goes on logging its reconnect attempts: said already
+            for q, level in zip(quiet, levels):
+                q.setLevel(level)
+
+
+def _check_shared(client, tmp: str) -> None:
+    probe = os.path.join(tmp, f".probe-{uuid.uuid4().hex}")
+    open(probe, "w").close()
+    blind = sorted(w for w, seen in _ask(client.run, _probe, probe).items() if not seen)
+    os.remove(probe)
+    if blind:
+        raise TracekitError(f"Dask workers {', '.join(blind)} cannot see {tmp}: the run is written by the "
+                            "workers, so -o must be on storage that every worker shares (NFS, Lustre, ...)")
+
+
+def _ended(futures, poll, step: float = 0.5) -> list:
+    """The futures that ended within ``step`` seconds (none when the wait timed out)."""
+    from distributed import wait
+
+    poll()
+    try:
+        ended, _ = wait(list(futures), timeout=step, return_when="FIRST_COMPLETED")
+    except TimeoutError:
+        return []
+    except Exception as exc:  # noqa: BLE001 -- FuturesCancelledError (the connection is gone), CommClosedError ...
+        raise _Lost(type(exc).__name__) from None
+    return list(ended)
+
+
+def _result(fut):
+    """A task's value; the task's own error (its input's fault, or the disk's) passes through as raised."""
+    from asyncio import CancelledError as Cancelled
+    from concurrent.futures import CancelledError
+
+    try:
+        return fut.result()
+    except (CancelledError, Cancelled):
+        raise _Lost("it cancelled the tasks") from None
