@@ -8,8 +8,9 @@ __version__ = "0.1.0"  # the one place the version is written (pyproject.toml re
 
 from .errors import TracekitError  # noqa: E402
 
-__all__ = ["Run", "TracekitError", "__version__", "advise", "diff", "doctor", "html", "ingest", "open", "report", "timeline"]
-_API = ("advise", "diff", "doctor", "html", "ingest", "open", "report", "timeline")
+__all__ = ["Run", "TracekitError", "__version__", "advise", "diff", "doctor", "html", "ingest", "open", "rederive",
+           "report", "timeline"]
+_API = ("advise", "diff", "doctor", "html", "ingest", "open", "rederive", "report", "timeline")
 
 
 def __getattr__(name: str):

@@ -17,8 +17,8 @@ import pyarrow as pa
 from . import sql as _sql
 from .comms.buckets import human_bytes
 from .errors import TracekitError
-from .render import FIRST_KEY
-from .reports.base import NOTE_KEY
+from .table_meta import FIRST_KEY
+from .table_meta import NOTE_KEY
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth

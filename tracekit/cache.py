@@ -9,12 +9,12 @@ least recently used runs are removed until it fits (the one just used always sta
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 
 from . import settings
-from .ingestion.guard import remove_run
+from .layout.manifest import read_manifest
+from .layout.versions import remove_run
 
 USED = ".last_used"  # touched whenever a cached run is opened
 
@@ -50,11 +50,7 @@ def entries() -> list[dict]:
         d = os.path.join(base, name)
         if not (name.startswith("run-") and os.path.isdir(d)):  # a run: tracekit's link to its version
             continue
-        try:
-            with open(os.path.join(d, "manifest.json")) as f:
-                inputs = [i["path"] for i in json.load(f).get("inputs", [])]
-        except (OSError, ValueError):
-            inputs = []
+        inputs = [i["path"] for i in (read_manifest(d) or {}).get("inputs", [])]
         out.append({"run": d, "inputs": len(inputs), "first_input": inputs[0] if inputs else None,
                     "mb": round(_size(d) / 1e6, 3),
                     "last_used": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_last_used(d)))})

@@ -1,16 +1,19 @@
-"""Per-rank facts: the map step. Right after a rank's events are written, the `.sql` rules run on that
-rank's events alone and their results are written into the run as Parquet (``facts/NAME/rank-R.parquet``).
-Opening a run then reads these small tables; cross-rank views (matching, stragglers) and the size
-buckets are computed from them on the fly. A rule is written once, in its `.sql` file: ingest and open
-run the same text, ingest on one rank, open over the facts of all.
+"""Derive: the `.sql` rules run on events, and their results written as Parquet. Rules in
+(tracekit.rules), tables out (the files it is told to write); ingest decides where and when
+(tracekit/ingestion/run_writer.py), the run layout says where the files go (tracekit/layout).
+
+- derive_rank: the map step, one rank's facts from that rank's events, right after they are written
+  (derive_ranks: several small ranks on one connection).
+- derive_run: every rank's facts at once, for a run of small files.
+- reduce_run / reduce_on: the reduce step, at the end of ingest: the cross-rank facts (matching, waits,
+  stragglers, clock offsets) from the per-rank collectives, and the per-rank facts compacted.
+A rule is written once, in its `.sql` file. Opening a run reads the stored results; only what depends on
+a choice made at open (size buckets, exposure labels) is computed then, from the facts.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import json
 import os
 import queue
 import shutil
@@ -21,83 +24,12 @@ import duckdb
 
 from . import settings
 from . import sql as _sql
-from .comms.bandwidth import BUSBW_FACTORS
-from .comms.buckets import bucket_rows
-from .comms.comm_kernels import comm_kernel_rows
-from .comms.dtypes import dtype_rows
 from .compact import compact
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
-from .kernel_families import family_rows
-
-# Derived per rank at ingest, in this order (each may use the ones before it).
-FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "step_windows",
-                    "comm_segments", "comm_overlap", "_comm_exposure"]
-# Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
-REDUCED: list[str] = ["collective_waits", "collective_instances", "stragglers"]
-# Derived at the reduce step too, before REDUCED uses it: each host's clock offset (tracekit.clocks).
-CLOCKS = "clock_offsets"
-FACTS_DIR = "facts"
-
-# Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
-FACT_TABLES = {
-    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
-                  ("bytes", "BIGINT", "bytes per element"),
-                  ("kernel_suffix", "BOOLEAN", "NCCL spells the dtype so at the end of a kernel's name (_f32, _bf16)")],
-    "tk_busbw_factors": [("collective", "VARCHAR", "collective"),
-                         ("coeff", "DOUBLE", "the factor, or its coefficient when per_rank_share"),
-                         ("per_rank_share", "BOOLEAN", "the factor is coeff x (n - 1) / n for a group of n ranks"),
-                         ("point_to_point", "BOOLEAN", "one peer: the factor is coeff whatever the group")],
-    "tk_size_buckets": [("lo_bytes", "BIGINT", "lower edge, bytes (inclusive)"),
-                        ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
-                        ("bucket_order", "INTEGER", "sort order")],
-    "tk_comm_kernels": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
-                        ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind: % any text, _ any one character)"),
-                        ("library", "VARCHAR", "nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, ..."),
-                        ("kind", "VARCHAR", "collective, p2p, ep_dispatch, ep_combine or sync"),
-                        ("collective", "VARCHAR", "the collective the name says (NULL: read it from the name, see tk_collective)"),
-                        ("source", "VARCHAR", "the public source that names the kernel")],
-    "tk_kernel_families": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
-                           ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind, backslash escapes _)"),
-                           ("family", "VARCHAR", "gemm, attention or elementwise (a name no pattern matches: other)"),
-                           ("why", "VARCHAR", "what the pattern catches")],
-}
-
-
-def facts_key() -> str:
-    """Changes whenever a rule that the stored facts depend on changes (the .sql rules, the dtype table,
-    the communication-kernel catalogue with the user's rows): a run whose facts carry another key is
-    re-derived from its events."""
-    return _facts_key(tuple(r[:5] for r in comm_kernel_rows()))
-
-
-@functools.lru_cache(maxsize=8)
-def _facts_key(catalogue: tuple) -> str:
-    h = hashlib.sha256(_sql.load("views", "macros").text.encode())
-    for name in FACTS + REDUCED + ["rank_clocks", "_collectives_aligned"]:
-        h.update(_sql.load("views", name).text.encode())
-    h.update(repr(dtype_rows()).encode())
-    h.update(repr(BUSBW_FACTORS).encode())
-    h.update(repr(catalogue).encode())
-    h.update(b"clocks 1")  # tracekit.clocks' estimator
-    return h.hexdigest()[:16]
-
-
-def define_base(con: duckdb.DuckDBPyConnection, size_buckets: list[int] | None = None) -> None:
-    """The fact tables and macros every connection has, run or single rank."""
-    rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS), "tk_size_buckets": bucket_rows(size_buckets),
-            "tk_comm_kernels": comm_kernel_rows(), "tk_kernel_families": family_rows()}
-    for name, cols in FACT_TABLES.items():
-        con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
-        if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)
-            values = ", ".join(f"({', '.join('?' * len(cols))})" for _ in rows[name])
-            con.execute(f"INSERT INTO {name} VALUES {values}", [v for row in rows[name] for v in row])
-    con.execute(_sql.load("views", "macros").text)
-
-
-def sql_string(path: str) -> str:
-    """A path as a SQL string literal (DuckDB cannot bind a file name in DDL)."""
-    return "'" + path.replace("'", "''") + "'"
+from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
+from .layout.paths import facts_dir, facts_file
+from .rules import CLOCKS, FACTS, REDUCED, define_base, uses
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -113,7 +45,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     at once and the Parquet writes on a third cursor: most of these queries run on one core (their inputs
     are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
     writes of finished facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
-    deps = {n: [d for d in _sql.names_in(_sql.load("views", n).text, names) if d != n] for n in names}
+    deps = {n: uses(n, names) for n in names}
     created: set[str] = set()
     running: dict = {}
     copies = []
@@ -168,12 +100,6 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         write_cursor.close()
 
 
-def rank_parts(run_dir: str, rank: int) -> list[str]:
-    """The Parquet files of one rank's events in a run (one, or two when two writers shared the work)."""
-    d = os.path.join(run_dir, "events", f"rank={rank}")
-    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
-
-
 def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process_groups: list[dict], out_dir: str,
                 threads: int = 1, reduced: bool = False) -> None:
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
@@ -182,8 +108,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
     os.makedirs(out_dir, exist_ok=True)
     with _facts_connection(threads, os.path.join(out_dir, "_spill")) as con:
         files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
-        con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
-                    f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
+        bind_events(con, files=files, rank=rank)
         if reduced:  # the run is this rank: its host as the run's would be (tracekit.hosts)
             from .hosts import assign_hosts
             trace = dict(trace)
@@ -234,19 +159,17 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
     with _facts_connection(threads, os.path.join(run_dir, "_spill")) as con:
-        glob = os.path.join(run_dir, "events", "*", "*.parquet")
-        con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(glob)}, "
-                    "hive_partitioning = true, hive_types = {'rank': BIGINT})")
-        for name in ("traces", "process_groups"):
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet("
-                        f"{sql_string(os.path.join(run_dir, name + '.parquet'))})")
+        bind_events(con, run_dir)
+        bind_tables(con, run_dir, materialize=True)
         define_base(con)
         for name in FACTS + REDUCED + [CLOCKS]:
-            os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
+            os.makedirs(facts_dir(run_dir, name), exist_ok=True)
         def fail(name, exc):
             return TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')}: {str(exc).splitlines()[0]}")
 
-        parquet_of = lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet")
+        def parquet_of(name):
+            return facts_file(run_dir, name)
+
         _materialize_all(con, FACTS, parquet_of, fail)
         reduce_on(con, parquet_of, fail, align, timings)
 
@@ -308,77 +231,19 @@ def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) ->
     timings = {} if timings is None else timings
     con = None
     try:
-        if not all(os.path.isfile(os.path.join(run_dir, FACTS_DIR, name, "all.parquet")) for name in REDUCED):
+        if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
             con = duckdb.connect()  # (derived already where the run is one rank, or derived whole: derive_run)
-            con.execute(f"CREATE VIEW traces AS SELECT * FROM read_parquet({sql_string(os.path.join(run_dir, 'traces.parquet'))})")
+            bind_tables(con, run_dir, ("traces",))
             define_base(con)
-            glob = os.path.join(run_dir, FACTS_DIR, "_collectives", "*.parquet")
-            con.execute(f"CREATE VIEW _collectives AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
+            bind_fact(con, run_dir, "_collectives")
             for name in REDUCED + [CLOCKS]:
-                os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
-            reduce_on(con, lambda name: os.path.join(run_dir, FACTS_DIR, name, "all.parquet"),
+                os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+            reduce_on(con, lambda name: facts_file(run_dir, name),
                       lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
                                                       f"{str(exc).splitlines()[0]}"), align, timings)
         start = time.perf_counter()
-        compact([os.path.join(run_dir, FACTS_DIR, name) for name in FACTS])
+        compact([facts_dir(run_dir, name) for name in FACTS])
         timings["compact_s"] = round(time.perf_counter() - start, 3)
     finally:
         if con is not None:
             con.close()
-
-
-def place_facts(rank_dir: str, run_dir: str, rank) -> None:
-    """Move one rank's fact files (from derive_rank) into the run's layout: facts/NAME/rank-R.parquet
-    (``rank`` 'LO-HI' for a batch's, from derive_ranks: facts/NAME/rank-LO-HI.parquet)."""
-    for name in FACTS:
-        dest = os.path.join(run_dir, FACTS_DIR, name)
-        os.makedirs(dest, exist_ok=True)
-        os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(dest, f"rank-{rank}.parquet"))
-    for name in REDUCED + [CLOCKS]:  # derive_rank(reduced=True): the run is this rank
-        if os.path.isfile(os.path.join(rank_dir, name + ".parquet")):
-            os.makedirs(os.path.join(run_dir, FACTS_DIR, name), exist_ok=True)
-            os.replace(os.path.join(rank_dir, name + ".parquet"), os.path.join(run_dir, FACTS_DIR, name, "all.parquet"))
-    os.rmdir(rank_dir)
-
-
-def rederive_run(run_dir: str) -> None:
-    """Derive a run's facts again from its own events (the original traces are not needed): for a run
-    written by another version of the rules, or on request (``tracekit ingest --rederive RUN``)."""
-    import pyarrow.parquet as pq
-
-    from .errors import RunError
-    from .ingestion.run_writer import MANIFEST, write_json_atomic
-
-    run_dir = os.path.abspath(run_dir)
-    traces = pq.read_table(os.path.join(run_dir, "traces.parquet")).to_pylist()
-    pgs = pq.read_table(os.path.join(run_dir, "process_groups.parquet")).to_pylist()
-    tmp = os.path.join(run_dir, f".facts.tmp-{os.getpid()}")
-    try:
-        os.makedirs(tmp, exist_ok=False)
-    except OSError as exc:
-        raise RunError(f"{run_dir}: cannot write its facts ({exc.strerror}); re-derive a writable copy, "
-                       f"or ingest the traces again with -o elsewhere") from None
-    try:
-        for t in traces:
-            rank = t["rank"]
-            one = os.path.join(tmp, f"_rank-{rank}")
-            derive_rank(rank_parts(run_dir, rank), rank, t, [p for p in pgs if p["rank"] == rank], one)
-            place_facts(one, tmp, rank)
-        shutil.copy(os.path.join(run_dir, "traces.parquet"), os.path.join(tmp, "traces.parquet"))
-        with open(os.path.join(run_dir, MANIFEST)) as f:
-            align = json.load(f).get("options", {}).get("align", True)
-        reduce_run(tmp, align=align)
-        os.remove(os.path.join(tmp, "traces.parquet"))
-        # the facts directory is replaced whole, then the manifest says which rules made it
-        old = os.path.join(run_dir, f".facts.old-{os.getpid()}")
-        facts = os.path.join(run_dir, FACTS_DIR)
-        if os.path.isdir(facts):
-            os.replace(facts, old)
-        os.replace(os.path.join(tmp, FACTS_DIR), facts)
-        with open(os.path.join(run_dir, MANIFEST)) as f:
-            manifest = json.load(f)
-        manifest["facts_key"] = facts_key()
-        write_json_atomic(os.path.join(run_dir, MANIFEST), manifest)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

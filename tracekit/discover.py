@@ -8,6 +8,7 @@ import re
 import sys
 
 from .errors import RankError, TracekitError
+from .layout.paths import is_run
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 # torchtitan-style layout written by tracekit.profiler and read back here.
@@ -24,8 +25,8 @@ def find_traces(paths: list[str]) -> list[str]:
         if os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 # never read a tracekit run (its manifest.json) or a half-built one as a trace
-                dirs[:] = [d for d in dirs if ".tmp-" not in d and not _is_run(os.path.join(root, d))]
-                if _is_run(root):
+                dirs[:] = [d for d in dirs if ".tmp-" not in d and not is_run(os.path.join(root, d))]
+                if is_run(root):
                     continue
                 for f in files:
                     full = os.path.join(root, f)
@@ -49,11 +50,6 @@ def find_traces(paths: list[str]) -> list[str]:
     if not out:
         raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}")
     return out
-
-
-def _is_run(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, "manifest.json")) and os.path.isdir(
-        os.path.join(directory, "events"))
 
 
 def _glob(pattern: str) -> list[str]:

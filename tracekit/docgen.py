@@ -10,7 +10,7 @@ import sys
 from . import sql as _sql
 from .reports import REGISTRY
 from .schema_doc import documented_objects
-from .store import FACT_TABLES
+from .rules import FACT_TABLES
 
 
 def render() -> str:

@@ -8,14 +8,12 @@ from __future__ import annotations
 import datetime as _dt
 import html
 
-import pyarrow as pa
 
 from . import __version__, figures
 from .plot import SIZES_SQL
 from .errors import TracekitError
-from .render import to_html
-from .reports import get
-from .reports.base import note_of
+from .html_tables import FIRST, identity_table, report_html, table, why
+from .table_meta import note_of
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ccc}
@@ -36,55 +34,8 @@ FROM comm_overlap WHERE step IS NOT NULL GROUP BY step ORDER BY step"""
 WAITS_SQL = """SELECT i.instance_key, i.first_start_ns, w.rank, w.wait_ns FROM collective_waits w
 JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' ORDER BY i.first_start_ns, w.rank"""
 
-# the columns a table shows first where its report's own choice (Report.first) does not fit the section;
-# the rest are one click away
-FIRST = {
-    "overlap": ["rank", "window_ms", "comm_ms", "compute_ms", "overlap_ms", "exposed_comm_ms", "overlap_pct"],
-    "overlap_step": ["rank", "step", "comm_ms", "compute_ms", "exposed_comm_ms", "overlap_pct"],
-    "advise": ["priority", "finding", "where", "saving_ms", "saving_pct", "change", "confidence"],
-    "validate": ["collective", "group", "predicted_count", "measured_count", "predicted_bytes", "measured_bytes",
-                 "bytes_error_pct"],
-}
-MAX_ROWS = 16
-
-
-def why(sentence: str) -> str:
-    return f'<p class="why">{html.escape(sentence)}</p>'
-
-
-def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS) -> str:
-    """The table with its ``first`` columns and first ``max_rows`` rows; when that leaves anything out,
-    the whole table follows in a <details> (one click away)."""
-    cols = [c for c in (first or t.column_names) if c in t.column_names]
-    shown = t.select(cols).slice(0, max_rows)
-    out = f'<div class="scroll">{to_html(shown)}</div>'
-    left = []
-    if t.num_rows > max_rows:
-        left.append(f"{t.num_rows - max_rows:,} more row{'s' if t.num_rows - max_rows != 1 else ''}")
-    if len(cols) < t.num_columns:
-        hidden = [c for c in t.column_names if c not in cols]
-        left.append(f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} ({', '.join(hidden)})")
-    if left:
-        out += (f"<details><summary>The whole table: {' and '.join(left)}</summary>"
-                f'<div class="scroll">{to_html(t)}</div></details>')
-    return out
-
-
-def _report(run, name: str, first_key: str | None = None, **params) -> tuple[pa.Table, str]:
-    t = get(name).run(run, **params)
-    note = note_of(t)
-    body = table(t, FIRST.get(first_key or name) or list(get(name).first) or None) if t.num_rows else ""
-    return t, body + (why(note) if note else "")
-
-
 def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
     return figures.div(fig, div_id) if fig is not None else why(nothing)
-
-
-def identity_table(run) -> str:
-    rows = get("identity").run(run).to_pylist()
-    body = "".join(f"<tr><td>{html.escape(r['item'])}</td><td>{html.escape(r['value'] or '')}</td></tr>" for r in rows)
-    return f'<table class="identity">{body}</table>'
 
 
 def advice(run) -> str:
@@ -102,13 +53,13 @@ def advice(run) -> str:
 def sections(run) -> list[tuple[str, str]]:
     from .validate import validate
 
-    out = [("What to change first (advise)", advice(run)), ("Summary", _report(run, "summary")[1])]
+    out = [("What to change first (advise)", advice(run)), ("Summary", report_html(run, "summary")[1])]
     sizes = run.sql(SIZES_SQL).to_pylist()
-    out.append(("Collectives by message size", _report(run, "collectives")[1] + _chart(
+    out.append(("Collectives by message size", report_html(run, "collectives")[1] + _chart(
         figures.message_sizes(sizes), "message_sizes",
         "No chart: no collective here has a message size (no communication, or traces recorded without "
         "record_shapes=True).")))
-    t, body = _report(run, "overlap")
+    t, body = report_html(run, "overlap")
     out.append(("Overlap per rank", body + _chart(
         figures.overlap(t.to_pylist(), "rank", "rank"), "overlap",
         "No chart: the traces hold no GPU kernel and no Gloo op, so there is no communication to overlap.")))
@@ -120,9 +71,9 @@ def sections(run) -> list[tuple[str, str]]:
                                          "the traces hold no ProfilerStep (profile with torch.profiler.schedule "
                                          "and call prof.step() once per training step).")))
     out.append(("Overlap and exposed communication per step (all ranks)",
-                _report(run, "overlap", "overlap_step", by="step")[1] + chart))
-    out.append(("Exposed communication by process group", _report(run, "exposed", by="group")[1]))
-    skew, body = _report(run, "skew")
+                report_html(run, "overlap", "overlap_step", by="step")[1] + chart))
+    out.append(("Exposed communication by process group", report_html(run, "exposed", by="group")[1]))
+    skew, body = report_html(run, "skew")
     out.append(("Skew across ranks (most skewed first)", body + _chart(
         figures.skew_heatmap(run.sql(WAITS_SQL).to_pylist()), "skew",
         "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
@@ -155,11 +106,3 @@ def write_html(run, out: str) -> str:
         f.write(page)
     os.replace(tmp_out, out)
     return out
-
-
-def notebook_html(run) -> str:
-    """A run in Jupyter (Run._repr_html_): its identity, the summary and the doctor's findings."""
-    _, summary = _report(run, "summary")
-    _, doctor = _report(run, "doctor")
-    return (f"<div><b>tracekit run {html.escape(run.name)}</b>{identity_table(run)}"
-            f"<b>summary</b>{summary}<b>doctor</b>{doctor}</div>")

@@ -162,16 +162,11 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
     return _save(plt, fig, path)
 
 
-def fitted_laws(run, path: str) -> str:
-    """Measured transfer times of clean instances against bus traffic, per collective and kind of group,
-    with the fitted law (latency + traffic / bus bandwidth) of tracekit whatif as a line."""
-    from .whatif import fit, points
-
+def fitted_laws(pts: dict, laws: list[dict], path: str) -> str:
+    """Measured transfer times of clean instances against bus traffic, per collective and kind of group
+    (``pts``: tracekit.whatif.points), with the fitted laws (``laws``: tracekit.whatif.fit, latency +
+    traffic / bus bandwidth) as lines."""
     plt = _plt()
-    pts = points(run)
-    laws = fit(run, pts)
-    if not laws:
-        raise TracekitError(f"{run.name}: no clean matched instance with a size: nothing to fit")
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, f in enumerate(laws):
         mine = [(traffic, t_ns / 1e3) for traffic, t_ns, *_ in pts[(f["collective"], f["kind"], f["link_kind"])]]

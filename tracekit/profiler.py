@@ -31,8 +31,8 @@ import socket
 
 from .discover import TRACE_PATH_TEMPLATE
 from .hosts import HOST_KEY
+from .model.recorded import CONFIG_KEY
 
-CONFIG_KEY = "tracekit_config"
 _PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
 # gloo_threads issues its allreduces at once, so that every Gloo worker thread of a group takes one:
 # enough of them, each large enough (1 MB) to keep a thread busy while the next one wakes, and again
@@ -80,9 +80,9 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
             if dist.is_available() and dist.is_initialized():
                 dist.barrier()
             if rank == 0:
-                from .api import ingest
+                import tracekit
 
-                ingest([os.path.dirname(path)], ingest_to, jobs=1, progress=False)
+                tracekit.ingest([os.path.dirname(path)], ingest_to, jobs=1, progress=False)
 
     return handler
 
@@ -204,10 +204,3 @@ def _threads_running(group) -> set[int]:
             events = json.load(f)["traceEvents"]
     return {e["tid"] for e in events if e.get("name") == "gloo:all_reduce" and e.get("ph") == "X"}
 
-
-def read_config(metadata: dict) -> dict | None:
-    """The recorded config from a trace's top-level metadata (as stored in traces.metadata)."""
-    value = metadata.get(CONFIG_KEY)
-    if value is None:
-        return None
-    return json.loads(value) if isinstance(value, str) else value

@@ -36,7 +36,7 @@ class RunPlan:
 
 
 def _recorded(run) -> list[dict]:
-    from .validate import recorded_configs
+    from .model.recorded import recorded_configs
 
     return list(recorded_configs(run).items())
 

@@ -1,36 +1,22 @@
-"""Open a run directory: a DuckDB connection with the Parquet tables and the public views."""
+"""Open a run directory for reading: a DuckDB connection with the Parquet tables and the public views.
+
+Opening never writes to the run (a read-only run opens anywhere): a run whose facts were derived by other
+rules than this tracekit's is refused, with the command that derives them again (``tracekit ingest
+--rederive``, which goes through the run's writer lock and version switch, as ingest does)."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import duckdb
 import pyarrow as pa
 
-from . import cache
-from .errors import QueryError, RunError
-from .ingestion.run_writer import MANIFEST
-from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, SCHEMA_VERSION, TRACE_COLUMNS
 from . import sql as _sql
-from .derive import CLOCKS, FACT_TABLES, FACTS, FACTS_DIR, REDUCED, define_base, facts_key, rederive_run, sql_string
-
-# name -> (file pattern, columns doc). Parquet is the system of record; these are plain views.
-TABLES = {
-    "events": ("events/*/*.parquet", EVENT_COLUMNS,
-               "every event of every trace, one row each, nothing dropped (plus rank from the partition)"),
-    "traces": ("traces.parquet", TRACE_COLUMNS, "one row per ingested trace file"),
-    "process_groups": ("process_groups.parquet", PG_COLUMNS,
-                       "process groups from distributedInfo.pg_config, one row per (rank, group)"),
-}
-# The public views, in this order (later views may use earlier ones). Those in derive.FACTS were derived
-# per rank at ingest, those in derive.REDUCED across ranks at its end, and are read from facts/; the
-# others are computed here, from events (flows, thread_names, counters) or from the facts
-# (collectives' size buckets, exposure labels).
-VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
-                    "comm_intervals", "step_windows", "comm_segments", "comm_overlap", "comm_exposure", "collective_waits",
-                    "collective_instances", "stragglers", "step_breakdown", "clock_offsets", "rank_clocks"]
-_HELPERS = ["_collectives", "_comm_exposure"]
+from .errors import QueryError, RunError
+from .layout.bind import bind_events, bind_fact, bind_tables
+from .layout.manifest import open_manifest
+from .layout.versions import recover
+from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, references, stored
 
 
 class Run:
@@ -42,36 +28,25 @@ class Run:
         self.path = os.path.realpath(path)  # the version it reads: a reader keeps it, whatever replaces the run
         self.size_buckets = size_buckets
         if not os.path.exists(self.path):
-            from .ingestion.guard import recover
             recover(self.path)
-        manifest = os.path.join(self.path, MANIFEST)
-        if not os.path.isfile(manifest):
-            raise RunError(f"{path}: not a tracekit run (no {MANIFEST}); create one with "
-                           f"`tracekit ingest TRACES -o {path}`")
-        try:
-            with open(manifest) as f:
-                self.manifest = json.load(f)
-            if not isinstance(self.manifest, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            raise RunError(f"{manifest}: damaged or unreadable ({exc}); ingest the traces again into this "
-                           f"directory with --force, or into a new one") from None
-        if self.manifest.get("schema_version") != SCHEMA_VERSION:
-            raise RunError(f"{path}: run schema version {self.manifest.get('schema_version')} is not "
-                           f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")
+        self.manifest = open_manifest(self.path, path)
         if self.manifest.get("facts_key") != facts_key():
-            import sys
-            print(f"tracekit: {path}: its facts were derived by other rules than this tracekit's; "
-                  "deriving them again from its events (what `tracekit ingest --rederive` does)", file=sys.stderr)
-            rederive_run(self.path)
-            with open(manifest) as f:
-                self.manifest = json.load(f)
-        # no progress bar: DuckDB draws it on stdout, into the data of a long query piped elsewhere
-        self._con = duckdb.connect()
-        self._con.execute("SET enable_progress_bar = false")
+            raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; derive them "
+                           f"again from its events with `tracekit ingest --rederive {path}`")
+        self._db: duckdb.DuckDBPyConnection | None = None  # connected on first use (an ingest need not)
         self._created: set[str] = set()
         self._cursors: set = set()  # those of batches() still being read
-        self._create_tables()
+
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        if self._db is None:
+            self._db = duckdb.connect()
+            # no progress bar: DuckDB draws it on stdout, into the data of a long query piped elsewhere
+            self._db.execute("SET enable_progress_bar = false")
+            bind_events(self._db, self.path)
+            bind_tables(self._db, self.path)
+            define_base(self._db, self.size_buckets)
+        return self._db
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -80,28 +55,17 @@ class Run:
             self._ensure_view(name)
         return self._con
 
-    def _create_tables(self) -> None:
-        glob = os.path.join(self.path, TABLES["events"][0])
-        self._con.execute(
-            f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(glob)}, "
-            "hive_partitioning = true, hive_types = {'rank': BIGINT})")
-        for name in ("traces", "process_groups"):
-            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
-                             f"{sql_string(os.path.join(self.path, TABLES[name][0]))})")
-        define_base(self._con, self.size_buckets)
-
     def _ensure_view(self, name: str) -> None:
         """Define a view (after the views it uses) on first use: binding a view costs DuckDB time and
         memory on big runs, so a query only pays for the views it names."""
         if name in self._created:
             return
-        if name in FACTS or name in REDUCED or name == CLOCKS:
-            glob = os.path.join(self.path, FACTS_DIR, name, "*.parquet")
-            self._con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(glob)}, union_by_name = true)")
+        if stored(name):
+            bind_fact(self._con, self.path, name)
             self._created.add(name)
             return
         text = _sql.load("views", name).text
-        for dep in _references(text, exclude=name):
+        for dep in references(text, exclude=name):
             self._ensure_view(dep)
         self._con.execute(text)
         self._created.add(name)
@@ -166,7 +130,7 @@ class Run:
         if getattr(self, "_read_only", False):
             from .sandbox import check_statements
             check_statements(query)
-        for name in _references(query):
+        for name in references(query):
             self._ensure_view(name)
         try:
             return (con or self._con).sql(query, params=params)
@@ -174,7 +138,7 @@ class Run:
             raise
         except duckdb.Error as exc:
             from .query_errors import describe
-            raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), list(TABLES) + VIEWS)}") from None
+            raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
     def __repr__(self) -> str:
         inputs = self.manifest.get("inputs", [])
@@ -185,7 +149,7 @@ class Run:
 
     def _repr_html_(self) -> str:
         """In Jupyter: the run's identity, its summary and the doctor's findings."""
-        from .html_report import notebook_html
+        from .html_tables import notebook_html
 
         return notebook_html(self)
 
@@ -195,12 +159,14 @@ class Run:
 
     def interrupt(self) -> None:
         """Stop the query running on this Run (from another thread): it raises duckdb.InterruptException."""
-        self._con.interrupt()
+        if self._db is not None:
+            self._db.interrupt()
         for cur in list(self._cursors):
             cur.interrupt()
 
     def close(self) -> None:
-        self._con.close()
+        if self._db is not None:
+            self._db.close()
         if getattr(self, "_remove_spill", None):
             self._remove_spill()
 
@@ -210,27 +176,3 @@ class Run:
     def __exit__(self, *exc):
         self.close()
 
-
-def _references(text: str, exclude: str | None = None) -> list[str]:
-    """The public views a SQL text names (comments aside), in VIEWS order."""
-    return [v for v in _sql.names_in(text, VIEWS + _HELPERS) if v != exclude]
-
-
-def open_run(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:
-    """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
-    cache directory first (reused while the inputs are unchanged)."""
-    from .ingestion.run_writer import ingest_run
-
-    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
-    if len(paths) == 1 and not os.path.exists(paths[0]):
-        from .ingestion.guard import recover
-        recover(os.path.abspath(paths[0]))  # an ingest that died mid-swap left the previous run beside it
-    if len(paths) == 1 and os.path.isfile(os.path.join(paths[0], MANIFEST)):
-        return Run(paths[0], size_buckets=size_buckets)
-    out = cache.dir_for(paths)
-    ingest_run(paths, out, **ingest_options)
-    cache.touch(out)
-    cache.enforce_cap(keep=out)
-    run = Run(out, size_buckets=size_buckets)
-    run.name = " ".join(paths)  # messages name the traces as the user gave them, not the cache's directory
-    return run

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pyarrow as pa
 
-from .errors import TracekitError
 from .model import from_recorded, predict_rank
+from .model.recorded import recorded_config, recorded_configs
 from .model.roles import group_role
-from .profiler import read_config
-
-
-def recorded_configs(run) -> dict[int, dict]:
-    """rank -> the config tracekit.profiler recorded in that rank's trace."""
-    out = {}
-    for r in run.sql("SELECT rank, metadata FROM traces ORDER BY rank").to_pylist():
-        cfg = read_config(json.loads(r["metadata"]))
-        if cfg is not None:
-            out[r["rank"]] = cfg
-    return out
-
-
-def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
-    configs = recorded_configs(run) if configs is None else configs
-    if configs:
-        return next(iter(configs.values()))
-    raise TracekitError(f"{run.name}: the traces carry no training config (tracekit.profiler.record_config "
-                        "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")
 
 
 def validate(run, config: dict | None = None) -> pa.Table:

@@ -26,8 +26,7 @@ from .comms.bandwidth import busbw_factor
 from .comms.buckets import human_bytes
 from .errors import TracekitError
 from .model.roles import role_sizes
-from .render import FIRST_KEY
-from .reports.base import NOTE_KEY
+from .table_meta import FIRST_KEY, NOTE_KEY
 from .run_plan import RunPlan, resolve
 
 MODELLED = {"allreduce", "allgather", "reduce_scatter", "broadcast", "send", "recv"}

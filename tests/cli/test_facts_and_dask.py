@@ -14,7 +14,7 @@ import pytest
 import tracekit
 from tests.conftest import dist, write_trace
 from tests.tracegen import kernel, step
-from tracekit.derive import FACTS
+from tracekit.rules import FACTS
 
 
 def make_traces(d, ranks=4):
@@ -54,18 +54,71 @@ def test_facts_are_written_per_rank_and_read_back(tmp_path):
     assert i == {"last_rank": 3, "start_skew_ns": 3000, "status": "clean"}
 
 
-def test_a_run_from_older_rules_is_rederived_from_its_events(tmp_path, capsys):
+def _make_stale(run_dir):
+    """The run as an older tracekit wrote it: no facts, no key of the rules."""
+    shutil.rmtree(run_dir / "facts")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    del m["facts_key"]
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+
+
+def _snapshot(d):
+    """Every file and directory under d with its size and modification time."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for f in dirs + files:
+            st = os.lstat(os.path.join(root, f))
+            out[os.path.relpath(os.path.join(root, f), d)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_a_run_from_older_rules_refuses_to_open_and_says_how(tmp_path):
+    tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
+    _make_stale(tmp_path / "run")
+    before = _snapshot(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "report", str(tmp_path / "run"), "summary"],
+                       capture_output=True, text=True)
+    assert r.returncode == 4  # RunError: the run, not the input
+    assert r.stderr.count("\n") == 1 and f"tracekit ingest --rederive {tmp_path / 'run'}" in r.stderr
+    assert _snapshot(tmp_path) == before  # opening wrote nothing: no facts derived in place, no lock taken
+
+
+def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_path):
+    import fcntl
+
     tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
     before = tables(tmp_path / "run")
-    shutil.rmtree(tmp_path / "run" / "facts")  # as an older tracekit wrote it: no facts, no key
-    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    del m["facts_key"]
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps(m))
+    _make_stale(tmp_path / "run")
     shutil.rmtree(tmp_path / "t")  # the traces are not needed
-    run = tracekit.open(tmp_path / "run")
-    assert "deriving them again from its events" in capsys.readouterr().err
+    old = os.path.realpath(tmp_path / "run")
+    with open(tmp_path / ".run.lock", "a+") as held:  # an ingest writing the run holds its lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(tracekit.TracekitError, match="another tracekit ingest is writing"):
+            tracekit.rederive(tmp_path / "run")
+    assert os.path.realpath(tmp_path / "run") == old and not (tmp_path / "run" / "facts").exists()
+    run = tracekit.rederive(tmp_path / "run")
+    assert os.path.realpath(tmp_path / "run") != old  # a new version, switched in by the link
+    assert os.path.isdir(old) and not os.path.exists(os.path.join(old, "facts"))  # a reader on it keeps it
     assert tables(tmp_path / "run") == before
-    assert run.sql("SELECT count(*) AS n FROM collectives").to_pylist() == [{"n": 4}]
+    assert run.sql("SELECT count(*) AS n FROM collectives").to_pylist() == [{"n": 4}]  # one allreduce per rank
+
+
+def test_a_read_only_run_of_current_rules_opens(tmp_path):
+    tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
+    version = os.path.realpath(tmp_path / "run")
+    dirs = [tmp_path] + [os.path.join(r, d) for r, ds, _ in os.walk(version) for d in ds] + [version]
+    for d in dirs:
+        os.chmod(d, 0o555)
+    try:
+        before = _snapshot(tmp_path)
+        with tracekit.open(tmp_path / "run") as run:
+            # rank r's allreduce starts at 10 + r us (make_traces)
+            got = run.sql("SELECT rank, ts_ns FROM collectives ORDER BY rank").to_pylist()
+        assert got == [{"rank": r, "ts_ns": (10 + r) * 1000} for r in range(4)]
+        assert _snapshot(tmp_path) == before
+    finally:
+        for d in dirs:
+            os.chmod(d, 0o755)
 
 
 def test_rederive_on_request(tmp_path):

@@ -100,7 +100,7 @@ def test_advise_on_the_real_dlrm_job_names_its_straggler_first():
     assert top["finding"] == f"straggler: rank {late} arrives last"
     assert f"starts its steps {lag:,.3f} ms after the first rank" in top["change"]
     from tracekit.advise import advise
-    from tracekit.reports.base import note_of
+    from tracekit.table_meta import note_of
     assert "no plan finding" in note_of(advise(run)) and "alltoall" in note_of(advise(run))  # the model's reach
 
 

@@ -179,7 +179,7 @@ def test_order_matching_flags_a_group_it_cannot_align(tmp_path):
     run = two_ranks(tmp_path, ar(10, 4096) + ar(50, 8192), ar(12, 4096) + ar(52, 1024))
     assert {r["status"] for r in rows(run, "SELECT status FROM collective_instances")} == {"unaligned"}
     assert rows(run, "SELECT * FROM stragglers") == []
-    from tracekit.reports.base import note_of
+    from tracekit.table_meta import note_of
     assert note_of(tracekit.report(run, "skew")).startswith("left out: 2 unaligned")
 
 

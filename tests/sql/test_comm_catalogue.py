@@ -60,7 +60,9 @@ def test_a_users_catalogue_adds_a_kernel(tmp_path, monkeypatch):
     run = one_rank(tmp_path / "a", evs)
     assert run.sql("SELECT count(*) AS n FROM collectives").to_pylist() == [{"n": 0}]
     monkeypatch.setenv("TRACEKIT_COMM_KERNELS", str(extra))
-    reopened = tracekit.open(str(tmp_path / "a" / "run"))  # derived under another catalogue: derived again
+    with pytest.raises(TracekitError, match="tracekit ingest --rederive"):  # derived under another catalogue
+        tracekit.open(str(tmp_path / "a" / "run"))
+    reopened = tracekit.rederive(str(tmp_path / "a" / "run"))
     assert reopened.sql("SELECT library, collective, dur_ns FROM collectives").to_pylist() == [
         {"library": "inhouse", "collective": "allreduce", "dur_ns": 30_000}]
 

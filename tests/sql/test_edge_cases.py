@@ -126,7 +126,7 @@ def test_missing_rank_and_skew(run):
     # clean and names no straggler; the reports say what they left out and why
     assert i["status"] == "missing ranks"
     assert rows(run, "SELECT * FROM stragglers") == []
-    from tracekit.reports.base import note_of
+    from tracekit.table_meta import note_of
     for name in ("skew", "stragglers"):
         t = tracekit.report(run, name)
         assert t.num_rows == 0

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracekit import sql as tksql
-from tracekit.derive import define_base
+from tracekit.rules import define_base
 
 interval = st.tuples(st.integers(0, 200), st.integers(0, 60)).map(lambda t: (t[0], t[0] + t[1]))
 kinds = st.sampled_from(["comm", "compute", "memory"])

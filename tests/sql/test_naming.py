@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from tracekit.derive import define_base
+from tracekit.rules import define_base
 
 
 @pytest.fixture(scope="module")

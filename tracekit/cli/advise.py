@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..errors import TracekitError
 from ..render import emit
 from .options import output_options, run_argument
@@ -28,7 +29,7 @@ def advise_cmd(run, show_sql, fmt, output):
     from .. import sql as _sql
     from ..advise import advise
 
-    table = advise(api_open(run))
+    table = advise(tracekit.open(run))
     if show_sql is None:
         emit(table, fmt, output, title="advise — ranked findings (saving per step)")
         return

@@ -4,8 +4,9 @@ import json
 
 import click
 
-from ..api import open as api_open
-from ..compare import STEPS_BY, diff
+import tracekit
+
+from ..diff import STEPS_BY, diff
 from ..errors import TracekitError
 from ..render import _chosen_columns, emit, to_json
 from .options import RunPath, output_options
@@ -36,7 +37,7 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
     if only is None and (fmt in ("csv", "parquet") or _chosen_columns()):
         what = "--columns" if _chosen_columns() else f"--format {fmt}"
         raise TracekitError(f"{what} takes one table: add --only collectives or --only steps")
-    tables = diff(api_open(run_a), api_open(run_b), steps_by=steps_by)
+    tables = diff(tracekit.open(run_a), tracekit.open(run_b), steps_by=steps_by)
     if only is not None:
         emit(tables[only], fmt, output, title=f"diff {only} — {run_b} against {run_a}")
         return

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..reports import get
 from ..render import emit
 from .options import output_options, run_argument
@@ -31,7 +32,7 @@ def doctor_cmd(run, fmt, output, fail_on):
       tracekit doctor run/ --fail-on warning     # in CI: exit 6 on any warning or error
     """
     rep = get("doctor")
-    table = rep.run(api_open(run))
+    table = rep.run(tracekit.open(run))
     emit(table, fmt, output, title=f"doctor — {rep.summary}")
     if fail_on:
         worse = LEVELS[LEVELS.index(fail_on):]

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from .options import RunPath, check_output
 from ..html_report import write_html
 
@@ -20,4 +21,4 @@ def html_cmd(run, output):
       tracekit html run/ -o report.html
     """
     check_output(output)
-    click.echo(write_html(api_open(run), output))
+    click.echo(write_html(tracekit.open(run), output))

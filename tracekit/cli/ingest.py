@@ -51,26 +51,24 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, ite
       tracekit ingest traces/ -o run/ --hosts 8          (8 consecutive ranks per host)
       tracekit ingest --rederive run/
     """
-    import os
     import time
 
-    from ..ingestion.run_writer import ingest_run, read_manifest
+    import tracekit
 
     start = time.monotonic()
     if rederive:
-        from ..derive import rederive_run
-        from ..errors import RunError
-        if len(paths) != 1 or out is not None or read_manifest(os.path.abspath(paths[0])) is None:
+        if len(paths) != 1 or out is not None:
+            from ..errors import RunError
             raise RunError("--rederive takes one run directory and no -o: tracekit ingest --rederive RUN")
-        rederive_run(paths[0])
+        tracekit.rederive(paths[0])
         click.echo(f"{paths[0]}: facts derived again from its events in {time.monotonic() - start:.1f} s")
         return
     if out is None:
         raise click.UsageError("Missing option '-o' / '--out'.")
-    built = ingest_run(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
-                       show_progress=progress, scheduler=scheduler, iteration=iteration, hosts=hosts, align=align)
-    m = read_manifest(os.path.abspath(out))
-    if not built:
+    run = tracekit.ingest(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
+                          progress=progress, scheduler=scheduler, iteration=iteration, hosts=hosts, align=align)
+    m = run.manifest
+    if run.up_to_date:
         n = len(m["inputs"]) + len(m["failures"])
         click.echo(f"{out}: up to date ({n} inputs unchanged); use --force to rebuild")
         return

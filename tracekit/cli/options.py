@@ -37,7 +37,7 @@ class RunPath(click.Path):
 
     def convert(self, value, param, ctx):
         if isinstance(value, (str, os.PathLike)) and not os.path.lexists(value):
-            from ..ingestion.guard import recover
+            from ..layout.versions import recover
             recover(os.path.abspath(value))
         return super().convert(value, param, ctx)
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..errors import TracekitError
 from .options import RunPath, check_output
 
@@ -23,7 +24,7 @@ def plot_cmd(run, kind, output):
       tracekit plot run/ --kind overlap -o overlap.png
     """
     check_output(output)
-    r = api_open(run)
+    r = tracekit.open(run)
     if output.endswith((".html", ".htm")):
         _html(r, kind, output)
     elif output.endswith(".png"):

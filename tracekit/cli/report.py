@@ -5,7 +5,8 @@ import inspect
 import click
 import pyarrow as pa
 
-from ..api import open as api_open
+import tracekit
+
 from ..comms.buckets import parse_edges
 from ..render import emit
 from ..reports import REGISTRY, get
@@ -56,7 +57,7 @@ def report_cmd(run, name, buckets, fmt, output, **params):
         return
     rep = get(name)
     given = {k: v for k, v in params.items() if v is not None}
-    table = rep.run(api_open(run, size_buckets=parse_edges(buckets)), **given)
+    table = rep.run(tracekit.open(run, size_buckets=parse_edges(buckets)), **given)
     emit(table, fmt, output, title=f"{name} — {rep.summary}")
 
 

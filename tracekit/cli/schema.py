@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..render import emit
 from ..schema_doc import schema_table
 from .options import output_options, run_argument
@@ -22,4 +23,4 @@ def schema_cmd(run, table, fmt, output):
       tracekit schema run/ collectives
       tracekit schema run/ --format markdown
     """
-    emit(schema_table(api_open(run), table), fmt, output)
+    emit(schema_table(tracekit.open(run), table), fmt, output)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..render.stream import write_batches
 from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, time_limit
 from .options import output_options, run_argument
@@ -34,7 +35,7 @@ def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
       tracekit sql run/ "SELECT rank, count(*) AS events FROM events GROUP BY rank ORDER BY rank"
       tracekit sql run/ "SELECT * FROM traces" --format json
     """
-    r = api_open(run)
+    r = tracekit.open(run)
     try:
         if not unsafe:
             r.read_only(memory_mb)

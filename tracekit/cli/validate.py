@@ -4,7 +4,8 @@ import json
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..errors import TracekitError
 from ..render import emit
 from ..validate import validate
@@ -33,4 +34,4 @@ def validate_cmd(run, config_file, fmt, output):
                 config = json.load(f)
         except ValueError as exc:
             raise TracekitError(f"{config_file}: not valid JSON ({exc})") from None
-    emit(validate(api_open(run), config), fmt, output, title="validate — predicted vs measured")
+    emit(validate(tracekit.open(run), config), fmt, output, title="validate — predicted vs measured")

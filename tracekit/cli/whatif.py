@@ -4,7 +4,8 @@ import json
 
 import click
 
-from ..api import open as api_open
+import tracekit
+
 from ..errors import TracekitError
 from ..render import emit
 from ..whatif import fit, points, whatif
@@ -62,15 +63,17 @@ def whatif_cmd(run, config_file, preset, world, show_fit, plot_path, fmt, output
     model = split_fields(kw, MODEL_FIELDS)
     changes = split_fields(kw, PLAN_FIELDS)
     changes["sequence_parallel"] = changes["sequence_parallel"] or None  # the flag absent: unchanged
-    r = api_open(run)
-    if plot_path:
-        from ..plot import fitted_laws
-        fitted_laws(r, plot_path)
-    if show_fit:
-        laws = fit(r, points(r))
+    r = tracekit.open(run)
+    if plot_path or show_fit:
+        pts = points(r)
+        laws = fit(r, pts)
         if not laws:
             raise TracekitError(f"{run}: no clean matched collective instance with a size to fit a law to; "
                                 "see tracekit doctor")
+    if plot_path:
+        from ..plot import fitted_laws
+        fitted_laws(pts, laws, plot_path)
+    if show_fit:
         emit(pa.Table.from_pylist(laws), fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
         return
     try:

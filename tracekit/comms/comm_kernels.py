@@ -4,8 +4,8 @@ The table ships as ``comm_kernels.csv`` beside this module (one row per pattern,
 that names the kernel) and is loaded on every connection as ``tk_comm_kernels``. A user adds rows with
 the environment variable ``TRACEKIT_COMM_KERNELS``: one or more CSV files of the same columns
 (``os.pathsep``-separated); their rows come first, so they can also reclassify a shipped pattern. The
-facts of a run depend on the catalogue: a run derived under another catalogue is derived again when
-opened (see derive.facts_key).
+facts of a run depend on the catalogue: a run derived under another catalogue is refused when opened,
+until ``tracekit ingest --rederive`` derives it again (see rules.facts_key).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ..errors import TraceFormatError
 from .args import KINETO_ARGS
-from .reader import EventBatch, type_error
+from .batch import EventBatch, type_error
 from .schema import EVENTS_SCHEMA, KinetoArgs, TraceEvent
 
 _args_decoder = msgspec.json.Decoder(list[KinetoArgs])

@@ -19,9 +19,9 @@ from ..errors import TracekitError
 def _one(batch):
     from distributed import get_worker
 
-    from .run_writer import _batch_task
+    from .task import run_batch
 
-    return _batch_task(batch), get_worker().address
+    return run_batch(batch), get_worker().address
 
 
 def _client(scheduler: str, jobs: int, wait_s: float):
@@ -66,8 +66,8 @@ def _n_workers(client) -> int:
     return len(_ask(client.scheduler_info)["workers"])
 
 
-def run_on_dask(tasks, scheduler: str, jobs: int, tmp: str, done, poll) -> dict:
-    """Submit every task (a batch of files: run_writer._batch_task); call ``done(batch, outcome, worker)`` as
+def run_on_dask(tasks, jobs: int, tmp: str, done, prog, scheduler: str = "local") -> dict:
+    """Submit every task (a batch of files: task.run_batch); call ``done(batch, outcome, worker)`` as
     each ends. Returns the executor's description for the manifest.
 
     Bounded however the cluster fails (TRACEKIT_DASK_WAIT_S, default 60 s): no worker at the start, every
@@ -75,6 +75,7 @@ def run_on_dask(tasks, scheduler: str, jobs: int, tmp: str, done, poll) -> dict:
     cancels every task) each end in one TracekitError saying what happened and what to do; the caller
     then removes the half-built version, so the previous run stays."""
     wait_s = settings.dask_wait_s()
+    poll = prog.poll
     client, cluster = _client(scheduler, jobs, wait_s)
     quiet = [  # (after distributed is imported: its loggers exist)
         logging.getLogger(n) for n in ["distributed", *logging.root.manager.loggerDict]

@@ -21,6 +21,7 @@ import msgspec
 
 from ..errors import TraceFormatError
 from . import fast
+from .batch import EventBatch, type_error
 from .schema import TraceEvent
 from .source import TraceSource
 
@@ -37,19 +38,11 @@ def max_event_limit() -> int:
 _WS = b" \t\r\n"
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _POS = re.compile(r"\(byte (\d+)\)")
-_AT = re.compile(r"at `\$\[(\d+)\](.*)`")
 
 _events_decoder = msgspec.json.Decoder(list[TraceEvent])
 _TOO_DEEP = ("holds a value nested deeper than the JSON decoder allows (about 1,000 levels of arrays or "
              "objects); no Kineto trace does: the file is damaged or not a trace")
 _loose_decoder = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
-
-
-@dataclass
-class EventBatch:
-    start: int  # index of the first event in the file's traceEvents
-    events: list  # list[TraceEvent]
-    extra: list | None  # per event: JSON text of unknown top-level keys, or None
 
 
 @dataclass
@@ -402,27 +395,6 @@ def _byte(msg: str) -> int:
     """Offset in the text of the byte a decode error names (it counts the '[' we added)."""
     m = _POS.search(msg)
     return int(m.group(1)) - 1 if m else 0
-
-
-_EXPECT = {"ph": "a string", "name": "a string", "cat": "a string", "ts": "a number (microseconds)",
-           "dur": "a number (microseconds)", "args": "an object"}
-
-
-def type_error(path: str, start: int, msg: str, args: bool = False) -> TraceFormatError:
-    """A msgspec ValidationError ('Expected `str`, got `int` - at `$[12].ph`') of a batch whose first
-    event is #start -> an error naming the event and the field. ``args``: the batch was of args objects."""
-    m = _AT.search(msg)
-    what = msg.split(" - at ")[0]
-    if not m:
-        return TraceFormatError(f"{path} (event #{start} of traceEvents): wrong type: {msg}")
-    field = m.group(2).lstrip(".") or "the event"
-    if args:
-        place = f"args['{field}']"
-    else:
-        expect = _EXPECT.get(field.split(".")[0], "")
-        place = f"'{field}' should be {expect}" if expect else f"at '{field}'"
-    return TraceFormatError(f"{path} (event #{start + int(m.group(1))} of traceEvents): wrong type: {place}: "
-                            f"{what}. Fix or drop that event")
 
 
 _NON_WS = re.compile(rb"[^ \t\r\n]")

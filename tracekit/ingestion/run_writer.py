@@ -9,26 +9,26 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
-import json
 import os
 import shutil
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import pyarrow.parquet as pq
 
 from .. import __version__, settings
+from ..derive import derive_rank, derive_run, reduce_run
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
 from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
-from ..derive import FACTS_DIR, derive_rank, derive_ranks, derive_run, facts_key, place_facts, rank_parts, reduce_run
-from .guard import recover, resolve_output, switch, version_dir, writer_lock
-from .one_file import MAX_WRITERS, ingest_file, part_paths, release_memory
-from .progress import IngestProgress, make_sink, worker_init
+from ..layout.manifest import read_manifest, write_manifest
+from ..layout.paths import (FACTS_DIR, MANIFEST, is_run, part_facts_dir, place_facts, rank_dir, rank_parts, staging_part,
+                            table_path)
+from ..layout.versions import recover, resolve_output, switch, version_dir, writer_lock
+from ..rules import CLOCKS, FACTS, REDUCED, facts_key
+from .one_file import MAX_WRITERS, part_paths
+from .progress import IngestProgress
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .source import same_stat, stat_now
-
-MANIFEST = "manifest.json"
 
 
 def sha256_of(path: str) -> str:
@@ -37,14 +37,6 @@ def sha256_of(path: str) -> str:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def read_manifest(run_dir: str) -> dict | None:
-    try:
-        with open(os.path.join(run_dir, MANIFEST)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def is_up_to_date(run_dir: str, files: list[str], options: dict | None = None) -> bool:
@@ -78,46 +70,6 @@ def _or_none(fn, path):
         return None
 
 
-def _batch_task(batch):
-    """Several input files: each parsed into its events part, then their ranks' facts derived together on
-    one connection (derive_ranks), beside the first file's part. -> [(result, None) or (None, error)] in the
-    batch's order; a file that fails is left out of the others' facts (a failing batch derive is redone rank
-    by rank, so that the error names its file)."""
-    if len(batch) == 1:
-        try:
-            return [(_task(batch[0]), None)]
-        except TracekitError as exc:
-            return [(None, exc)]
-    out: list = []
-    for path, part, rank, single, threads, _ in batch:
-        try:
-            out.append((ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads), None))
-        except TracekitError as exc:
-            out.append((None, exc))
-    release_memory()
-    ok = [(i, res) for i, (res, _) in enumerate(out) if res is not None]
-    if not ok:
-        return out
-    items = [(res["parts"], res["trace"]["rank"], res["trace"], res["process_groups"]) for _, res in ok]
-    try:
-        derive_ranks(items, _facts_dir(batch[ok[0][0]][1]), threads=batch[0][4])
-        ranks = [r for _, r, _, _ in items]
-        ok[0][1]["facts_label"] = f"{min(ranks)}-{max(ranks)}"
-    except TracekitError:
-        shutil.rmtree(_facts_dir(batch[ok[0][0]][1]), ignore_errors=True)
-        for i, res in ok:
-            try:
-                derive_rank(res["parts"], res["trace"]["rank"], res["trace"], res["process_groups"],
-                            _facts_dir(batch[i][1]), threads=batch[i][4])
-            except TracekitError as exc:
-                out[i] = (None, exc)
-    return out
-
-
-def _facts_dir(part: str) -> str:
-    return part[:-len(".parquet")] + "-facts"
-
-
 def batches(tasks: list, jobs: int) -> list[list]:
     """Small files in batches (derive_ranks), enough batches to keep every worker busy: up to BATCH_FILES
     files of BATCH_BYTES in all, in rank order where the names give ranks (a batch's facts then hold
@@ -142,40 +94,23 @@ BATCH_FILES = 16
 BATCH_BYTES = 16 << 20
 
 
-def _task(args):
-    """One input file: parse it into its events part, then derive that rank's facts beside it."""
-    path, part, rank, single, threads, derive_here = args
-    res = ingest_file(path, part, rank=rank, progress=make_sink(), single=single, threads=threads)
-    release_memory()  # what the decoding freed goes back to the system before DuckDB takes its share
-    if derive_here:
-        r = res["trace"]["rank"]
-        derive_rank(res["parts"], r, res["trace"], res["process_groups"], part[:-len(".parquet")] + "-facts",
-                    threads=threads, reduced=single)
-    return res
-
-
 # A run of several files smaller than this in all derives its facts once, for every rank together, at
 # the end (derive_run): per rank, the fixed cost of a DuckDB connection and of planning the rules (about
 # 0.1 s) would be most of the work.
 SMALL_RUN_BYTES = 64 << 20
 
 
-def write_json_atomic(path: str, doc: dict) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
-    os.replace(tmp, path)
-
-
-def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fail", force: bool = False,
+def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: str = "fail", force: bool = False,
                ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None,
                iteration: int | None = None, hosts=None, align: bool = True) -> bool:
     """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date.
 
-    Each file is one task (parse + that rank's facts): in a local process pool of ``jobs`` processes, or,
-    with ``scheduler`` (``tcp://host:port`` of a running ``dask scheduler``, or ``local`` for a
-    LocalCluster of ``jobs`` workers), on a Dask cluster. ``hosts``: each rank's host where the traces do
-    not say it (tracekit.hosts: a mapping, or N consecutive ranks per host)."""
+    Each batch of files is one task (parse + those ranks' facts, tracekit/ingestion/task.py), run by
+    ``execute``: pool.run_in_pool (a local process pool of ``jobs`` processes) or, with ``scheduler``
+    (``tcp://host:port`` of a running ``dask scheduler``, or ``local`` for a LocalCluster of ``jobs``
+    workers), on_dask.run_on_dask; both take (batches, jobs, run being built, done, progress,
+    scheduler=). ``hosts``: each rank's host where the traces do not say it (tracekit.hosts: a mapping,
+    or N consecutive ranks per host)."""
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
@@ -183,16 +118,17 @@ def ingest_run(paths, out: str, *, jobs: int | None = None, on_error: str = "fai
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     with writer_lock(out):
         recover(out)
-        return _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler,
+        return _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
                               {"hosts": hosts, "align": bool(align)})
 
 
-def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, scheduler, options=None) -> bool:
+def _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
+                   options=None) -> bool:
     options = options or {"hosts": None, "align": True}
     options["hosts"] = parse_hosts_option(options["hosts"])  # a bad --hosts fails before any work
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
-    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
+    if os.path.isdir(out) and os.listdir(out) and not is_run(out):
         raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MANIFEST}); a run "
                             "replaces its directory, so choose another -o (or remove that directory yourself)")
     real = os.path.realpath(out)
@@ -203,12 +139,13 @@ def _ingest_locked(files, out, jobs, on_error, force, ranks, show_progress, sche
     if not force and os.path.isdir(out) and is_up_to_date(out, files, options):
         return False
     given = match_rank_options(ranks or {}, files)
-    tmp = version_dir(out)  # built beside the run, switched in whole when complete (see guard.py)
-    os.makedirs(os.path.join(tmp, "events", "_parts"))
+    tmp = version_dir(out)  # built beside the run, switched in whole when complete (see layout/versions.py)
+    os.makedirs(os.path.dirname(staging_part(tmp, 0)))
     switched = False
     try:
         start = time.perf_counter()
-        results, failures, executor = _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler)
+        results, failures, executor = _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress,
+                                                  scheduler)
         executor["timings"] = {"map_s": round(time.perf_counter() - start, 3)}  # parse and per-rank facts
         _finish(tmp, results, failures, executor, options)
         switch(tmp, out)
@@ -235,14 +172,14 @@ def cannot_write(out: str, exc: OSError) -> str:
             "(an earlier run there is intact). Free space, or choose another -o")
 
 
-def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None):
+def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, scheduler=None):
     cores = max(1, jobs or os.cpu_count() or 1)
     jobs = min(cores, len(files))  # one process per file at a time; cores left over go to threads within a file
     threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1  # a remote worker's cores: unknown here
     total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
     whole_run = not scheduler and len(files) > 1 and total <= SMALL_RUN_BYTES
-    tasks = [(f, os.path.join(tmp, "events", "_parts", f"part-{i:05d}.parquet"), given.get(f), len(files) == 1,
-              threads, not whole_run) for i, f in enumerate(files)]
+    tasks = [(f, staging_part(tmp, i), given.get(f), len(files) == 1, threads, not whole_run)
+             for i, f in enumerate(files)]
     results: list[tuple[str, str, dict]] = []
     failures: list[dict] = []
     with IngestProgress(len(files), total, show_progress) as prog:
@@ -258,7 +195,7 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
                 for written in part_paths(part, MAX_WRITERS):
                     if os.path.exists(written):
                         os.remove(written)
-                shutil.rmtree(part[:-len(".parquet")] + "-facts", ignore_errors=True)
+                shutil.rmtree(part_facts_dir(part), ignore_errors=True)
             else:
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
@@ -269,35 +206,10 @@ def _ingest_all(files, tmp, jobs, on_error, given, show_progress, scheduler=None
             for task, (res, exc) in zip(batch, outcome):
                 done(task, res, exc, worker)
 
-        if scheduler:
-            from .on_dask import run_on_dask
-            executor = run_on_dask(groups, scheduler, jobs, tmp, batch_done, prog.poll)
-            executor["batches"] = len(groups)
-            return results, failures, executor
-        executor = {"kind": "process pool", "jobs": jobs, "facts": "whole run" if whole_run else "per rank", "cores": cores,
-                    "batches": len(groups)}
-        if jobs == 1:
-            worker_init(prog.queue)
-            for batch in groups:
-                batch_done(batch, _batch_task(batch))
-                prog.poll()
-            return results, failures, executor
-        with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(prog.queue,)) as pool:
-            pending = {pool.submit(_batch_task, b): b for b in groups}
-            try:
-                while pending:
-                    finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    prog.poll()
-                    for fut in finished:
-                        batch = pending.pop(fut)
-                        exc = fut.exception()
-                        if exc is not None:
-                            raise exc
-                        batch_done(batch, fut.result())
-            except BaseException:
-                for fut in pending:
-                    fut.cancel()
-                raise
+        executor = execute(groups, jobs, tmp, batch_done, prog, scheduler=scheduler)
+        executor["batches"] = len(groups)
+        if not scheduler:
+            executor.update(facts="whole run" if whole_run else "per rank", cores=cores)
     return results, failures, executor
 
 
@@ -311,18 +223,18 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         rank = res["trace"]["rank"]
         if rank < 0:
             raise RankError(f"{path}: rank {rank} is negative")
-        dest = os.path.join(tmp, "events", f"rank={rank}")
+        dest = rank_dir(tmp, rank)
         os.makedirs(dest)
         for i, written in enumerate(res["parts"]):
             os.replace(written, os.path.join(dest, f"part-{i}.parquet"))
-        if os.path.isdir(_facts_dir(part)):
-            place_facts(_facts_dir(part), tmp, res.get("facts_label", rank))
-    os.rmdir(os.path.join(tmp, "events", "_parts"))
+        if os.path.isdir(part_facts_dir(part)):
+            place_facts(part_facts_dir(part), tmp, res.get("facts_label", rank), FACTS, REDUCED + [CLOCKS])
+    os.rmdir(os.path.dirname(staging_part(tmp, 0)))
     traces = [r[2]["trace"] for r in results]
     assign_hosts(traces, options["hosts"])
     pgs = [pg for r in results for pg in r[2]["process_groups"]]
-    pq.write_table(rows_table(traces, TRACES_SCHEMA), os.path.join(tmp, "traces.parquet"))
-    pq.write_table(rows_table(pgs, PG_SCHEMA), os.path.join(tmp, "process_groups.parquet"))
+    pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
+    pq.write_table(rows_table(pgs, PG_SCHEMA), table_path(tmp, "process_groups"))
     if executor.get("facts") == "whole run":
         try:
             derive_run(tmp, threads=executor.get("cores", 1), align=options["align"],
@@ -334,7 +246,7 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 one = os.path.join(tmp, f"_facts-{rank}")
                 derive_rank(rank_parts(tmp, rank), rank, res["trace"],
                             res["process_groups"], one)
-                place_facts(one, tmp, rank)
+                place_facts(one, tmp, rank, FACTS)
     timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
     manifest = {
@@ -350,4 +262,4 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         "failures": failures,
         "options": options,
     }
-    write_json_atomic(os.path.join(tmp, MANIFEST), manifest)
+    write_manifest(tmp, manifest)

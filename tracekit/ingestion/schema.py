@@ -1,6 +1,7 @@
 """Arrow schemas of the run's tables and the msgspec types that decode one trace event.
 
-A run directory records ``SCHEMA_VERSION``; a run of another version is re-ingested, never misread.
+A run directory records ``SCHEMA_VERSION``; a run of another version is refused when opened (the error says
+to ingest its traces again), never misread; an ingest into it rebuilds it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 
+from ..table_meta import first_of, note_of
+
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
 
@@ -90,13 +92,6 @@ def to_html(table: pa.Table) -> str:
                                     for c in table.column_names) + "</tr>" for r in table.to_pylist())
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-
-FIRST_KEY = b"tracekit.first"  # schema metadata: the columns a reader needs first (kept when space is short)
-
-
-def first_of(table: pa.Table) -> list[str]:
-    meta = table.schema.metadata or {}
-    return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
 
 
 def _header_lines(name: str, width: int) -> str:
@@ -233,8 +228,6 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
     """Write ``table`` in ``fmt`` to the file ``out`` or to stdout; a report's note (what it left out)
     goes to stderr, so that the data on stdout stays machine-readable."""
-    from ..reports.base import note_of
-
     table = pick_columns(table, _chosen_columns())
     note = note_of(table)
     if note:
@@ -250,7 +243,7 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
                 raise TracekitError("--format parquet needs -o FILE (it is binary)")
             pq.write_table(table, sys.stdout.buffer)
             return
-        from .stream import target
+        from .target import target
         with target(out, binary=True) as f:
             pq.write_table(table, f)
         return
@@ -260,7 +253,7 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
         if out is not None:
             from rich.console import Console
 
-            from .stream import target
+            from .target import target
             with target(out, binary=False) as f:
                 print_rich(table, title, Console(file=f, width=200))
             return
@@ -271,6 +264,6 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
         import sys
         sys.stdout.write(safe_text(text) if sys.stdout.isatty() else text)
     else:
-        from .stream import target
+        from .target import target
         with target(out, binary=False) as f:
             f.write(text)

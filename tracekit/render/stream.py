@@ -4,16 +4,15 @@ A table for the terminal shows its first TABLE_ROWS rows (more is not read, nor 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
 import sys
 
 import pyarrow as pa
 
 from . import _jsonable, pick_columns, print_rich, safe_text
+from .target import target
 
 TABLE_ROWS = 10_000
 
@@ -44,30 +43,6 @@ def write_batches(schema: pa.Schema, batches, fmt: str, out: str | None = None) 
             return n
         clean = _clean_for(f)
         return {"csv": _csv, "json": _json, "markdown": _markdown}[fmt](schema, batches, f, clean)
-
-
-@contextlib.contextmanager
-def target(out: str | None, binary: bool):
-    if out is None:
-        yield sys.stdout.buffer if binary else sys.stdout
-        return
-    from ..errors import TracekitError
-
-    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.tmp-{os.getpid()}")
-    try:
-        f = open(tmp, "wb" if binary else "w", newline=None if binary else "")
-    except OSError as exc:
-        raise TracekitError(f"{out}: cannot write it ({exc.strerror}); check that its directory exists and "
-                            "is writable") from None
-    try:
-        with f:
-            yield f
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise TracekitError(f"{out}: cannot write it ({exc.strerror})") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
 
 
 def _clean_for(f):

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from .. import sql as _sql
 from ..errors import TracekitError
+from ..table_meta import FIRST_KEY, NOTE_KEY
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,6 @@ class Report:
         if note:
             meta[NOTE_KEY] = note.encode()
         if self.first:
-            from ..render import FIRST_KEY
             meta[FIRST_KEY] = ",".join(self.first).encode()
         return table.replace_schema_metadata(meta) if meta else table
 
@@ -99,10 +99,4 @@ def why_empty(run, name: str, values: dict) -> str:
     return "no rows"
 
 
-NOTE_KEY = b"tracekit.note"
 
-
-def note_of(table: pa.Table) -> str | None:
-    """The note a report attached to its table (what it left out and why), or None."""
-    meta = table.schema.metadata or {}
-    return meta[NOTE_KEY].decode() if NOTE_KEY in meta else None

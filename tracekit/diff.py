@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from . import sql as _sql
 from .errors import QueryError, TracekitError
-from .render import FIRST_KEY
+from .table_meta import FIRST_KEY
 
 STEPS_BY = ("order", "number")
 # the columns a reader needs first (kept when the terminal is narrow)

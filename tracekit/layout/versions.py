@@ -8,7 +8,6 @@
 - One writer at a time: a lock file ``.NAME.lock`` beside the run.
 - Leftovers of a dead ingest (an unfinished version, a link it had not switched yet, a run of the old
   layout it had moved aside) are cleaned up, or put back, by the next ingest or reader.
-- Pool workers die with their parent.
 """
 
 from __future__ import annotations
@@ -17,14 +16,12 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import sys
 
 from ..errors import TracekitError
+from .paths import MANIFEST
 
 _LEFTOVER = re.compile(r"^(?:\.(?P<tmp>.+)\.(?:tmp|link)-(?P<p1>\d+)|(?P<old>.+)\.old-(?P<p2>\d+)"
                        r"|\.(?P<ver>.+)\.v-(?P<p3>\d+)-\d+)$")
-MANIFEST = "manifest.json"
 
 
 def version_dir(out: str) -> str:
@@ -161,18 +158,3 @@ def writer_lock(out: str):
     finally:
         f.close()
 
-
-def die_with_parent() -> None:
-    """In a pool worker: the kernel kills it when the process that started it dies (kill -9 included),
-    instead of leaving it parsing for minutes. Linux only; elsewhere a no-op."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before prctl took effect
-            os._exit(1)
-    except OSError:
-        pass

@@ -1,0 +1,78 @@
+"""Derive a run's facts again from its own events (the traces are not needed): for a run written by other
+rules, or on request (``tracekit ingest --rederive RUN``, ``tracekit.rederive(RUN)``).
+
+It goes through the same lock and switch as ingest: under the run's writer lock a new version is built
+beside the run (its events and tables linked, not copied, where the file system allows), the facts are
+derived into it, and the run's link is switched to it in one rename. A reader never sees half of it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pyarrow.parquet as pq
+
+from ..derive import derive_rank, reduce_run
+from ..errors import RunError
+from ..layout.manifest import read_manifest, write_manifest
+from ..layout.paths import EVENTS_DIR, TABLE_FILES, place_facts, rank_parts, table_path
+from ..layout.versions import recover, resolve_output, switch, version_dir, writer_lock
+from ..rules import FACTS, facts_key
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _share_inputs(src: str, dst: str) -> None:
+    """The events and tables of version ``src`` into the new version ``dst``: what derive reads."""
+    for name in TABLE_FILES.values():
+        _link_or_copy(os.path.join(src, name), os.path.join(dst, name))
+    for root, _dirs, files in os.walk(os.path.join(src, EVENTS_DIR)):
+        rel = os.path.relpath(root, src)
+        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        for f in files:
+            _link_or_copy(os.path.join(root, f), os.path.join(dst, rel, f))
+
+
+def rederive_run(run: str) -> None:
+    """Derive the facts of run ``run`` again from its events, as a new version switched in whole."""
+    out = resolve_output(os.path.abspath(run))
+    if read_manifest(out) is None:
+        raise RunError(f"{run}: not a tracekit run (no readable manifest.json); --rederive takes a run directory")
+    try:
+        with writer_lock(out):
+            recover(out)
+            _rederive_locked(out)
+    except OSError as exc:  # a read-only run, a full disk: nothing was replaced
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise RunError(f"{run}: cannot write its facts ({exc.strerror or exc}{where}); the run is unchanged. "
+                       "Re-derive a writable copy, or ingest the traces again with -o elsewhere") from None
+
+
+def _rederive_locked(out: str) -> None:
+    src = os.path.realpath(out)
+    manifest = read_manifest(src)
+    tmp = version_dir(out)
+    os.makedirs(tmp)
+    switched = False
+    try:
+        _share_inputs(src, tmp)
+        traces = pq.read_table(table_path(tmp, "traces")).to_pylist()
+        pgs = pq.read_table(table_path(tmp, "process_groups")).to_pylist()
+        for t in traces:
+            rank = t["rank"]
+            one = os.path.join(tmp, f"_facts-{rank}")
+            derive_rank(rank_parts(tmp, rank), rank, t, [p for p in pgs if p["rank"] == rank], one)
+            place_facts(one, tmp, rank, FACTS)
+        reduce_run(tmp, align=manifest.get("options", {}).get("align", True))
+        manifest["facts_key"] = facts_key()
+        write_manifest(tmp, manifest)
+        switch(tmp, out)
+        switched = True
+    finally:
+        if not switched:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,36 @@
+"""A run's Parquet files bound to a DuckDB connection: the ``events`` view (rank from the partition),
+``traces`` and ``process_groups``, and one view per stored fact. Built here once, for the store (all
+ranks) and for derive (one rank, or all)."""
+
+from __future__ import annotations
+
+from .paths import events_glob, facts_glob, table_path
+
+
+def sql_string(path: str) -> str:
+    """A path as a SQL string literal (DuckDB cannot bind a file name in DDL)."""
+    return "'" + path.replace("'", "''") + "'"
+
+
+def bind_events(con, run: str | None = None, *, files: list[str] | None = None, rank: int | None = None) -> None:
+    """``events`` over every rank of ``run``, or over one rank's ``files`` (their rank given)."""
+    if files is None:
+        con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet("
+                    f"{sql_string(events_glob(run))}, hive_partitioning = true, hive_types = {{'rank': BIGINT}})")
+    else:
+        con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
+                    f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
+
+
+def bind_tables(con, run: str, names=("traces", "process_groups"), *, materialize: bool = False) -> None:
+    """``traces`` and ``process_groups`` of ``run``: views, or tables read once (``materialize``)."""
+    kind = "TABLE" if materialize else "VIEW"
+    for name in names:
+        con.execute(f"CREATE {kind} {name} AS SELECT * FROM read_parquet({sql_string(table_path(run, name))})")
+
+
+def bind_fact(con, run: str, name: str) -> None:
+    """The stored fact ``name`` (every file of facts/NAME/) as a view of that name."""
+    con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(facts_glob(run, name))}, "
+                "union_by_name = true)")
+

@@ -1,0 +1,77 @@
+"""Where each part of a run directory lives (see tracekit/layout/__init__.py for the picture)."""
+
+from __future__ import annotations
+
+import os
+
+MANIFEST = "manifest.json"
+FACTS_DIR = "facts"
+EVENTS_DIR = "events"
+TABLE_FILES = {"traces": "traces.parquet", "process_groups": "process_groups.parquet"}
+
+
+def manifest_path(run: str) -> str:
+    return os.path.join(run, MANIFEST)
+
+
+def is_run(directory: str) -> bool:
+    """A complete run: its manifest is written last, so a half-built one has none."""
+    return os.path.isfile(manifest_path(directory)) and os.path.isdir(os.path.join(directory, EVENTS_DIR))
+
+
+def table_path(run: str, name: str) -> str:
+    """traces.parquet or process_groups.parquet of a run."""
+    return os.path.join(run, TABLE_FILES[name])
+
+
+def events_glob(run: str) -> str:
+    """Every events part of a run (hive-partitioned by rank)."""
+    return os.path.join(run, EVENTS_DIR, "*", "*.parquet")
+
+
+def rank_dir(run: str, rank: int) -> str:
+    return os.path.join(run, EVENTS_DIR, f"rank={rank}")
+
+
+def rank_parts(run: str, rank: int) -> list[str]:
+    """The Parquet files of one rank's events in a run (one, or two when two writers shared the work)."""
+    d = rank_dir(run, rank)
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+
+
+def staging_part(run: str, i: int) -> str:
+    """Where ingest's task ``i`` writes its events before they are placed by rank."""
+    return os.path.join(run, EVENTS_DIR, "_parts", f"part-{i:05d}.parquet")
+
+
+def part_facts_dir(part: str) -> str:
+    """Where the task that wrote events part ``part`` writes its rank's facts (NAME.parquet each)."""
+    return part[:-len(".parquet")] + "-facts"
+
+
+def facts_dir(run: str, name: str) -> str:
+    return os.path.join(run, FACTS_DIR, name)
+
+
+def facts_file(run: str, name: str, rank=None) -> str:
+    """facts/NAME/all.parquet (compacted, or derived for the whole run) or facts/NAME/rank-R.parquet."""
+    return os.path.join(facts_dir(run, name), "all.parquet" if rank is None else f"rank-{rank}.parquet")
+
+
+def facts_glob(run: str, name: str) -> str:
+    return os.path.join(facts_dir(run, name), "*.parquet")
+
+
+def place_facts(rank_facts: str, run: str, rank, names, whole_run_names=()) -> None:
+    """Move one rank's fact files (``rank_facts/NAME.parquet``) into the run's layout:
+    facts/NAME/rank-R.parquet (``rank`` 'LO-HI' for a batch of ranks derived together:
+    facts/NAME/rank-LO-HI.parquet); those of ``whole_run_names`` (derived there because the run is this
+    rank) become facts/NAME/all.parquet."""
+    for name in names:
+        os.makedirs(facts_dir(run, name), exist_ok=True)
+        os.replace(os.path.join(rank_facts, name + ".parquet"), facts_file(run, name, rank))
+    for name in whole_run_names:
+        if os.path.isfile(os.path.join(rank_facts, name + ".parquet")):
+            os.makedirs(facts_dir(run, name), exist_ok=True)
+            os.replace(os.path.join(rank_facts, name + ".parquet"), facts_file(run, name))
+    os.rmdir(rank_facts)

@@ -1,0 +1,37 @@
+"""The training config that tracekit.profiler.record_config recorded in a run's traces (model dims, batch,
+dtype, parallelism plan, process groups): read back for validate and whatif."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import TracekitError
+
+CONFIG_KEY = "tracekit_config"  # the traces' top-level key that holds it
+
+
+def read_config(metadata: dict) -> dict | None:
+    """The recorded config from a trace's top-level metadata (as stored in traces.metadata)."""
+    value = metadata.get(CONFIG_KEY)
+    if value is None:
+        return None
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def recorded_configs(run) -> dict[int, dict]:
+    """rank -> the config tracekit.profiler recorded in that rank's trace."""
+    out = {}
+    for r in run.sql("SELECT rank, metadata FROM traces ORDER BY rank").to_pylist():
+        cfg = read_config(json.loads(r["metadata"]))
+        if cfg is not None:
+            out[r["rank"]] = cfg
+    return out
+
+
+def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
+    """The run's config (the first rank's that has one); a clear error where no trace carries one."""
+    configs = recorded_configs(run) if configs is None else configs
+    if configs:
+        return next(iter(configs.values()))
+    raise TracekitError(f"{run.name}: the traces carry no training config (tracekit.profiler.record_config "
+                        "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")

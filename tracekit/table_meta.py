@@ -1,0 +1,20 @@
+"""What a result table carries beside its rows, in its Arrow schema metadata: a note (what a report left
+out and why, printed on stderr) and the columns a reader needs first (kept when the terminal is narrow).
+Reports write them, render reads them: this module sits below both."""
+
+from __future__ import annotations
+
+NOTE_KEY = b"tracekit.note"
+FIRST_KEY = b"tracekit.first"  # the columns a reader needs first (kept when space is short)
+
+
+def note_of(table) -> str | None:
+    """The note a report attached to its table (what it left out and why), or None."""
+    meta = table.schema.metadata or {}
+    return meta[NOTE_KEY].decode() if NOTE_KEY in meta else None
+
+
+def first_of(table) -> list[str]:
+    """The columns a report declared first, or []."""
+    meta = table.schema.metadata or {}
+    return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
