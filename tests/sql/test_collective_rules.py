@@ -235,3 +235,23 @@ def test_send_and_recv_without_peers_pair_in_a_two_rank_group(tmp_path):
     assert [(r["collective"], r["ranks"], r["status"], r["first_start_ns"], r["start_skew_ns"]) for r in got] == [
         ("sendrecv", "0,1", "clean", 10000, 1000), ("sendrecv", "0,1", "clean", 20000, 21000),
         ("sendrecv", "0,1", "clean", 39000, 1000), ("sendrecv", "0,1", "clean", 59000, 1000)]
+
+
+def test_ties_for_last_follow_one_rule_everywhere(tmp_path):
+    # three ranks, three allreduces (group of 3 by order). Starts (us):
+    #   #1: rank 0 at 10, ranks 1 and 2 both at 14  -> tied last: 1 and 2; the rule names rank 1
+    #   #2: rank 0 at 50, rank 1 at 53, rank 2 at 51 -> last 1; first 0
+    #   #3: rank 0 at 95, rank 1 at 90, rank 2 at 90 -> last 0; ranks 1 and 2 tied first: rank 1
+    starts = {0: (10, 50, 95), 1: (14, 53, 90), 2: (14, 51, 90)}
+    traces = {r: [step(1, 0, 1000)] + [e for t in ts for e in ar(t, 1024)] for r, ts in starts.items()}
+    run = ingest(tmp_path, traces, world=3)
+    inst = rows(run, "SELECT last_rank, last_tied, total_wait_ns FROM collective_instances ORDER BY first_start_ns")
+    assert inst == [{"last_rank": 1, "last_tied": 2, "total_wait_ns": 4000},
+                    {"last_rank": 1, "last_tied": 1, "total_wait_ns": 3000 + 2000},
+                    {"last_rank": 0, "last_tied": 1, "total_wait_ns": 5000 + 5000}]
+    waits = rows(run, "SELECT rank, is_last FROM collective_waits WHERE is_last ORDER BY ts_ns, rank")
+    assert [w["rank"] for w in waits] == [1, 1, 0]  # one last rank per instance, the same as last_rank
+    s = {r["rank"]: r for r in rows(run, "SELECT * FROM stragglers")}
+    assert {r: (v["instances"], v["times_last"], v["times_first"], v["caused_wait_ns"]) for r, v in s.items()} == {
+        0: (3, 1, 2, 10000), 1: (3, 2, 1, 4000 + 5000), 2: (3, 0, 0, 0)}
+    assert s[1]["last_share_pct"] == pytest.approx(200 / 3)

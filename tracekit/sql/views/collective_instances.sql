@@ -17,7 +17,8 @@
 -- @column end_skew_ns: latest end − earliest end, ns
 -- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs, without waiting), ns
 -- @column busbw_gbps: bus bandwidth over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal)
--- @column last_rank: the rank that started last (everyone else waited for it)
+-- @column last_rank: the rank that started last (everyone else waited for it); ranks tied at the latest start: the lowest rank number (collective_waits.is_last)
+-- @column last_tied: ranks that share the latest start, count (1: no tie)
 -- @column total_wait_ns: sum over ranks of (last_start_ns − own start), ns
 -- @column hosts: distinct hosts of the ranks present (traces.host), count
 -- @column link_kind: intra-node (one host), inter-node (every rank on a host of its own), mixed (several hosts, some with several of its ranks), NULL when a rank's host is unknown
@@ -39,7 +40,8 @@ i AS (
            any_value(order_status) AS order_status,
            max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
            max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
-           min(dur_ns) AS transfer_ns, arg_max(rank, ts_ns) AS last_rank, sum(wait_ns) AS total_wait_ns,
+           min(dur_ns) AS transfer_ns, min(rank) FILTER (WHERE is_last) AS last_rank,
+           count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, sum(wait_ns) AS total_wait_ns,
            count(DISTINCT h.host) AS hosts, bool_or(h.host IS NULL) AS host_unknown
     FROM collective_waits LEFT JOIN (SELECT rank, host FROM traces) h USING (rank), world
     GROUP BY instance_key)
@@ -53,7 +55,7 @@ SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
             ELSE 'clean' END AS status,
        bytes, first_start_ns, last_start_ns, start_skew_ns, end_skew_ns, transfer_ns,
        CASE WHEN transfer_ns > 0 THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS busbw_gbps,
-       last_rank, total_wait_ns, hosts,
+       last_rank, last_tied, total_wait_ns, hosts,
        CASE WHEN NOT host_unknown THEN CASE WHEN hosts = 1 THEN 'intra-node' WHEN hosts = ranks_present THEN 'inter-node'
                                             ELSE 'mixed' END END AS link_kind
 FROM i;

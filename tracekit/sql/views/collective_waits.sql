@@ -23,7 +23,9 @@
 -- @column end_ns: this rank's end on the aligned clock, ns
 -- @column dur_ns: this rank's duration, ns
 -- @column wait_ns: last start across ranks − this rank's start: time spent waiting for the last rank, ns
--- @column is_last: this rank started last
+-- @column is_last: this rank is the instance's last: it started last; of several ranks that started at the same latest ns, the lowest rank number (one tie rule, shared by collective_instances.last_rank and stragglers)
+-- @column is_first: this rank started first; of several at the same earliest ns, the lowest rank number
+-- @column starts_last: this rank's start is the latest of the instance (every tied rank: true)
 -- @column order_status: order matching only: aligned, before window (no partner: another rank's profile starts later) or unaligned (the whole group); NULL for id/seq matching
 CREATE OR REPLACE VIEW collective_waits AS
 WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: the peer is the other one
@@ -80,5 +82,8 @@ k AS (
 SELECT instance_key, match_method, rank, event_index, collective, match_collective, group_size, bytes,
        ts_ns, end_ns, dur_ns,
        max(ts_ns) OVER (PARTITION BY instance_key) - ts_ns AS wait_ns,
-       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS is_last, order_status
+       rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns DESC, rank) AS is_last,
+       order_status,
+       rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns, rank) AS is_first,
+       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS starts_last
 FROM k;
