@@ -20,6 +20,7 @@ def test_readme_shows_the_quickstart_verbatim():
     assert (ROOT / "examples" / "quickstart.py").read_text() in blocks
 
 
+@pytest.mark.slow  # torchrun, 2 ranks
 def test_quickstart_then_validate_and_report(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
     project = tmp_path / "project"  # a user's project: the one file, nothing else from this repository

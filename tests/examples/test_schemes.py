@@ -12,6 +12,7 @@ from tracekit.validate import validate
 
 torch = pytest.importorskip("torch", reason="the examples need torch (pip install torch==2.13.0)")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # every test trains with torchrun
 SCHEMES = [("ddp", 2), ("zero1", 2), ("zero2", 2), ("fsdp", 2), ("tp", 2), ("tp-sp", 2), ("pp", 2), ("tp-dp", 4)]
 
 
@@ -66,7 +67,6 @@ def test_readme_validate_sample_is_what_the_default_command_prints(tmp_path):
     assert re.search(r"--parallel fsdp --trace-dir traces/fsdp\ntracekit validate traces/fsdp", readme)
 
 
-@pytest.mark.slow
 def test_compiled_model_runs_functional_collectives_and_validates_exactly(tmp_path):
     """torch.compile'd tensor parallelism: the allreduces are functional ops of the compiled graphs
     (aot_eager: the same graphs as inductor without generating code, so CI stays quick)."""

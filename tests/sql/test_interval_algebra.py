@@ -2,6 +2,7 @@
 own SQL over a comm_intervals table, checked against a plain Python computation."""
 
 import duckdb
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,7 @@ def overlap_rows(data, steps=()):
     return [dict(zip(cols, r)) for r in con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()]
 
 
+@pytest.mark.slow  # 150 examples, a DuckDB connection each
 @settings(max_examples=150, deadline=None)
 @given(rows, step_spans)
 def test_overlap_algebra(data, steps):
