@@ -167,6 +167,7 @@ def dask_cluster(tmp_path_factory):
                 p.kill()
 
 
+@pytest.mark.slow  # starts a Dask cluster
 def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
     traces = make_traces(tmp_path / "t")
     tracekit.ingest([traces], tmp_path / "local", jobs=1)
@@ -190,6 +191,7 @@ def _workers(address):
         return list(c.scheduler_info()["workers"])
 
 
+@pytest.mark.slow  # waits for the connection to time out
 def test_unreachable_scheduler_is_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", str(make_traces(tmp_path / "t")),
                         "-o", str(tmp_path / "run"), "--scheduler", "tcp://127.0.0.1:9"],
@@ -198,6 +200,7 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # real traces, ingested twice
 @pytest.mark.parametrize("traces", ["param_dlrm_kineto_8rank", "hta_trace_filter_2rank"])
 def test_whole_run_facts_equal_per_rank_facts_on_real_traces(tmp_path, monkeypatch, traces):
     """A run of small files derives its facts once for all ranks (derive_run); a larger one rank by rank.

@@ -11,6 +11,7 @@ import tracekit
 torch = pytest.importorskip("torch", reason="the profiler hook needs torch")
 
 
+@pytest.mark.slow  # profiles a training step with torch
 def test_handler_writes_template_path_and_config(tmp_path):
     from tracekit.profiler import record_config, trace_handler
     from tracekit.model.recorded import recorded_config
@@ -96,6 +97,7 @@ print(json.dumps({"found": found, "ran": ran, "refused": refused,
 """
 
 
+@pytest.mark.slow  # starts process groups in a subprocess
 def test_gloo_threads_names_each_groups_worker_threads(tmp_path):
     """The threads that gloo_threads finds (before profiling) are the ones that run each group's ops in
     the profiled trace afterwards; inside a profiler it refuses (its allreduces would be in the trace)."""

@@ -12,6 +12,7 @@ pytest.importorskip("matplotlib", reason="the sweep draws plots (pip install .[p
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # trains and ingests a sweep of runs (minutes)
 def test_quick_sweep_writes_plots(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "sweep.py"), "--out", str(tmp_path), "--quick"],
                           capture_output=True, text=True, timeout=900)
