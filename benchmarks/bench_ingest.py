@@ -12,7 +12,8 @@
 
 tracekit runs with --jobs N (default: every core; one file uses them as threads). Wall time and peak
 memory are of whole processes, imports included: the time is the median of --repeat runs (default 3),
-memory the peak of the summed RSS of the process and its workers (peak.py). Prints MB/s (JSON MB, decimal), events/s, peak RSS and the ratios HTA/tracekit.
+memory the peak of the summed RSS of the process and its workers (peak.py). Prints MB/s (JSON MB,
+decimal), events/s, peak RSS and the ratios HTA/tracekit.
 The machines are shared and noisy: read the ratios, not the seconds.
 """
 
@@ -31,8 +32,8 @@ import time
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from build_traces import build  # noqa: E402
-from install import describe as describe_install  # noqa: E402
+from build_traces import build
+from install import describe as describe_install
 
 HERE = pathlib.Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "traces"
@@ -155,7 +156,8 @@ def main(argv=None) -> int:
             row = run_case(name, path, work, size_mb <= args.hta_max_mb, args.jobs)
             results["ingest"].append(row)
             line = (f"{name:24} {row['json_mb']:6.0f} {row['events']:10,} | {row['tk_s']:10.2f} "
-                    f"{row['json_mb'] / row['tk_s']:5.0f} {row['events'] / row['tk_s']:10,.0f} {row['tk_rss_mb']:6.0f} | "
+                    f"{row['json_mb'] / row['tk_s']:5.0f} {row['events'] / row['tk_s']:10,.0f} "
+                    f"{row['tk_rss_mb']:6.0f} | "
                     f"{row['pure_s']:9.2f} {row['json_mb'] / row['pure_s']:5.0f} |")
             if "hta_s" in row:
                 line += (f" {row['hta_s']:6.2f} {row['hta_rss_mb']:6.0f} | {row['hta_s'] / row['tk_s']:6.1f} "

@@ -31,13 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from bench_ingest import measure  # noqa: E402
-from install import describe as describe_install  # noqa: E402
+from bench_ingest import measure
+from install import describe as describe_install
 
 REPORTS = [["summary"], ["collectives"], ["overlap", "--by", "step"], ["exposed", "--by", "group"], ["skew"],
            ["stragglers"]]

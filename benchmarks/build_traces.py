@@ -41,10 +41,11 @@ def build(src: str, out: str, target_mb: float) -> int:
         for i in range(copies):
             if i:
                 f.write(b",\n")
-                shift = i * span
-                text = ts.sub(lambda mm: b'"ts": ' + str(int(mm.group(1)) + shift).encode(), body)
-                text = step.sub(lambda mm: b"ProfilerStep#" + str(int(mm.group(1)) + i * nsteps).encode(), text)
-                f.write(ids.sub(lambda mm: b'"' + mm.group(1) + b'": ' + str(int(mm.group(2)) + i * id_span).encode(), text))
+                # (each substitution runs within this iteration; the default arguments bind its values)
+                text = ts.sub(lambda mm, d=i * span: b'"ts": ' + str(int(mm.group(1)) + d).encode(), body)
+                text = step.sub(lambda mm, d=i * nsteps: b"ProfilerStep#" + str(int(mm.group(1)) + d).encode(), text)
+                f.write(ids.sub(lambda mm, d=i * id_span: mm.group(1).join((b'"', b'": '))
+                                + str(int(mm.group(2)) + d).encode(), text))
             else:
                 f.write(body)
         f.write(b"\n" + tail)

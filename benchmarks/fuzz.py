@@ -21,7 +21,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.fuzz_mutations import check, mutate  # noqa: E402
+from tests.fuzz_mutations import check, mutate
 
 SHARED = ROOT.parent / "shared" / "traces"
 KINDS = ["truncate", "flip", "insert", "delete", "duplicate"]

@@ -19,7 +19,8 @@ rank end each collective up to J later than the transfer does (uniform, seeded),
 Links: --two-links gives groups on one host the INTRA law (NVLink-like) and groups spanning hosts the
 INTER law (network-like) instead of the one law.
 
-Beside the traces, `truth.jsonl` (one JSON line; not a .json, so that ingesting DIR skips it) says what a correct analysis must find: per rank, the collectives by
+Beside the traces, `truth.jsonl` (one JSON line; not a .json, so that ingesting DIR skips it) says what a
+correct analysis must find: per rank, the collectives by
 type, role (DP/TP/PP) and bytes per step x steps; the slow rank; the transfer bandwidth law.
 """
 
@@ -37,10 +38,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tracekit.comms.bandwidth import busbw_factor  # noqa: E402
-from tracekit.model.config import PRESETS, GPTShape, Plan  # noqa: E402
-from tracekit.model.params import rank_params  # noqa: E402
-from tracekit.model.predict import ddp_buckets, predict_rank  # noqa: E402
+from tracekit.comms.bandwidth import busbw_factor
+from tracekit.model.config import PRESETS, GPTShape, Plan
+from tracekit.model.params import rank_params
+from tracekit.model.predict import ddp_buckets, predict_rank
 
 TRUTH = "truth.jsonl"
 SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
@@ -208,7 +209,10 @@ class Rank:
         ]
         # compute beside it: a GEMM covering the first half of the slot (overlap), or the slot's second half
         # once the collective has ended (serial), or none
-        g0, g1 = (t_us, t_us + slot / 2) if self.knobs.compute == "overlap" else (max(t_us + slot / 2, end + 1), t_us + slot)
+        if self.knobs.compute == "overlap":
+            g0, g1 = t_us, t_us + slot / 2
+        else:
+            g0, g1 = max(t_us + slot / 2, end + 1), t_us + slot
         if self.knobs.compute != "none" and g1 > g0:
             self.events += [
                 {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
@@ -337,8 +341,8 @@ def pipeline_job(plan: Plan, model: GPTShape, steps: int, f_us: float) -> tuple[
                     cid = stable_id("gpipe", s, peer, st, phase, j)
                     for who, coll in ((s, "send"), (peer, "recv")):
                         seqs[who] += 1
-                        ranks[who].collective(ts + f_us, slot - f_us, coll, act, elem, {"pg_name": pg, "ranks": [s, peer]},
-                                              "PP", seqs[who], cid, (s, peer))
+                        ranks[who].collective(ts + f_us, slot - f_us, coll, act, elem,
+                                              {"pg_name": pg, "ranks": [s, peer]}, "PP", seqs[who], cid, (s, peer))
     truth = {str(s): sorted([["send", "PP", mb * ((s < pp - 1) + (s > 0)) * steps, 0],
                              ["recv", "PP", mb * ((s < pp - 1) + (s > 0)) * steps, 0]]) for s in range(pp)}
     return {r: rk.events for r, rk in ranks.items()}, truth
@@ -398,7 +402,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-rank", type=int, default=None, help="the late rank [default: the last]")
     ap.add_argument("--no-config", action="store_true", help="leave the training config out of the traces")
     ap.add_argument("--slow-op", default=None, metavar="NAME",
-                    help="the slow rank runs a CPU op NAME of --slow-us minus 6 us just before each launch (why it is late)")
+                    help="the slow rank runs a CPU op NAME of --slow-us minus 6 us just before each launch "
+                         "(why it is late)")
     ap.add_argument("--slow-us", type=float, default=SLOW_US, help="how late the slow rank arrives, us")
     ap.add_argument("--jitter-us", type=int, default=5, help="the others arrive (rank x 7) mod this, us (0: together)")
     ap.add_argument("--compute", choices=["overlap", "serial", "none"], default="overlap",

@@ -69,7 +69,9 @@ config = {"model": {"layers": layers, "hidden": hidden, "heads": heads, "vocab":
                    "groups": {"DP": dist._get_process_group_name(dist.group.WORLD)}},
           "steps": args.steps}
 
-activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if backend == "nccl" else [])
+activities = [torch.profiler.ProfilerActivity.CPU]
+if backend == "nccl":
+    activities.append(torch.profiler.ProfilerActivity.CUDA)
 schedule = torch.profiler.schedule(wait=1, warmup=1, active=args.steps, repeat=1)  # repeat=1: one cycle, one run
 gen = torch.Generator().manual_seed(1234 + rank)
 with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,

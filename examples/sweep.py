@@ -19,9 +19,9 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import tracekit  # noqa: E402
-from tracekit import plot as tkplot  # noqa: E402
-from tracekit.validate import validate  # noqa: E402
+import tracekit
+from tracekit import plot as tkplot
+from tracekit.validate import validate
 
 SCHEMES = {"ddp": 2, "zero1": 2, "fsdp": 2, "tp": 2, "tp-sp": 2, "pp": 2}
 
@@ -48,8 +48,8 @@ def measure(scheme, out, **dims) -> tuple[dict, object]:
     run = tracekit.open(train(scheme, out, **dims))
     rows = validate(run).to_pylist()
     total = sum(r["measured_bytes"] for r in rows)
-    return {"scheme": scheme, **dims, "measured_bytes": total, "predicted_bytes": sum(r["predicted_bytes"] for r in rows),
-            "rows": rows}, run
+    return {"scheme": scheme, **dims, "measured_bytes": total,
+            "predicted_bytes": sum(r["predicted_bytes"] for r in rows), "rows": rows}, run
 
 
 def main(argv=None) -> int:

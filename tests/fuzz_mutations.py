@@ -70,7 +70,7 @@ def check(data: bytes, workdir: pathlib.Path, gz: bool = False) -> str:
     ref = reference_events(data)
     assert ref is not None, "ingested a file that is not one JSON object with traceEvents"
     assert len(got) == len(ref), (len(got), len(ref))
-    for g, e in zip(got, ref):
+    for g, e in zip(got, ref, strict=True):
         assert g["ph"] == e.get("ph") and g["name"] == e.get("name"), (g, e)
         for col, key in (("ts_ns", "ts"), ("dur_ns", "dur")):
             v = e.get(key)

@@ -6,7 +6,7 @@
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
-from .errors import TracekitError  # noqa: E402
+from .errors import TracekitError  # noqa: E402 - after __version__, which the modules it loads import
 
 __all__ = ["Run", "TracekitError", "__version__", "advise", "diff", "doctor", "html", "ingest", "open", "rederive",
            "report", "timeline"]

@@ -17,8 +17,7 @@ import pyarrow as pa
 from . import sql as _sql
 from .comms.buckets import human_bytes
 from .errors import TracekitError
-from .table_meta import FIRST_KEY
-from .table_meta import NOTE_KEY
+from .table_meta import FIRST_KEY, NOTE_KEY
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
@@ -153,8 +152,9 @@ def straggler_finding(run) -> list[dict]:
                   "the step (data loading, the previous step's tail, its host); profile more steps to see it")
     else:
         change = None
-    change = change or (f"find why rank {s['rank']} is late: before its launches it spends {cause['diff_ms']:,.3f} ms more "
-              f"on {cause['kind']} {cause['name']} than the others (tracekit report RUN why_late)" if cause else
+    change = change or (f"find why rank {s['rank']} is late: before its launches it spends "
+              f"{cause['diff_ms']:,.3f} ms more on {cause['kind']} {cause['name']} than the others "
+              "(tracekit report RUN why_late)" if cause else
               f"find why rank {s['rank']} is late: nothing it runs before its launches explains it (tracekit "
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
@@ -179,7 +179,8 @@ def pipeline_finding(run, rp) -> list[dict]:
     # the same work in more, smaller micro-batches: the bubble, (pp - 1) micro-batch slots, shrinks as 1/mb
     saving = bubble * (1 - mb / target) if mb < target else None
     return [_finding("pipeline bubble", f"{len(rows)} pipeline ranks, {pp} stages, {mb} micro-batches",
-                     f"stages idle {_ms(bubble)} per step (mean: starved, or waiting for their peer); a schedule of {mb} micro-batches over {pp} stages "
+                     f"stages idle {_ms(bubble)} per step (mean: starved, or waiting for their peer); a schedule "
+                     f"of {mb} micro-batches over {pp} stages "
                      f"idles (pp-1)/(mb+pp-1) = {100 * (pp - 1) / (mb + pp - 1):.0f} % of the step",
                      saving, f"more micro-batches ({mb} -> {target}) or an interleaved 1F1B schedule"
                      if saving else "already 4 micro-batches per stage or more: interleaved 1F1B", "medium",
@@ -209,7 +210,8 @@ def plan_finding(run, ctx) -> list[dict]:
                      f"{rp.plan.tp} x pp {rp.plan.pp}", f"predicted exposed communication {_ms(t)} per step against "
                      f"{_ms(own)} for the run's own plan ({rp.source})", own - t,
                      f"tracekit whatif RUN --dp {p.dp} --tp {p.tp} --pp {p.pp} (compute and memory per rank change "
-                     "too: the model predicts communication only)", "low", "tracekit whatif (sql/reports/_whatif_*.sql)")]
+                     "too: the model predicts communication only)", "low",
+                     "tracekit whatif (sql/reports/_whatif_*.sql)")]
 
 
 def _steps_text(run) -> str:
@@ -267,7 +269,8 @@ def _advise(run) -> pa.Table:
     found += hygiene_findings(run)
     for i, f in enumerate(found):
         f["priority"] = i + 1
-        f["saving_pct"] = None if f["saving_ms"] is None or not step["step_ms"] else 100 * f["saving_ms"] / step["step_ms"]
+        f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
+                           else 100 * f["saving_ms"] / step["step_ms"])
     note = f"step {step['step_ms']:,.3f} ms (mean window, {step['steps']} steps x {step['ranks']} ranks); {COMBINES}"
     if plan_note:
         note += f"; no plan finding: {plan_note}"

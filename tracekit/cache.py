@@ -68,7 +68,8 @@ def touch(run_dir: str) -> None:
 def enforce_cap(keep: str) -> list[str]:
     """Remove least recently used runs until the cache fits its cap; never ``keep``. Returns the removed."""
     cap = settings.cache_max_bytes()
-    runs = [(os.path.join(root(), n)) for n in os.listdir(root()) if n.startswith("run-")] if os.path.isdir(root()) else []
+    base = root()
+    runs = [os.path.join(base, n) for n in os.listdir(base) if n.startswith("run-")] if os.path.isdir(base) else []
     sizes = {d: _size(d) for d in runs}
     total = sum(sizes.values())
     removed = []

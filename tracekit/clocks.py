@@ -28,11 +28,14 @@ TABLE_DOC = ("clock_offsets: each host's clock against the reference host's (tha
 OFFSET_COLUMNS = [
     ("host", pa.string(), "host (traces.host; NULL: the ranks whose host is unknown)"),
     ("ranks", pa.int64(), "ranks on this host, count"),
-    ("offset_ns", pa.int64(), "added to this host's timestamps at ref_ns to put them on the reference host's clock, ns"),
-    ("drift_ppm", pa.float64(), "clock rate difference: the correction grows by drift_ppm x 1e-6 ns per ns after ref_ns"),
+    ("offset_ns", pa.int64(), ("added to this host's timestamps at ref_ns to put them on the reference host's "
+                               "clock, ns")),
+    ("drift_ppm", pa.float64(), ("clock rate difference: the correction grows by drift_ppm x 1e-6 ns per ns after "
+                                 "ref_ns")),
     ("ref_ns", pa.int64(), ("raw time at which offset_ns holds: a timestamp ts becomes ts + offset_ns + "
                             "drift_ppm x 1e-6 x (ts - ref_ns), ns")),
-    ("uncertainty_ns", pa.int64(), "standard error of offset_ns (robust scatter of the instances' residuals / sqrt(n)), ns"),
+    ("uncertainty_ns", pa.int64(), ("standard error of offset_ns (robust scatter of the instances' residuals "
+                                    "/ sqrt(n)), ns")),
     ("instances", pa.int64(), "collective instances spanning this host and another that the estimate used, count"),
     ("status", pa.string(), ("reference, aligned, single host, no shared collective (with the reference host's "
                              "hosts), unknown host, or not aligned (--no-align)")),
@@ -72,7 +75,7 @@ def estimate(con, align: bool = True) -> pa.Table:
         else:
             _solve(con, named, rows)
     # numpy scalars to Python ones; rows_table, not from_pylist (which imports pandas into every ingest)
-    return rows_table([{k: getattr(v, "item", lambda: v)() for k, v in rows[h].items()} for h, _, _ in hosts],
+    return rows_table([{k: v.item() if hasattr(v, "item") else v for k, v in rows[h].items()} for h, _, _ in hosts],
                       OFFSETS_SCHEMA)
 
 
@@ -153,7 +156,7 @@ def _component(H: int, a, b, start: int):
             u = parent[u]
         return u
 
-    for u, v in zip(a.tolist(), b.tolist()):
+    for u, v in zip(a.tolist(), b.tolist(), strict=True):
         ru, rv = find(u), find(v)
         if ru != rv:
             parent[ru] = rv

@@ -174,7 +174,8 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
         reduce_on(con, parquet_of, fail, align, timings)
 
 
-def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> None:
+def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
+              timings: dict | None = None) -> None:
     """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned

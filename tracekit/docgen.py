@@ -9,8 +9,8 @@ import sys
 
 from . import sql as _sql
 from .reports import REGISTRY
-from .schema_doc import documented_objects
 from .rules import FACT_TABLES
+from .schema_doc import documented_objects
 
 
 def render() -> str:

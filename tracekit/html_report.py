@@ -1,18 +1,18 @@
 """`tracekit html RUN -o report.html`: one self-contained page (no network: the Plotly bundle is embedded)
-with the run's identity, then advise's findings, then what summary, collectives, overlap, exposed --by group, skew and, when the
-run carries a training config, validate say, with interactive charts (values on hover). Wide tables show
-the columns a reader needs first, the rest one click away; a section with nothing to show says why."""
+with the run's identity, then advise's findings, then what summary, collectives, overlap, exposed --by
+group, skew and, when the run carries a training config, validate say, with interactive charts (values on
+hover). Wide tables show the columns a reader needs first, the rest one click away; a section with nothing
+to show says why."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
 
-
 from . import __version__, figures
-from .plot import SIZES_SQL
 from .errors import TracekitError
 from .html_tables import FIRST, identity_table, report_html, table, why
+from .plot import SIZES_SQL
 from .table_meta import note_of
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}

@@ -44,7 +44,7 @@ def message_sizes(runs: dict, path: str, title: str = "Message sizes per collect
         raise TracekitError(f"no message sizes to plot for {', '.join(map(str, empty))}: no collective there has "
                             "a size (no communication, or traces recorded without record_shapes=True)")
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False)
-    for ax, (label, rows) in zip(axes[:, 0], data.items()):
+    for ax, (label, rows) in zip(axes[:, 0], data.items(), strict=True):
         buckets = sorted({(r["size_bucket_lo"], r["size_bucket"]) for r in rows})
         colls = sorted({r["collective"] for r in rows})
         width = 0.8 / max(len(colls), 1)
@@ -84,7 +84,10 @@ def overlap(run, path: str) -> str:
                    "ORDER BY rank").to_pylist()
     if not rows:
         raise TracekitError(f"{run.name}: nothing to plot: the traces hold no GPU kernel and no Gloo op")
-    ms = lambda k: [r[k] / 1e6 for r in rows]  # noqa: E731
+
+    def ms(k):
+        return [r[k] / 1e6 for r in rows]
+
     return _hidden_exposed(path, [str(r["rank"]) for r in rows], ms("overlap_ns"), ms("exposed_comm_ns"),
                            ms("compute_ns"), "rank", "ms", "Communication overlap")
 
@@ -175,7 +178,8 @@ def fitted_laws(pts: dict, laws: list[dict], path: str) -> str:
         lo, hi = min(x for x, _ in mine), max(x for x, _ in mine)
         xs = [lo * 0.5, hi * 2]
         ax.plot(xs, [f["latency_us"] + x / (f["bus_gbps"] * 1e3) for x in xs], color=color,
-                label=f"{f['collective']} {f['kind']} {f['link_kind']}: {f['latency_us']:.1f} us + traffic / {f['bus_gbps']:.1f} GB/s")
+                label=f"{f['collective']} {f['kind']} {f['link_kind']}: {f['latency_us']:.1f} us + traffic / "
+                      f"{f['bus_gbps']:.1f} GB/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bus traffic, bytes (message x bus factor)")

@@ -118,7 +118,8 @@ def check_config(config: dict) -> dict:
     for k in config:
         if k not in top:
             raise TracekitError(f"record_config: unknown key {k!r}; the config takes {', '.join(sorted(top))}")
-    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, {"groups", "scheme", "batch", "schedule", "compile"})):
+    plan_extra = {"groups", "scheme", "batch", "schedule", "compile"}
+    for part, cls, extra in (("model", GPTShape, set()), ("plan", Plan, plan_extra)):
         given = config.get(part)
         if not isinstance(given, dict):
             raise TracekitError(f"record_config: the config needs a {part!r} dict "

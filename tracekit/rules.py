@@ -38,8 +38,8 @@ TABLE_NAMES: list[str] = ["events", "traces", "process_groups"]
 
 # Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
 FACT_TABLES = {
-    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"), ("canonical", "VARCHAR", "canonical dtype name"),
-                  ("bytes", "BIGINT", "bytes per element"),
+    "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"),
+                  ("canonical", "VARCHAR", "canonical dtype name"), ("bytes", "BIGINT", "bytes per element"),
                   ("kernel_suffix", "BOOLEAN", "NCCL spells the dtype so at the end of a kernel's name (_f32, _bf16)")],
     "tk_busbw_factors": [("collective", "VARCHAR", "collective"),
                          ("coeff", "DOUBLE", "the factor, or its coefficient when per_rank_share"),
@@ -49,10 +49,13 @@ FACT_TABLES = {
                         ("hi_bytes", "BIGINT", "upper edge, bytes (exclusive)"), ("label", "VARCHAR", "human label"),
                         ("bucket_order", "INTEGER", "sort order")],
     "tk_comm_kernels": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
-                        ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind: % any text, _ any one character)"),
-                        ("library", "VARCHAR", "nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, ..."),
+                        ("pattern", "VARCHAR",
+                         "kernel name pattern (SQL LIKE, case-blind: % any text, _ any one character)"),
+                        ("library", "VARCHAR",
+                         "nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, ..."),
                         ("kind", "VARCHAR", "collective, p2p, ep_dispatch, ep_combine or sync"),
-                        ("collective", "VARCHAR", "the collective the name says (NULL: read it from the name, see tk_collective)"),
+                        ("collective", "VARCHAR",
+                         "the collective the name says (NULL: read it from the name, see tk_collective)"),
                         ("source", "VARCHAR", "the public source that names the kernel")],
     "tk_kernel_families": [("rule_order", "INTEGER", "the first pattern a kernel name matches wins"),
                            ("pattern", "VARCHAR", "kernel name pattern (SQL LIKE, case-blind, backslash escapes _)"),
@@ -97,8 +100,9 @@ def _facts_key(catalogue: tuple) -> str:
 
 def define_base(con, size_buckets: list[int] | None = None) -> None:
     """The fact tables and macros every connection has, run or single rank."""
-    rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS), "tk_size_buckets": bucket_rows(size_buckets),
-            "tk_comm_kernels": comm_kernel_rows(), "tk_kernel_families": family_rows()}
+    rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS),
+            "tk_size_buckets": bucket_rows(size_buckets), "tk_comm_kernels": comm_kernel_rows(),
+            "tk_kernel_families": family_rows()}
     for name, cols in FACT_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)

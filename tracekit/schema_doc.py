@@ -11,7 +11,8 @@ from .rules import VIEWS
 # The tables a run stores as written at ingest: name -> (columns doc, what a row is). The views after them
 # are documented in their .sql headers.
 TABLES = {
-    "events": (EVENT_COLUMNS, "every event of every trace, one row each, nothing dropped (plus rank from the partition)"),
+    "events": (EVENT_COLUMNS,
+               "every event of every trace, one row each, nothing dropped (plus rank from the partition)"),
     "traces": (TRACE_COLUMNS, "one row per ingested trace file"),
     "process_groups": (PG_COLUMNS, "process groups from distributedInfo.pg_config, one row per (rank, group)"),
 }
@@ -59,5 +60,6 @@ def _report_schema(name: str, objects: list[str]) -> pa.Table:
         cols = _sql.load("reports", name).columns
         return pa.Table.from_pylist([{"object": f"report {name}", "column": c, "type": "", "meaning": m}
                                      for c, m in cols])
-    hint = describe(f"Catalog Error: Table with name {name} does not exist!", list(dict.fromkeys(objects + list(REGISTRY))))
+    hint = describe(f"Catalog Error: Table with name {name} does not exist!",
+                    list(dict.fromkeys(objects + list(REGISTRY))))
     raise TracekitError(f"schema: {hint.replace(' (`tracekit schema RUN` lists every column)', '')}")

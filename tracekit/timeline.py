@@ -7,12 +7,14 @@ ranks of each instance, and an instant event on the rank that arrived last. `ste
 and ops of a step range; `kernels_only` keeps only comm and compute kernels (so that a 1,024-rank job
 stays openable). Times are written exactly (microseconds with three decimals, from the nanoseconds).
 Times are on the aligned clock (each host's offset from clock_offsets applied), so that ranks of several
-hosts line up; a run ingested with --no-align shows the raw clocks. The output is JSON Object Format with `traceEvents`: tracekit (and HTA, Perfetto) read it back.
+hosts line up; a run ingested with --no-align shows the raw clocks. The output is JSON Object Format with
+`traceEvents`: tracekit (and HTA, Perfetto) read it back.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 
@@ -153,11 +155,12 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
         shown = [r for r in members if ranks is None or ranks[0] <= r <= ranks[1]]
         if not shown:
             continue
-        args = {"instance": key, "bytes": None if nbytes is None else int(nbytes), "start_skew_us": skew / 1e3, "last_rank": last}
+        args = {"instance": key, "bytes": None if nbytes is None else int(nbytes), "start_skew_us": skew / 1e3,
+                "last_rank": last}
         for r in shown:
             put(_ev("X", coll, r, INSTANCE_TID, first_ns, end_ns - first_ns, cat="tracekit", args=args))
         counts["instances"] += 1
-        for a, b in zip(shown, shown[1:]):  # an arrow from each rank of the instance to the next
+        for a, b in itertools.pairwise(shown):  # an arrow from each rank of the instance to the next
             flow += 1
             put(_ev("s", coll, a, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow}'))
             put(_ev("f", coll, b, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow},"bp":"e"'))

@@ -26,8 +26,8 @@ from .comms.bandwidth import busbw_factor
 from .comms.buckets import human_bytes
 from .errors import TracekitError
 from .model.roles import role_sizes
-from .table_meta import FIRST_KEY, NOTE_KEY
 from .run_plan import RunPlan, resolve
+from .table_meta import FIRST_KEY, NOTE_KEY
 
 MODELLED = {"allreduce", "allgather", "reduce_scatter", "broadcast", "send", "recv"}
 IGNORED = {"barrier", "unknown"}  # tiny or unidentified: neither modelled nor a reason to refuse
@@ -44,8 +44,8 @@ def points(run, rp: RunPlan | None = None) -> dict[tuple[str, str], list]:
         kind = rp.role(r["rank"], r["pg_name"], r["pg_desc"], r["group_size"], coll)
         f = busbw_factor(coll, r["group_size"])
         if f:
-            pts.setdefault((coll, kind, r["link_kind"] or "unknown"), []).append((r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"],
-                                                     r["source"]))
+            pts.setdefault((coll, kind, r["link_kind"] or "unknown"), []).append(
+                (r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"], r["source"]))
     return pts
 
 
@@ -81,7 +81,8 @@ def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
             slope, intercept = y.sum() / x.sum(), 0.0
         if slope <= 0 or intercept < 0:  # noise beats the size effect: one bandwidth, no latency,
             slope, intercept = y.sum() / x.sum(), 0.0  # which keeps the measured total time
-        out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p), "sizes": len({b for _, _, b, _, _ in p}),
+        out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p),
+                    "sizes": len({b for _, _, b, _, _ in p}),
                     "latency_us": intercept / 1e3, "bus_gbps": 1.0 / slope,
                     "min_bytes": min(b for _, _, b, _, _ in p), "max_bytes": max(b for _, _, b, _, _ in p),
                     "min_ranks": min(n for *_, n, _ in p), "max_ranks": max(n for *_, n, _ in p),
@@ -106,7 +107,7 @@ def measured(run, rp: RunPlan) -> dict[tuple[str, str], dict]:
             a[k] = None if a[k] is None or r[k] is None else a[k] + r[k]
     steps = _steps(run)
     out: dict[tuple[str, str], dict] = {}
-    for (role, coll, rank), a in sorted(per.items()):
+    for (role, coll, _rank), a in sorted(per.items()):
         best = out.get((role, coll))
         rank_key = (a["bytes"] or 0, a["count"], a["transfer_ns"] or 0, a["dur_ns"] or 0)
         if best is None or rank_key > best["_key"]:  # most bytes, then the longest transfer
@@ -227,7 +228,8 @@ def predicted_rows(ctx: Context, target) -> list[dict]:
                               f"{human_bytes(law['min_bytes'])}-{human_bytes(law['max_bytes'])}")
                 n = 2 if coll == "sendrecv" else size[e.group]
                 if coll != "sendrecv" and not law["min_ranks"] <= n <= law["max_ranks"]:
-                    notes.add(f"extrapolated: groups of {n} ranks, measured {law['min_ranks']:.0f}-{law['max_ranks']:.0f}")
+                    notes.add(f"extrapolated: groups of {n} ranks, measured "
+                              f"{law['min_ranks']:.0f}-{law['max_ranks']:.0f}")
                 if law["warning"]:
                     notes.add(f"weak law: {law['warning']}")
                 f = busbw_factor(e.collective, size[e.group]) or 0.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-
 from model import GPT
 
 LR = 1e-3
@@ -16,7 +15,8 @@ def lm_loss(logits, targets):
 
 
 def _train_step(model, opt, args):
-    forward = torch.compile(model, backend=args.compile) if args.compile else model  # collectives become functional ops in its graphs
+    # compiled, the collectives become functional ops in its graphs
+    forward = torch.compile(model, backend=args.compile) if args.compile else model
 
     def step(x, y):
         loss = lm_loss(forward(x), y)
@@ -60,8 +60,13 @@ def tensor_parallel(model, mesh, sequence_parallel: bool):
     row-parallel layer); with sequence parallelism, norms shard the sequence and the allreduces become
     allgather + reduce_scatter."""
     from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
-                                                   SequenceParallel, parallelize_module)
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
 
     for block in model.blocks.values():
         plan = {"attn.q": ColwiseParallel(), "attn.k": ColwiseParallel(), "attn.v": ColwiseParallel(),

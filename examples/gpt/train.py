@@ -8,7 +8,8 @@
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp-sp --trace-dir traces/tp-sp
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel pp --trace-dir traces/pp
     python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel tp-dp --trace-dir traces/tp-dp
-    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --compile --trace-dir traces/tp-compile
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --compile \
+        --trace-dir traces/tp-compile
 
 --compile runs the model through torch.compile (inductor; --compile aot_eager skips code generation):
 its collectives become functional ops (_c10d_functional::all_reduce_ ...) inside the compiled graphs.
@@ -27,8 +28,8 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GPTConfig  # noqa: E402
-from parallel import build_scheme  # noqa: E402
+from model import GPTConfig
+from parallel import build_scheme
 
 SCHEMES = ("ddp", "zero1", "zero2", "fsdp", "tp", "tp-sp", "pp", "tp-dp")
 
@@ -46,7 +47,8 @@ def parse_args(argv=None):
     ap.add_argument("--micro-batches", type=int, default=2, help="pipeline micro-batches per step")
     ap.add_argument("--schedule", choices=("gpipe", "1f1b"), default="1f1b", help="pipeline schedule")
     ap.add_argument("--steps", type=int, default=2, help="profiled (active) steps")
-    ap.add_argument("--compile", nargs="?", const="inductor", help="torch.compile the model with this backend (inductor if none given; not pp)")
+    ap.add_argument("--compile", nargs="?", const="inductor",
+                    help="torch.compile the model with this backend (inductor if none given; not pp)")
     return ap.parse_args(argv)
 
 

@@ -33,7 +33,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gpt"))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
-from model import GPT, MLP, GPTConfig  # noqa: E402
+from model import GPT, MLP, GPTConfig
 
 
 class MoE(nn.Module):
@@ -63,7 +63,7 @@ class MoE(nn.Module):
         expert_of = torch.arange(self.local).repeat(self.ep).repeat_interleave(got)
         by_expert = expert_of.argsort(stable=True)
         sizes = torch.bincount(expert_of, minlength=self.local).tolist()
-        out = torch.cat([f(chunk) for f, chunk in zip(self.experts, rows[by_expert].split(sizes))])
+        out = torch.cat([f(chunk) for f, chunk in zip(self.experts, rows[by_expert].split(sizes), strict=True)])
         out = out[by_expert.argsort()]
         # combine: the outputs go back to the ranks their tokens came from
         back = funcol.all_to_all_single_autograd(out, send, recv, self.group)  # (N*k, C) in dispatch order

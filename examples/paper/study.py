@@ -20,8 +20,8 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from tracekit.comms.bandwidth import busbw_factor  # noqa: E402
-from tracekit.model import PRESETS, GPTShape, Plan, predict_rank, total_params  # noqa: E402
+from tracekit.comms.bandwidth import busbw_factor
+from tracekit.model import PRESETS, GPTShape, Plan, predict_rank, total_params
 
 MODELS = ["gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b"]
 SEQS = [512, 1024, 2048, 4096, 8192]
@@ -91,7 +91,7 @@ def run(out: pathlib.Path, quick: bool) -> dict:
              for name, plan in schemes(n).items()}
     result["message_sizes"] = sizes
     fig, ax = plt.subplots(figsize=(9, 4))
-    for i, (name, rows) in enumerate(sizes.items()):
+    for i, rows in enumerate(sizes.values()):
         for r in rows:
             ax.scatter(r["message_bytes"], i, s=12 + 4 * r["count"] ** 0.5, alpha=0.6,
                        label=r["collective"], color={"allreduce": "C0", "allgather": "C1", "reduce_scatter": "C2",
@@ -100,7 +100,7 @@ def run(out: pathlib.Path, quick: bool) -> dict:
     human_axis(ax, "x")
     ax.set_yticks(range(len(sizes)), list(sizes))
     handles, labels = ax.get_legend_handles_labels()
-    uniq = dict(zip(labels, handles))
+    uniq = dict(zip(labels, handles, strict=True))
     ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("message size (area: messages per step)")
     ax.set_title(f"Message sizes per collective and scheme ({base}, {n} ranks, seq 2048)")

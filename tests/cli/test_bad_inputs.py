@@ -28,7 +28,8 @@ def ingest(capsys, *args):
 
 
 @pytest.mark.parametrize("events, words", [
-    (K + ',"args":{"In msg nelems":' + str(2**70) + "}}", "args['In msg nelems'] = 1180591620717411303424 does not fit"),
+    (K + ',"args":{"In msg nelems":' + str(2**70) + "}}",
+     "args['In msg nelems'] = 1180591620717411303424 does not fit"),
     (K + ',"args":{"External id":' + str(2**64) + "}}", "does not fit in 64 bits"),
     ('{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,"args":{"dtype":"\xff"}}', "event #0"),
     ('{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,"args":{"other":"\xff"}}', "event #0"),
@@ -229,7 +230,8 @@ def test_pool_workers_die_with_a_killed_ingest(tmp_path):
     for r in range(4):
         trace(tmp_path, big, f'"distributedInfo":{{"rank":{r}}}', name=f"rank{r}.json")
     proc = subprocess.Popen([sys.executable, "-m", "tracekit.cli.main", "ingest", str(tmp_path), "-o",
-                             str(tmp_path / "run"), "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(tmp_path / "run"), "--jobs", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
     deadline = time.time() + 60
     while time.time() < deadline and len(parent.children()) < 2:
@@ -257,7 +259,8 @@ def test_hostile_shapes_are_linear_and_bounded(tmp_path, capsys, monkeypatch):
     """A string full of "},{", events full of [{}, {}, ...], and a gap or a string past the event limit
     (TRACEKIT_MAX_EVENT_MB, lowered here to 1 MB): exact results, or a clear error, never a hang."""
     sep = trace(tmp_path, K + ',"zz":"' + "},{" * 300_000 + '"},' + K + "}", name="rank0.json")
-    objs = trace(tmp_path, ",".join(K + ',"zz":[' + ",".join(["{}"] * 300) + "]}" for _ in range(200)), name="rank1.json")
+    objs = trace(tmp_path, ",".join(K + ',"zz":[' + ",".join(["{}"] * 300) + "]}" for _ in range(200)),
+                 name="rank1.json")
     for p, n in ((sep, 2), (objs, 200)):
         run = tracekit.ingest([p], tmp_path / f"run-{n}", jobs=1)
         assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": n}]

@@ -30,7 +30,8 @@ def test_cache_is_capped_least_recently_used_first(tmp_path, monkeypatch, capsys
     time.sleep(0.05)
     rc = tracekit.open(c)
     left = sorted(n for n in os.listdir(tmp_path / "cache") if n.startswith("run-"))
-    assert left == sorted(os.path.basename(p) for p in (ra.directory, rc.directory)) and os.path.basename(rb.directory) not in left
+    assert left == sorted(os.path.basename(p) for p in (ra.directory, rc.directory))
+    assert os.path.basename(rb.directory) not in left
     assert main(["cache", "list", "--format", "csv"]) == 0
     listed = capsys.readouterr().out
     assert ra.directory in listed and rc.directory in listed and rb.directory not in listed

@@ -140,7 +140,8 @@ def test_stragglers_on_aligned_clocks_name_the_slow_rank(skewed):
 def test_link_kinds_and_per_link_laws(skewed):
     truth, run, _ = skewed
     # tp2 groups sit on one host (2 GPUs per host); dp4 and pp2 groups span hosts, one rank per host
-    kinds = {(r["pg_desc"], r["link_kind"]) for r in run.sql("SELECT DISTINCT pg_desc, link_kind FROM collectives").to_pylist()}
+    rows = run.sql("SELECT DISTINCT pg_desc, link_kind FROM collectives").to_pylist()
+    kinds = {(r["pg_desc"], r["link_kind"]) for r in rows}
     assert kinds == {("TP", "intra-node"), ("DP", "inter-node"), ("PP", "inter-node")}
     from tracekit.whatif import fit
     for f in fit(run):

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 import tracekit
+from tests.conftest import dist, write_trace
 from tracekit.cli.main import main
 from tracekit.ingestion.schema import SCHEMA_VERSION
-from tests.conftest import dist, write_trace
 
 
 def ev(name, ts, dur=1.0, **args):
@@ -164,6 +164,7 @@ def test_every_report_column_is_documented(two_ranks, tmp_path):
 
 def test_reference_doc_is_current():
     import pathlib
+
     from tracekit.docgen import render
     doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "reference.md"
     assert doc.read_text() == render(), "run: python -m tracekit.docgen > docs/reference.md"

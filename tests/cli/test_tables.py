@@ -27,7 +27,8 @@ def test_columns_picks_and_orders_columns_in_every_format(tmp_path):
     code, out, err = tk("report", "traces", "summary", "--columns", "top_collective,rank", "--format", "csv",
                         cwd=tmp_path, env=env)
     assert code == 0, err
-    assert out.splitlines()[0] == "top_collective,rank" and [x.split(",")[1] for x in out.splitlines()[1:]] == ["0", "1"]
+    assert out.splitlines()[0] == "top_collective,rank"
+    assert [x.split(",")[1] for x in out.splitlines()[1:]] == ["0", "1"]
     code, out, err = tk("sql", "traces", "SELECT 1 AS a, 2 AS b", "--columns", "b", "--format", "json",
                         cwd=tmp_path, env=env)
     assert json.loads(out) == [{"b": 2}]
@@ -109,8 +110,11 @@ def test_plot_writes_an_interactive_chart_without_matplotlib(tmp_path):
     env = _fsdp(tmp_path)
     no_mpl = ("import sys; sys.modules['matplotlib'] = None; from tracekit.cli.main import main; "
               "sys.exit(main(sys.argv[1:]))")
-    run = lambda *a: subprocess.run([sys.executable, "-c", no_mpl, *a], cwd=tmp_path, capture_output=True,  # noqa: E731
-                                    text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-c", no_mpl, *a], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
     r = run("plot", "traces", "-o", "sizes.html")
     assert r.returncode == 0 and r.stdout == "sizes.html\n", r.stderr
     page = (tmp_path / "sizes.html").read_text()

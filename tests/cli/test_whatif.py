@@ -88,7 +88,8 @@ def test_measured_column_is_the_busiest_ranks_transfer_time(tmp_path):
 
 @pytest.mark.parametrize("flags, why", [
     (["--tp", "3"], "impossible plan: tp 3 does not divide the model's 4 attention heads"),
-    (["--pp", "4", "--dp", "1"], "impossible plan: pp 4 does not divide the model's 2 layers (a stage would hold no layer)"),
+    (["--pp", "4", "--dp", "1"],
+     "impossible plan: pp 4 does not divide the model's 2 layers (a stage would hold no layer)"),
     (["--dp", "4"], "impossible plan: dp 4 x tp 2 x pp 1 = 8 ranks, the run has 2"),
     (["--tp", "1", "--sequence-parallel"], "impossible plan: sequence parallelism shards over tensor-parallel ranks"),
 ])

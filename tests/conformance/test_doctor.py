@@ -46,7 +46,8 @@ def test_kernels_launched_before_the_profile_counted_from_the_raw_trace(tmp_path
     assert "kernels without launch" not in got
     f = got["kernels launched before the profile"]
     assert f["ranks"] == ",".join(map(str, sorted(early)))
-    assert f["finding"].startswith(f"{sum(early.values())} GPU kernels ({round(early_us / 1e3, 1)} ms, 0.0 ms of it comm)")
+    want = f"{sum(early.values())} GPU kernels ({round(early_us / 1e3, 1)} ms, 0.0 ms of it comm)"
+    assert f["finding"].startswith(want)
     (n,) = run.sql("SELECT count(*) AS n FROM gpu_kernels WHERE launch_status = 'before window' AND step IS NULL "
                    "AND cat = 'kernel'").to_pylist()
     assert n["n"] == sum(early.values())

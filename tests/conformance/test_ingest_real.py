@@ -60,7 +60,8 @@ def test_cpu_only_gloo_process_groups(tmp_path):
     path = next((shared_traces() / "hta_edge_cases" / "cpu_only").glob("*.json.gz"))
     run = tracekit.ingest([path], tmp_path / "run", jobs=1)
     assert run.con.execute("SELECT rank, backend, world_size FROM traces").fetchone() == (34, "gloo", 300)
-    pgs = run.con.execute("SELECT pg_name, pg_desc, pg_size, len(ranks) FROM process_groups ORDER BY pg_name").fetchall()
+    pgs = run.con.execute("SELECT pg_name, pg_desc, pg_size, len(ranks) FROM process_groups "
+                          "ORDER BY pg_name").fetchall()
     # pg_count says 10, but pg_config lists 11 groups: we keep what pg_config lists
     assert len(pgs) == 11 and pgs[0] == ("0", "default_pg", 300, 300)
 
@@ -87,5 +88,6 @@ def test_compact_json_and_flows(tmp_path):
 def test_old_format_async_cpu_to_gpu_flows(tmp_path):
     path = shared_traces() / "hta_trace_diff" / "control" / "control.json.gz"
     run = tracekit.ingest([path], tmp_path / "run", jobs=1)
-    (n,) = run.con.execute("SELECT count(*) FROM flows WHERE cat = 'async_cpu_to_gpu' AND end_ts_ns IS NOT NULL").fetchone()
+    (n,) = run.con.execute("SELECT count(*) FROM flows WHERE cat = 'async_cpu_to_gpu' "
+                           "AND end_ts_ns IS NOT NULL").fetchone()
     assert n > 100

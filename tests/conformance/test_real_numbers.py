@@ -151,9 +151,13 @@ def test_step_windows_partition_the_trace_diff_control_trace(tmp_path):
     whole trace's idle."""
     path = shared_traces() / "hta_trace_diff" / "control" / "control.json.gz"
     evs = events(path)
-    ns = lambda us: round(us * 1000)  # noqa: E731
+
+    def ns(us):
+        return round(us * 1000)
+
     gpu = [e for e in evs if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    launch = {e["args"]["correlation"]: ns(e["ts"]) for e in evs if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"}
+    launch = {e["args"]["correlation"]: ns(e["ts"]) for e in evs
+              if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"}
     steps = sorted((ns(e["ts"]), ns(e["ts"] + e["dur"]), int(e["name"].split("#")[1])) for e in evs
                    if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#"))
     spans = sorted((ns(e["ts"]), ns(e["ts"] + e.get("dur", 0)), launch.get(e["args"].get("correlation"))) for e in gpu)

@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch", reason="the profiler hook needs torch")
 
 @pytest.mark.slow  # profiles a training step with torch
 def test_handler_writes_template_path_and_config(tmp_path):
-    from tracekit.profiler import record_config, trace_handler
     from tracekit.model.recorded import recorded_config
+    from tracekit.profiler import record_config, trace_handler
 
     cfg = {"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},
            "plan": {"dp": 1}}
@@ -39,8 +39,8 @@ def test_library_never_imports_torch():
 
 def test_config_recorded_before_the_first_step_is_kept(tmp_path):
     """Kineto drops metadata added outside the active steps; record_config works at any time."""
-    from tracekit.profiler import record_config, trace_handler
     from tracekit.model.recorded import recorded_config
+    from tracekit.profiler import record_config, trace_handler
 
     cfg = {"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},
            "plan": {"dp": 1, "groups": {"DP": "0"}}, "steps": 1}

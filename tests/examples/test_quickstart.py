@@ -47,7 +47,8 @@ def test_quickstart_then_validate_and_report(tmp_path, monkeypatch):
     summary = json.loads(s.stdout)
     assert [r["rank"] for r in summary] == [0, 1] and all(r["steps"] == 2 and r["collectives"] == 2 for r in summary)
     # the docstring's steps: torch.profiler numbers from 0, waits through 0, warms up on 1, records 2 and 3
-    q = subprocess.run(tk + ["sql", "traces/quick", "SELECT DISTINCT step FROM steps ORDER BY step", "--format", "json"],
+    q = subprocess.run(tk + ["sql", "traces/quick", "SELECT DISTINCT step FROM steps ORDER BY step",
+                             "--format", "json"],
                        capture_output=True, text=True, timeout=300, cwd=project)
     assert q.returncode == 0, q.stderr
     assert [r["step"] for r in json.loads(q.stdout)] == [2, 3]

@@ -54,7 +54,8 @@ def overlap_rows(data, steps=()):
     for name in ("step_windows", "comm_segments", "comm_overlap"):
         con.execute(tksql.load("views", name).text)
     cols = [d[0] for d in con.execute("SELECT * FROM comm_overlap").description]
-    return [dict(zip(cols, r)) for r in con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()]
+    rows = con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 @pytest.mark.slow  # 150 examples, a DuckDB connection each

@@ -10,7 +10,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import all_shared_files, require, write_trace
 from tracekit.errors import TraceFormatError
@@ -53,7 +54,8 @@ def same_or_declined(text: bytes):
     assert not isinstance(p, Exception), f"the fast path accepted what the Python path refuses ({p}): {text[:200]!r}"
     f.validate(full=True)
     for name in p.schema.names:
-        assert f.column(name).equals(p.column(name)), (name, f.column(name).to_pylist()[:5], p.column(name).to_pylist()[:5])
+        assert f.column(name).equals(p.column(name)), \
+            (name, f.column(name).to_pylist()[:5], p.column(name).to_pylist()[:5])
     return f
 
 
@@ -101,7 +103,8 @@ DECLINED = [
     '{"ph": "X", "tts": 5}',  # a non-standard key: the Python path keeps it in `extra`
     '{"ph": "X", "pid": 1.5}', '{"ph": "X", "ts": 1e3}', '{"ph": "X", "ts": "12"}', '{"ph": "X", "ts": true}',
     '{"ph": "X", "args": {"External id": 18446744073709551616}}', '{"ph": "X", "pid": -9223372036854775808}',
-    '{"ph": "X", "ph": "B"}', '{"ph": "X", "args": {"stream": 1, "stream": 2}}', '{"ph": "X", "args": {"stream": " 12"}}',
+    '{"ph": "X", "ph": "B"}', '{"ph": "X", "args": {"stream": 1, "stream": 2}}',
+    '{"ph": "X", "args": {"stream": " 12"}}',
     '{"ph": "X", "args": {"stream": "1_000"}}', '{"ph": "X", "args": {"stream": "\\u0031"}}',
     '{"ph": "X", "name": "\\ud800"}', '{"ph": "X", "name": "\\udc00x"}', '{"n\\u0061me": "a", "ph": "X"}',
     '{"ph": "X"},', '{"name": "no phase"}', '[1]', '{"ph": "X", "args": [1]}', '{"ph": "X", "args": {"dtype": 5}}',
@@ -140,8 +143,8 @@ _KEYS = [key for _, key, _, _ in KINETO_ARGS] + ["other", "nested"]
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2 ** 70), 2 ** 70), st.integers(-10 ** 6, 10 ** 6),
                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8),
                      st.from_regex(r"-?[0-9]{1,20}", fullmatch=True))
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-                       max_leaves=6)
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
 _times = st.one_of(st.none(), st.integers(-10 ** 12, 10 ** 12), st.floats(-1e15, 1e15),
                    st.decimals(-10 ** 12, 10 ** 12, places=6, allow_nan=False, allow_infinity=False))
 _event = st.fixed_dictionaries(

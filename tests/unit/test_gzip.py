@@ -14,7 +14,8 @@ from tracekit.ingestion.one_file import ingest_file
 
 @pytest.fixture(autouse=True)
 def _needs_isal():
-    require(source._igzip_threaded is not None, "python-isal is not installed", "it is a dependency of tracekit (pyproject.toml)")
+    require(source._igzip_threaded is not None, "python-isal is not installed",
+            "it is a dependency of tracekit (pyproject.toml)")
 
 
 def _ingest(path, out, zlib: bool):

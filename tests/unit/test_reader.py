@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from tests.conftest import write_trace
 from tracekit.errors import TraceFormatError
 from tracekit.ingestion.columns import to_record_batch
 from tracekit.ingestion.reader import TraceReader
-from tests.conftest import write_trace
 
 
 def read_all(path, chunk_bytes=1 << 20):

@@ -1,7 +1,6 @@
 """Events with non-standard top-level keys: exact numbers for every event of the batch, the unknown
 keys kept byte for byte, and no internal error whatever their values hold."""
 
-import json
 
 import pytest
 

@@ -4,8 +4,8 @@ import click
 
 import tracekit
 
-from ..reports import get
 from ..render import emit
+from ..reports import get
 from .options import output_options, run_argument
 
 # severities, least to most severe; --fail-on LEVEL fails on LEVEL and every one after it

@@ -4,8 +4,8 @@ import click
 
 import tracekit
 
-from .options import RunPath, check_output
 from ..html_report import write_html
+from .options import RunPath, check_output
 
 
 @click.command("html")

@@ -3,7 +3,6 @@ from __future__ import annotations
 import click
 
 
-
 def _parse_ranks(values):
     out = {}
     for v in values:

@@ -9,9 +9,9 @@ import sys
 # 0.15 s of CPU in an ingest). Set before numpy is imported; a user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import click  # noqa: E402
+import importlib  # noqa: E402 - these four after OPENBLAS_NUM_THREADS is set (above)
 
-import importlib  # noqa: E402
+import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from ..errors import TracekitError  # noqa: E402
@@ -52,7 +52,7 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def main(argv=None) -> int:  # noqa: C901
+def main(argv=None) -> int:
     try:
         rc = cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
         if isinstance(rc, int):  # a command's own exit code (click.exceptions.Exit), e.g. doctor --fail-on

@@ -8,7 +8,6 @@ import click
 
 from ..render import FORMATS
 
-
 COLUMNS_META = "tracekit.columns"  # where --columns leaves its choice for render.emit (click's ctx.meta)
 
 

@@ -49,7 +49,8 @@ def _html(r, kind: str, output: str) -> None:
         fig, title = figures.message_sizes(r.sql(SIZES_SQL).to_pylist()), "Message sizes per collective"
         nothing = "no collective has a message size (no communication, or traces recorded without record_shapes=True)"
     else:
-        fig, title = figures.overlap(get("overlap").run(r).to_pylist(), "rank", "rank"), "Communication overlap per rank"
+        fig = figures.overlap(get("overlap").run(r).to_pylist(), "rank", "rank")
+        title = "Communication overlap per rank"
         nothing = "the traces hold no GPU kernel and no Gloo op"
     if fig is None:
         raise TracekitError(f"{r.name}: nothing to plot: {nothing}")

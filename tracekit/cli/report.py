@@ -62,4 +62,5 @@ def report_cmd(run, name, buckets, fmt, output, **params):
 
 
 # `tracekit report --help` lists the reports, one line each, from the registry
-report_cmd.help = inspect.cleandoc(report_cmd.help) + "\n\n\b\nReports:\n" + "\n".join(f"  {r.name:12s} {r.summary}" for r in REGISTRY.values())
+report_cmd.help = (inspect.cleandoc(report_cmd.help) + "\n\n\b\nReports:\n"
+                   + "\n".join(f"  {r.name:12s} {r.summary}" for r in REGISTRY.values()))

@@ -36,7 +36,7 @@ def _read(path: str, text: str) -> list[tuple[str, str, str, str | None, str]]:
     for n, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
-        rec = dict(zip(header, (c.strip() for c in row)))
+        rec = dict(zip(header, (c.strip() for c in row), strict=False))  # a short row leaves the last columns empty
         pattern, library, kind = rec.get("pattern", ""), rec.get("library", ""), rec.get("kind", "")
         coll = rec.get("collective") or None
         where = f"{path}: line {n}"

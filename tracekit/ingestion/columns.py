@@ -10,9 +10,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import msgspec
-from msgspec.structs import astuple
 import numpy as np
 import pyarrow as pa
+from msgspec.structs import astuple
 
 from ..errors import TraceFormatError
 from .args import KINETO_ARGS
@@ -154,7 +154,7 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     n = len(evs)
     start = batch.start
     ph_, cat_, name_, pid_, tid_, ts_, dur_, id_, bp_, s_, args_ = (
-        zip(*map(astuple, evs)) if n else [()] * len(TraceEvent.__struct_fields__))
+        zip(*map(astuple, evs), strict=True) if n else [()] * len(TraceEvent.__struct_fields__))
     phs = list(ph_)
     if None in phs:
         i = phs.index(None)
@@ -171,7 +171,8 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
     except (msgspec.DecodeError, RecursionError) as exc:  # invalid UTF-8 in a typed arg, deep nesting: find the event
         raise _bad_args(raw_args, path, start, exc) from None
     cols = {
-        "event_index": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(start, start + n, dtype=np.int64))]),
+        "event_index": pa.Array.from_buffers(pa.int64(), n,
+                                             [None, pa.py_buffer(np.arange(start, start + n, dtype=np.int64))]),
         "ph": pa.array(phs, pa.string()),
         "cat": pa.array(cat_, pa.string()),
         "name": pa.array(name_, pa.string()),
@@ -183,8 +184,8 @@ def to_record_batch(batch: EventBatch, path: str) -> pa.RecordBatch:
         "scope": pa.array(s_, pa.string()),
     }
     # transpose structs -> columns in C: one astuple per event, then zip(*)
-    by_col = list(zip(*map(astuple, args))) if n else [()] * len(KINETO_ARGS)
-    for (col, key, kind, _), vals in zip(KINETO_ARGS, by_col):
+    by_col = list(zip(*map(astuple, args), strict=True)) if n else [()] * len(KINETO_ARGS)
+    for (col, key, kind, _), vals in zip(KINETO_ARGS, by_col, strict=True):
         cols[col] = _arg_column(list(vals), col, kind, key, path, start)
     cols["args"] = raw_to_strings(raw_args)
     try:  # args are kept as written: text that is not UTF-8 would break every later read of the run

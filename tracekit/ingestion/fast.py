@@ -52,7 +52,7 @@ def scan(data: bytes):
     n, cols, phases = res
     arrays = []
     zeros = None  # one buffer of zeros for every column with no value in this chunk (most args are absent)
-    for field, (valid, values, offsets, nulls) in zip(_SCANNED, cols):
+    for field, (valid, values, offsets, nulls) in zip(_SCANNED, cols, strict=True):
         if values is None:
             if zeros is None:  # calloc'd: pages the OS maps on first read, never written
                 zeros = pa.py_buffer(np.zeros(n + 1, dtype=np.int64))

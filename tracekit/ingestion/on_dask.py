@@ -135,7 +135,7 @@ def run_on_dask(tasks, jobs: int, tmp: str, done, prog, scheduler: str = "local"
         except Exception:  # noqa: BLE001, S110 -- closing a client whose scheduler is gone: said already
             pass
         if not lost:  # a lost client's thread goes on logging its reconnect attempts: said already
-            for q, level in zip(quiet, levels):
+            for q, level in zip(quiet, levels, strict=True):
                 q.setLevel(level)
 
 

@@ -67,8 +67,9 @@ def ingest_file(path: str, part_path: str, rank: int | None = None, progress=Non
 
 
 def _record_batches(reader: TraceReader, path: str, threads: int):
-    """The file's RecordBatches in file order, each with its {ph: events}. Chunks framed in C are scanned by a pool of threads, at
-    most ``threads + 1`` in flight (memory stays bounded); the rest goes through the Python path."""
+    """The file's RecordBatches in file order, each with its {ph: events}. Chunks framed in C are scanned by
+    a pool of threads, at most ``threads + 1`` in flight (memory stays bounded); the rest goes through the
+    Python path."""
     def resolve(item, fut):
         if fut is None:
             return python_batch(item)
@@ -104,7 +105,8 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     paths = part_paths(part_path, MAX_WRITERS if threads >= 2 else 1)
     queues = [queue.Queue(maxsize=1) for _ in paths]
     errors: list = []
-    writers = [threading.Thread(target=_writer_thread, args=(p, q, errors), daemon=True) for p, q in zip(paths, queues)]
+    writers = [threading.Thread(target=_writer_thread, args=(p, q, errors), daemon=True)
+               for p, q in zip(paths, queues, strict=True)]
     for t in writers:
         t.start()
     groups = 0

@@ -21,8 +21,17 @@ from ..discover import check_unique_ranks, find_traces, match_rank_options, pick
 from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.manifest import read_manifest, write_manifest
-from ..layout.paths import (FACTS_DIR, MANIFEST, is_run, part_facts_dir, place_facts, rank_dir, rank_parts, staging_part,
-                            table_path)
+from ..layout.paths import (
+    FACTS_DIR,
+    MANIFEST,
+    is_run,
+    part_facts_dir,
+    place_facts,
+    rank_dir,
+    rank_parts,
+    staging_part,
+    table_path,
+)
 from ..layout.versions import recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import CLOCKS, FACTS, REDUCED, facts_key
 from .one_file import MAX_WRITERS, part_paths
@@ -175,7 +184,8 @@ def cannot_write(out: str, exc: OSError) -> str:
 def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, scheduler=None):
     cores = max(1, jobs or os.cpu_count() or 1)
     jobs = min(cores, len(files))  # one process per file at a time; cores left over go to threads within a file
-    threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1  # a remote worker's cores: unknown here
+    # a remote worker's cores are unknown here
+    threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1
     total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
     whole_run = not scheduler and len(files) > 1 and total <= SMALL_RUN_BYTES
     tasks = [(f, staging_part(tmp, i), given.get(f), len(files) == 1, threads, not whole_run)
@@ -203,7 +213,7 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
         groups = batches(tasks, jobs) if not whole_run else [[t] for t in tasks]
 
         def batch_done(batch, outcome, worker="local"):
-            for task, (res, exc) in zip(batch, outcome):
+            for task, (res, exc) in zip(batch, outcome, strict=True):
                 done(task, res, exc, worker)
 
         executor = execute(groups, jobs, tmp, batch_done, prog, scheduler=scheduler)
@@ -241,7 +251,7 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                        timings=executor.setdefault("timings", {}))
         except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
-            for path, _, res in results:
+            for _, _, res in results:
                 rank = res["trace"]["rank"]
                 one = os.path.join(tmp, f"_facts-{rank}")
                 derive_rank(rank_parts(tmp, rank), rank, res["trace"],

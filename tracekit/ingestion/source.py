@@ -14,7 +14,6 @@ import zlib
 from .. import settings
 from ..errors import TraceFormatError
 
-
 # A file whose inode changed (content, mode, owner, name) less than this before it was read may change
 # again within the same timestamp tick (coarse on some file systems) without its stat showing it.
 RACY_NS = 2_000_000_000
@@ -107,7 +106,8 @@ class TraceSource:
             self.stat = file_stat(st, read_at)
         except OSError as exc:
             raise TraceFormatError(f"{path}: cannot read it ({exc.strerror}); check that it exists and that "
-                                   "you may read it, or leave it out (`tracekit ingest --on-error skip` ingests the other files)") from None
+                                   "you may read it, or leave it out (`tracekit ingest --on-error skip` ingests "
+                                   "the other files)") from None
         head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
         self.compressed = head == b"\x1f\x8b"
         self._stream = None  # opened by the first read: a reader thread (ISA-L) starts only when needed

@@ -4,5 +4,5 @@ from .config import PRESETS, GPTShape, Plan, check_fits, from_recorded
 from .params import rank_params, total_params
 from .predict import Expected, predict, predict_rank
 
-__all__ = ["PRESETS", "Expected", "GPTShape", "Plan", "check_fits", "from_recorded", "predict", "predict_rank", "rank_params",
-           "total_params"]
+__all__ = ["PRESETS", "Expected", "GPTShape", "Plan", "check_fits", "from_recorded", "predict", "predict_rank",
+           "rank_params", "total_params"]

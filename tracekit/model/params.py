@@ -22,6 +22,7 @@ class Param:
 
 def _block(i: int, m: GPTShape, t: int, ep: int = 1) -> list[Param]:
     C, u = m.hidden, f"block.{i}"
+    # column- and row-parallel linears, one line each (as defs, twice the lines for the same two rules)
     col = lambda n, out, inp: [Param(u, f"{n}.weight", (out // t, inp)), Param(u, f"{n}.bias", (out // t,))]  # noqa: E731
     row = lambda n, out, inp: [Param(u, f"{n}.weight", (out, inp // t)), Param(u, f"{n}.bias", (out,))]  # noqa: E731
     ps = [Param(u, "ln1.weight", (C,)), Param(u, "ln1.bias", (C,))]

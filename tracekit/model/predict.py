@@ -81,7 +81,8 @@ def _tp(m: GPTShape, plan: Plan, stage: int) -> list[Expected]:
                             f"Megatron: 2 allreduce per layer forward, {col_inputs} backward"))
         return out
     ag, rs, ar = [0, 0], [0, 0], [0, 0]  # [count, bytes] per step
-    def add(acc, n, nbytes):  # noqa: E306
+
+    def add(acc, n, nbytes):
         acc[0] += n
         acc[1] += n * nbytes
     add(ag, 4 * layers * mb, act)  # forward before attn and mlp; backward of the two reduce_scatters

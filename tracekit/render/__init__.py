@@ -140,12 +140,12 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     """A table in the terminal. What fits at its natural width is drawn in a box; a wider table is drawn
     compact with wrapped headers and the least needed columns left out (said under it), so that it stays
     a table in 80 columns; only what cannot fit even so becomes one record per block."""
+    import sys
+
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    import sys
 
     numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type)}
@@ -199,7 +199,7 @@ def _print_vertical(columns, rows, numeric, title, console) -> None:
                   title_justify="left")
         t.add_column(width=name_w, no_wrap=True, style="bold")
         t.add_column(overflow="fold")
-        for c, v in zip(columns, r):
+        for c, v in zip(columns, r, strict=True):
             t.add_row(Text(safe_text(c)), Text(v))
         console.print(t)
 
@@ -234,8 +234,9 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
         import sys
         print(note, file=sys.stderr)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
         import sys
+
+        import pyarrow.parquet as pq
 
         if out is None:
             from ..errors import TracekitError

@@ -68,7 +68,7 @@ def _csv(schema, batches, f, clean) -> int:
             continue
         cols = [c.to_pylist() for c in b.columns]
         w.writerows([["" if v is None else (clean(v) if isinstance(v, str) else v) for v in row]
-                     for row in zip(*cols)])
+                     for row in zip(*cols, strict=True)])
     return n
 
 
