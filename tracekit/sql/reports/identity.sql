@@ -1,4 +1,5 @@
--- identity: what the run is, one line per item: ranks, hosts, GPUs, backend and versions, steps, window.
+-- identity: what the run is, one line per item: ranks, hosts (and how they are known), clocks, GPUs,
+-- backend and versions, steps, window.
 -- Items a trace does not record say so.
 -- @column item: what is described
 -- @column value: its value, as text (counts with thousands separators; "not recorded" where no trace has it)
@@ -33,6 +34,11 @@ steps_text AS (
                     THEN min(step) || '–' || max(step) || ' (' || count(*) || ' steps)'
                 ELSE string_agg(CAST(step AS VARCHAR), ', ' ORDER BY step) END AS t
     FROM st),
+how AS (SELECT string_agg(DISTINCT host_source, '; ' ORDER BY host_source) AS t FROM tr),
+clk AS (SELECT count(*) FILTER (WHERE status = 'aligned') AS aligned, max(abs(offset_ns)) AS worst,
+               count(*) FILTER (WHERE status = 'no shared collective') AS lost,
+               bool_or(status LIKE 'not aligned%') AS off
+        FROM clock_offsets WHERE host IS NOT NULL),
 win AS (SELECT min(window_ns) / 1e6 AS lo, max(window_ns) / 1e6 AS hi FROM comm_overlap WHERE step IS NULL)
 SELECT item, value FROM (
     SELECT 1 AS o, 'ranks' AS item,
@@ -43,6 +49,14 @@ SELECT item, value FROM (
     UNION ALL SELECT 2, 'hosts', CASE WHEN n = 0 THEN 'not recorded in the traces'
                                       ELSE format('{:,d}', n) || CASE WHEN n = 1 THEN ' host: ' ELSE ' hosts: ' END || names END
               FROM hosts
+    UNION ALL SELECT 2.1, 'hosts known from', coalesce(t, 'nothing') FROM how
+    UNION ALL SELECT 2.2, 'clocks', CASE WHEN off THEN 'raw, as recorded (--no-align)'
+                                         WHEN aligned = 0 AND lost = 0 THEN 'one host: one clock'
+                                         ELSE format('{} hosts aligned to the first host''s clock (largest offset {} us)',
+                                                     aligned, round(coalesce(worst, 0) / 1e3, 1))
+                                              || CASE WHEN lost > 0 THEN format('; {} hosts share no collective with it: '
+                                                                                'raw', lost) ELSE '' END END
+              FROM clk
     UNION ALL SELECT 3, 'GPUs', coalesce(names, 'none recorded (a CPU run, or traces without deviceProperties)') FROM gpus
     UNION ALL SELECT 4, 'backend', coalesce(backend, 'not recorded (no distributedInfo)') FROM versions
     UNION ALL SELECT 5, 'NCCL', coalesce(nccl, 'not recorded in the traces') FROM versions
