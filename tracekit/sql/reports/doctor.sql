@@ -5,7 +5,10 @@
 -- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
 -- @column finding: what was found, with counts
 -- @column fix: what to do about it
-WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version FROM traces),
+WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns,
+                   coalesce(json_extract_string(metadata, '$.pytorch_version'),
+                            json_extract_string(metadata, '$.tracekit_config.pytorch_version')) AS torch
+            FROM traces),
 world AS (SELECT max(world_size) AS n FROM tr),
 missing AS (
     SELECT array_to_string(list(CAST(r AS VARCHAR) ORDER BY r)[1:16], ',')
@@ -23,8 +26,9 @@ kernels AS (
            sum(dur_ns) FILTER (WHERE launch_status = 'before window' AND kind = 'comm') AS early_comm_ns,
            count(*) FILTER (WHERE cat = 'kernel') AS n
     FROM gpu_kernels GROUP BY rank),
-sizes AS (
-    SELECT rank, count(*) FILTER (WHERE bytes IS NULL) AS unsized,
+sizes AS (  -- a barrier carries no payload, a sync or EP kernel no size record_shapes could give: not unsized
+    SELECT rank, count(*) FILTER (WHERE bytes IS NULL AND collective <> 'barrier'
+                                        AND coalesce(comm_kind, '') NOT IN ('sync', 'ep_dispatch', 'ep_combine')) AS unsized,
            count(*) FILTER (WHERE meta_source = 'kernel name only') AS name_only, count(*) AS n
     FROM _collectives GROUP BY rank),
 clocks AS (  -- NCCL kernels of one instance end together when the clocks agree (Gloo ops on CPU need not)
@@ -43,6 +47,33 @@ guessed AS (  -- hosts that no trace and no --hosts named: assumed from devicePr
     SELECT rank, host_source FROM traces
     WHERE (host_source LIKE 'assumed%' OR host IS NULL) AND (SELECT count(*) FROM tr) > 1),
 offsets AS (SELECT * FROM clock_offsets WHERE host IS NOT NULL),
+-- a multi-rank job whose GPU ranks run no kernel the catalogue knows: what looks like communication
+no_comm AS (
+    SELECT rank FROM gpu_kernels GROUP BY rank
+    HAVING count(*) FILTER (WHERE kind = 'comm') = 0 AND count(*) FILTER (WHERE cat = 'kernel') > 0
+       AND (SELECT greatest(max(world_size), count(*)) FROM tr) > 1),
+comm_like AS (
+    SELECT name, count(*) AS n, sum(dur_ns) AS ns FROM gpu_kernels
+    WHERE rank IN (SELECT rank FROM no_comm) AND kind = 'compute'
+      AND regexp_matches(lower(name), 'all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|broadcast|barrier|shmem|notify|send|recv|p2p|comm|cross_device')
+    GROUP BY name ORDER BY ns DESC LIMIT 3),
+-- per rank and collective: c10d ops against the comm kernels of that collective (GPU ranks)
+op_counts AS (
+    SELECT rank, tk_collective(name) AS coll, count(*) AS ops FROM comm_ops
+    WHERE name LIKE 'c10d::%' AND tk_collective(name) IS NOT NULL AND name NOT LIKE '%coalesced%'
+      AND rank IN (SELECT DISTINCT rank FROM gpu_kernels WHERE kind = 'comm')
+    GROUP BY ALL),
+kernel_counts AS (
+    SELECT rank, collective AS coll, count(*) AS kernels FROM _collectives
+    WHERE meta_source <> 'gloo op' GROUP BY ALL),
+op_kernel AS (
+    SELECT o.rank, o.coll, o.ops, coalesce(k.kernels, 0) AS kernels
+    FROM op_counts o LEFT JOIN kernel_counts k ON k.rank = o.rank AND k.coll = o.coll
+    WHERE o.ops <> coalesce(k.kernels, 0)),
+-- when each trace was recorded: baseTimeNanoseconds, else its first kernel when the clock is the epoch's
+dates AS (
+    SELECT tr.rank, coalesce(tr.base_time_ns, CASE WHEN min(g.ts_ns) > 1000000000000000000 THEN min(g.ts_ns) END) AS t
+    FROM tr LEFT JOIN gpu_kernels g USING (rank) GROUP BY tr.rank, tr.base_time_ns),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
            format('{:,} of {:,} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
@@ -132,10 +163,39 @@ findings AS (
            format('the traces differ in {}', concat_ws(', ',
                CASE WHEN count(DISTINCT schema_version) > 1 THEN 'Kineto schemaVersion' END,
                CASE WHEN count(DISTINCT backend) > 1 THEN 'backend' END,
-               CASE WHEN count(DISTINCT nccl_version) > 1 THEN 'NCCL version' END)),
+               CASE WHEN count(DISTINCT nccl_version) > 1 THEN 'NCCL version' END,
+               CASE WHEN count(DISTINCT torch) > 1 THEN 'PyTorch version' END)),
            'profile every rank with the same PyTorch and NCCL build'
     FROM tr HAVING count(DISTINCT schema_version) > 1 OR count(DISTINCT backend) > 1
-                   OR count(DISTINCT nccl_version) > 1)
+                   OR count(DISTINCT nccl_version) > 1 OR count(DISTINCT torch) > 1
+    UNION ALL
+    SELECT 'mixed jobs', 'warning', '',
+           format('the traces look like more than one job: {}', concat_ws('; ',
+               CASE WHEN count(DISTINCT world_size) > 1
+                    THEN 'world sizes ' || string_agg(DISTINCT CAST(world_size AS VARCHAR), ', ' ORDER BY CAST(world_size AS VARCHAR)) END,
+               CASE WHEN count(DISTINCT gpu_name) > 1
+                    THEN 'GPUs ' || string_agg(DISTINCT gpu_name, ', ' ORDER BY gpu_name) END,
+               CASE WHEN max(d.t) - min(d.t) > 3600000000000
+                    THEN format('recorded {} hours apart', round((max(d.t) - min(d.t)) / 3.6e12, 1)) END)),
+           'ingest the traces of one job (one profiling cycle of one run) together; matching and skew across jobs mean nothing'
+    FROM tr LEFT JOIN dates d USING (rank)
+    HAVING count(DISTINCT world_size) > 1 OR count(DISTINCT gpu_name) > 1 OR max(d.t) - min(d.t) > 3600000000000
+    UNION ALL
+    SELECT 'no communication found', 'warning', (SELECT string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank) FROM no_comm),
+           format('a job of {} ranks, but no GPU kernel of these ranks is a communication kernel tracekit knows{}',
+                  (SELECT greatest(max(world_size), count(*)) FROM tr),
+                  coalesce(': kernels that look like communication by name: '
+                           || (SELECT string_agg(format('{} ({} ms in {} kernels)', left(name, 80), round(ns / 1e6, 1), n), '; '
+                                                 ORDER BY ns DESC) FROM comm_like), '')),
+           'add their name patterns to a catalogue of your own (TRACEKIT_COMM_KERNELS, docs/definitions.md): until then comm, overlap and exposed count them as compute'
+    WHERE EXISTS (SELECT 1 FROM no_comm)
+    UNION ALL
+    SELECT 'ops without kernels', 'info', string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)),
+           'c10d ops and comm kernels per rank and collective differ: '
+           || string_agg(format('rank {}: {} c10d {} ops, {} kernels', rank, ops, coll, kernels), '; ' ORDER BY rank, coll),
+           'an op whose kernel ran outside the profile (or was never launched), several ops in one coalesced launch, '
+           'or a kernel launched by no c10d op; the rows of collectives are the kernels, not the ops'
+    FROM op_kernel HAVING count(*) > 0)
 SELECT * FROM findings
 UNION ALL
 SELECT 'all', 'ok', '', 'no finding', '' WHERE NOT EXISTS (SELECT 1 FROM findings)

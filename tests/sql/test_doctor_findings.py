@@ -1,0 +1,69 @@
+"""doctor's findings about what a run is: traces of several jobs, a multi-rank job with no communication
+tracekit recognises, c10d ops and kernels that do not pair up, barriers (no payload) that are not
+'unsized'. Expected findings worked out from the hand-made traces."""
+
+import tracekit
+from tests.conftest import dist, write_trace
+from tests.tracegen import cpu_op, kernel, step
+
+DAY_NS = 86_400 * 10**9
+
+
+def findings(run):
+    return {r["check"]: r for r in tracekit.report(run, "doctor").to_pylist()}
+
+
+def ingest(tmp_path, traces):
+    for r, (evs, header) in traces.items():
+        write_trace(tmp_path / f"rank{r}.json", evs, header=header)
+    return tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+
+
+def ar(ts):
+    return kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts, 10, launch=(ts - 1, 1),
+                  **{"Collective name": "allreduce", "In msg nelems": 64, "Out msg nelems": 64, "dtype": "Float"})
+
+
+def test_traces_of_two_jobs(tmp_path):
+    a = {**dist(0, world=8), "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
+         "baseTimeNanoseconds": 1_700_000_000 * 10**9}
+    b = {**dist(1, world=2), "deviceProperties": [{"id": 0, "name": "Tesla V100-SXM2-32GB"}],
+         "baseTimeNanoseconds": 1_700_000_000 * 10**9 + 9 * DAY_NS}
+    run = ingest(tmp_path, {0: ([step(1, 0, 100)] + ar(10), a), 1: ([step(1, 0, 100)] + ar(12), b)})
+    f = findings(run)["mixed jobs"]
+    assert f["severity"] == "warning"
+    assert f["finding"] == ("the traces look like more than one job: world sizes 2, 8; GPUs NVIDIA A100-SXM4-80GB, "
+                            "Tesla V100-SXM2-32GB; recorded 216.0 hours apart")
+
+
+def test_a_multi_rank_job_without_known_communication(tmp_path):
+    # two ranks run a GEMM and an expert-parallel exchange kernel tracekit does not know (3 ms, twice)
+    def evs():
+        out = [step(1, 0, 20_000)] + kernel("sm90_xmma_gemm_bf16bf16", 10, 5_000, launch=(5, 1))
+        out += kernel("void myep::dispatch_tokens<8>(int4*, int*)", 6_000, 1_500, stream=30, launch=(6, 1))
+        out += kernel("void myep::dispatch_tokens<8>(int4*, int*)", 9_000, 1_500, stream=30, launch=(7, 1))
+        return out
+    run = ingest(tmp_path, {0: (evs(), dist(0)), 1: (evs(), dist(1))})
+    f = findings(run)["no communication found"]
+    assert (f["severity"], f["ranks"]) == ("warning", "0,1")
+    assert f["finding"] == ("a job of 2 ranks, but no GPU kernel of these ranks is a communication kernel tracekit "
+                            "knows: kernels that look like communication by name: void myep::dispatch_tokens<8>"
+                            "(int4*, int*) (6.0 ms in 4 kernels)")
+    assert "TRACEKIT_COMM_KERNELS" in f["fix"]
+
+
+def test_ops_without_kernels_and_barriers_are_not_unsized(tmp_path):
+    # two c10d::allreduce_ ops, only the first launches a kernel; a c10d::barrier (no tensor recorded)
+    # launches an allreduce kernel of no size: a barrier, not an unsized collective
+    op = lambda ts: cpu_op("c10d::allreduce_", ts, 20, **{"Input Dims": [[[64]], [], [], []],  # noqa: E731
+                                                          "Input type": ["TensorList", "", "", "Scalar"]})
+    evs = [step(1, 0, 1000), op(10)] + kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40, 5, launch=(12, 1))
+    evs += [op(100), cpu_op("c10d::barrier", 200, 20)]
+    evs += kernel("ncclDevKernel_AllReduce_Sum_u8_RING_LL", 230, 5, launch=(202, 1))
+    run = ingest(tmp_path, {0: (evs, dist(0, world=1))})
+    f = findings(run)
+    assert f["ops without kernels"]["finding"] == ("c10d ops and comm kernels per rank and collective differ: "
+                                                   "rank 0: 2 c10d allreduce ops, 1 kernels")
+    assert run.sql("SELECT collective, bytes FROM collectives ORDER BY ts_ns").to_pylist() == [
+        {"collective": "allreduce", "bytes": 256}, {"collective": "barrier", "bytes": None}]
+    assert "no message sizes" not in f
