@@ -112,3 +112,17 @@ def test_the_html_report_opens_with_the_advice(tmp_path):
     page = pathlib.Path(tracekit.html(run, tmp_path / "report.html")).read_text()
     first = re.search(r"<h2>(.*?)</h2>(.*?)<h2>", page, re.DOTALL)
     assert first.group(1) == "What to change first (advise)" and "pipeline bubble" in first.group(2)
+
+
+def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
+    from tracekit import sql as tksql
+    from tracekit.cli.main import main
+
+    planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",
+            "--micro-batches", "2")
+    capsys.readouterr()
+    assert main(["advise", str(tmp_path / "run-pipe"), "--sql", "1"]) == 0
+    assert capsys.readouterr().out == ("-- sql/reports/_advise_pipeline.sql\n"
+                                       + tksql.load("reports", "_advise_pipeline").text + "\n")
+    assert main(["advise", str(tmp_path / "run-pipe"), "--sql", "9"]) == 1
+    assert "there is no finding 9; advise found 1" in capsys.readouterr().err
