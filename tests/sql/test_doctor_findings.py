@@ -55,8 +55,10 @@ def test_a_multi_rank_job_without_known_communication(tmp_path):
 def test_ops_without_kernels_and_barriers_are_not_unsized(tmp_path):
     # two c10d::allreduce_ ops, only the first launches a kernel; a c10d::barrier (no tensor recorded)
     # launches an allreduce kernel of no size: a barrier, not an unsized collective
-    op = lambda ts: cpu_op("c10d::allreduce_", ts, 20, **{"Input Dims": [[[64]], [], [], []],  # noqa: E731
-                                                          "Input type": ["TensorList", "", "", "Scalar"]})
+    def op(ts):
+        return cpu_op("c10d::allreduce_", ts, 20, **{"Input Dims": [[[64]], [], [], []],
+                                                     "Input type": ["TensorList", "", "", "Scalar"]})
+
     evs = [step(1, 0, 1000), op(10)] + kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40, 5, launch=(12, 1))
     evs += [op(100), cpu_op("c10d::barrier", 200, 20)]
     evs += kernel("ncclDevKernel_AllReduce_Sum_u8_RING_LL", 230, 5, launch=(202, 1))
