@@ -45,10 +45,13 @@ def test_a_run_inside_the_trace_directory_is_not_a_trace(tmp_path):
     (tmp_path / "rank0.json").write_text("{}")
     run = tmp_path / "run"
     (run / "events").mkdir(parents=True)
-    (run / "manifest.json").write_text("{}")
+    (run / "manifest.json").write_text('{"format": "tracekit run", "schema_version": 2, "inputs": []}')
     (tmp_path / ".run.tmp-123").mkdir()
     (tmp_path / ".run.tmp-123" / "x.json").write_text("{}")
     assert find_traces([str(tmp_path)]) == [str(tmp_path / "rank0.json")]
+    # a manifest.json that tracekit did not write makes no run: that directory is searched like any other
+    (run / "manifest.json").write_text('{"name": "my app"}')
+    assert find_traces([str(tmp_path)]) == [str(tmp_path / "rank0.json"), str(run / "manifest.json")]
 
 
 def test_double_star_over_a_link_cycle_ends_without_duplicates(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
     FACTS_DIR,
     MANIFEST,
+    RUN_FORMAT,
     is_run,
     part_facts_dir,
     place_facts,
@@ -125,26 +126,37 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
+    refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind
+    parse_hosts_option(hosts)
     with writer_lock(out):
         recover(out)
         return _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
                               {"hosts": hosts, "align": bool(align)})
 
 
-def _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
-                   options=None) -> bool:
-    options = options or {"hosts": None, "align": True}
-    options["hosts"] = parse_hosts_option(options["hosts"])  # a bad --hosts fails before any work
+def refuse_output(out: str, files: list[str]) -> None:
+    """Refuse an -o that ingest must not replace: not a directory, the root, a directory holding anything
+    but a tracekit run (one rule: layout.paths.is_run, never a file name alone), or one holding an input."""
+    if not os.path.basename(out) or os.path.dirname(out) == out:
+        raise TracekitError(f"{out}: a run cannot be the root directory; choose another -o")
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
-    if os.path.isdir(out) and os.listdir(out) and not is_run(out):
-        raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MANIFEST}); a run "
-                            "replaces its directory, so choose another -o (or remove that directory yourself)")
+    if os.path.isdir(out) and not os.path.islink(out) and os.listdir(out) and not is_run(out):
+        raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no manifest that tracekit "
+                            "wrote); a run replaces its directory, so choose another -o (or remove that directory "
+                            "yourself)")
     real = os.path.realpath(out)
     inside = [f for f in files if f.startswith(out + os.sep) or os.path.realpath(f).startswith(real + os.sep)]
     if inside:
         raise TracekitError(f"{inside[0]} is inside the output run {out}, which ingest replaces whole (the input "
                             "would be deleted): choose another -o, or move the traces out first")
+
+
+def _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
+                   options=None) -> bool:
+    options = options or {"hosts": None, "align": True}
+    options["hosts"] = parse_hosts_option(options["hosts"])  # a bad --hosts fails before any work
+    refuse_output(out, files)  # again, now that this process holds the lock
     if not force and os.path.isdir(out) and is_up_to_date(out, files, options):
         return False
     given = match_rank_options(ranks or {}, files)
@@ -260,6 +272,7 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
     timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
     manifest = {
+        "format": RUN_FORMAT,
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),
         "tracekit_version": __version__,

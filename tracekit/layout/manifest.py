@@ -8,7 +8,7 @@ import os
 
 from ..errors import RunError
 from ..ingestion.schema import SCHEMA_VERSION
-from .paths import MANIFEST, manifest_path
+from .paths import MANIFEST, manifest_path, written_by_tracekit
 
 
 def read_manifest(run: str) -> dict | None:
@@ -36,6 +36,9 @@ def open_manifest(run: str, named: str) -> dict:
     except (OSError, ValueError) as exc:
         raise RunError(f"{path}: damaged or unreadable ({exc}); ingest the traces again into this "
                        f"directory with --force, or into a new one") from None
+    if not written_by_tracekit(doc):
+        raise RunError(f"{named}: not a tracekit run (its {MANIFEST} is not one tracekit wrote); create one with "
+                       "`tracekit ingest TRACES -o NEW_DIR`")
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise RunError(f"{named}: run schema version {doc.get('schema_version')} is not "
                        f"this tracekit's ({SCHEMA_VERSION}); re-ingest with `tracekit ingest ... --force`")

@@ -14,9 +14,36 @@ def manifest_path(run: str) -> str:
     return os.path.join(run, MANIFEST)
 
 
+RUN_FORMAT = "tracekit run"  # the manifest's "format": what makes a directory a run, not its file names
+
+
 def is_run(directory: str) -> bool:
-    """A complete run: its manifest is written last, so a half-built one has none."""
-    return os.path.isfile(manifest_path(directory)) and os.path.isdir(os.path.join(directory, EVENTS_DIR))
+    """``directory`` is a complete tracekit run: a manifest.json that tracekit wrote (its "format" marker, or
+    for runs written before the marker, tracekit's own keys) beside an events directory; the manifest is
+    written last, so a half-built run has none. A file that merely has the name (a web app's manifest.json)
+    never makes a directory a run that ingest replaces."""
+    import json
+
+    try:
+        with open(manifest_path(directory)) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return written_by_tracekit(doc) and os.path.isdir(os.path.join(directory, EVENTS_DIR))
+
+
+def to_open_as_run(directory: str) -> bool:
+    """A path to open as a run, not as traces to ingest: a run, or one with tracekit's layout whose manifest
+    cannot be read (opening it says so)."""
+    return is_run(directory) or all(os.path.exists(os.path.join(directory, p))
+                                    for p in (MANIFEST, EVENTS_DIR, TABLE_FILES["traces"]))
+
+
+def written_by_tracekit(doc) -> bool:
+    """A manifest document is tracekit's: its marker and a schema version (earlier runs: tracekit's keys)."""
+    return isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and (
+        doc.get("format") == RUN_FORMAT
+        or (isinstance(doc.get("tracekit_version"), str) and isinstance(doc.get("inputs"), list)))
 
 
 def table_path(run: str, name: str) -> str:

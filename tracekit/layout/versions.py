@@ -75,8 +75,7 @@ def _prune(out: str, keep: set) -> None:
     for e in os.listdir(parent):
         m = _LEFTOVER.match(e)
         path = os.path.join(parent, e)
-        if m and m.group("ver") == name and os.path.realpath(path) not in keep \
-                and os.path.isfile(os.path.join(path, MANIFEST)):
+        if m and m.group("ver") == name and os.path.realpath(path) not in keep and is_run(path):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -139,9 +138,13 @@ def writer_lock(out: str):
     import fcntl
 
     parent, name = os.path.split(out)
-    os.makedirs(parent, exist_ok=True)
     path = os.path.join(parent, f".{name}.lock")
-    f = open(path, "a+")
+    try:
+        os.makedirs(parent, exist_ok=True)
+        f = open(path, "a+")
+    except OSError as exc:  # a read-only file system, a directory not ours: say so, in one line
+        raise TracekitError(f"cannot write the run {out}: {exc.strerror} ({exc.filename or parent}); nothing was "
+                            "written. Choose an -o on a writable file system") from None
     try:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
