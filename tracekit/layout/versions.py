@@ -18,7 +18,7 @@ import re
 import shutil
 
 from ..errors import TracekitError
-from .paths import MANIFEST
+from .paths import MANIFEST, is_run
 
 _LEFTOVER = re.compile(r"^(?:\.(?P<tmp>.+)\.(?:tmp|link)-(?P<p1>\d+)|(?P<old>.+)\.old-(?P<p2>\d+)"
                        r"|\.(?P<ver>.+)\.v-(?P<p3>\d+)-\d+)$")
