@@ -23,7 +23,6 @@ from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
     FACTS_DIR,
-    MANIFEST,
     RUN_FORMAT,
     is_run,
     part_facts_dir,
