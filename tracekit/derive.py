@@ -29,7 +29,7 @@ from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file
-from .rules import CLOCKS, FACTS, REDUCED, define_base, uses
+from .rules import CLOCKS, FACTS, REDUCED, define_base, uses, views_for
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -185,7 +185,7 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     con.register("_no_offsets", rows_table([], clocks.OFFSETS_SCHEMA))
     con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
     con.unregister("_no_offsets")
-    for name in ("rank_clocks", "_collectives_aligned"):
+    for name in views_for(REDUCED):  # the views the reduce rules read (rank_clocks, _collectives_aligned)
         con.execute(_sql.load("views", name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()

@@ -1,9 +1,13 @@
-"""The rule graph: which `.sql` rule runs at which stage, in which order, and the small tables and macros
-every connection that runs them has.
+"""The rule graph: which `.sql` rule runs at which stage and in which order, read from the rules
+themselves. Each file under tracekit/sql/{facts,reduce,views} declares, in its header, its stage
+(``-- @stage fact|reduce|view``: the folder it sits in) and what it reads (``-- @uses a, b``: other rules,
+or tables no rule makes: events, traces, process_groups, clock_offsets and the tk_* tables below). The
+order is a topological sort of those declarations; a cycle, an unknown name, a missing or wrong stage is
+a RuleGraphError when tracekit.rules is imported (a test imports it), never a hang.
 
-Stages: per-rank facts (derived at ingest from one rank's events), the reduce (derived once at the end
-of ingest, across ranks, from the per-rank facts), views (computed when a run is opened, from events or
-facts), reports (one query each, tracekit/reports).
+Stages: per-rank facts (derived at ingest from one rank's events, stored), the reduce (derived once at
+the end of ingest, across ranks, from the per-rank facts, stored), views (computed on a connection when
+used: when a run is opened, or by a reduce rule). Reports (tracekit/sql/reports) read the views.
 """
 
 from __future__ import annotations
@@ -18,23 +22,16 @@ from .comms.comm_kernels import comm_kernel_rows
 from .comms.dtypes import dtype_rows
 from .kernel_families import family_rows
 
-# Derived per rank at ingest, in this order (each may use the ones before it).
-FACTS: list[str] = ["steps", "gpu_kernels", "comm_ops", "_collectives", "comm_intervals", "step_windows",
-                    "comm_segments", "comm_overlap", "_comm_exposure"]
-# Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
-REDUCED: list[str] = ["collective_waits", "collective_instances", "stragglers"]
-# The public views, in this order (later views may use earlier ones). Those in FACTS and REDUCED are read
-# from facts/; the others are computed when a run is opened, from events (flows, thread_names, counters)
-# or from the facts (collectives' size buckets, exposure labels).
-VIEWS: list[str] = ["flows", "thread_names", "counters", "gpu_kernels", "steps", "comm_ops", "collectives",
-                    "comm_intervals", "step_windows", "comm_segments", "comm_overlap", "comm_exposure",
-                    "collective_waits", "collective_instances", "stragglers", "step_breakdown", "clock_offsets",
-                    "rank_clocks"]
-# Derived at the reduce step too, before REDUCED uses it: each host's clock offset (tracekit.clocks).
+STAGES = {"fact": "facts", "reduce": "reduce", "view": "views"}  # stage -> its folder under tracekit/sql
+# Each host's clock offset: derived at the reduce step in Python (tracekit.clocks), stored like a fact.
 CLOCKS = "clock_offsets"
-HELPERS: list[str] = ["_collectives", "_comm_exposure"]
 # The tables a run stores as ingest writes them (events, traces, process_groups): see tracekit/layout.
 TABLE_NAMES: list[str] = ["events", "traces", "process_groups"]
+
+
+class RuleGraphError(Exception):
+    """The rules' declarations do not make a graph: the message names the file and what to fix."""
+
 
 # Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
 FACT_TABLES = {
@@ -64,19 +61,97 @@ FACT_TABLES = {
 }
 
 
+def order(rules: list, tables) -> list[str]:
+    """The rules' names in an order where each comes after every rule it uses (``rules``: SqlFile-like,
+    with name, stage, uses and folder; ``tables``: the names a rule may use that no rule makes). Among the
+    rules ready at once, facts come first, then the reduce, then views, each by name."""
+    by_name = {}
+    for r in rules:
+        where = f"tracekit/sql/{r.folder or STAGES.get(r.stage, '?')}/{r.name}.sql"
+        if r.stage not in STAGES:
+            raise RuleGraphError(f"{where}: its header needs -- @stage fact, reduce or view (has {r.stage!r})")
+        if r.folder and STAGES[r.stage] != r.folder:
+            raise RuleGraphError(f"{where}: says @stage {r.stage}, so it belongs in tracekit/sql/{STAGES[r.stage]}/")
+        if r.name in by_name:
+            raise RuleGraphError(f"{where}: a second rule named {r.name}")
+        by_name[r.name] = r
+    for r in rules:
+        for u in r.uses:
+            if u not in by_name and u not in tables:
+                raise RuleGraphError(f"tracekit/sql/{STAGES[r.stage]}/{r.name}.sql: @uses {u}: no rule or table "
+                                     "of that name")
+            if r.stage == "fact" and u in by_name and by_name[u].stage != "fact":
+                raise RuleGraphError(f"tracekit/sql/facts/{r.name}.sql: @uses {u}, a {by_name[u].stage} rule; a "
+                                     "per-rank fact can use only other facts and the stored tables")
+    rank = {stage: i for i, stage in enumerate(STAGES)}
+    deps = {n: {u for u in r.uses if u in by_name and u != n} for n, r in by_name.items()}
+    out: list[str] = []
+    done: set[str] = set()
+    while len(out) < len(by_name):
+        ready = sorted((n for n in by_name if n not in done and deps[n] <= done),
+                       key=lambda n: (rank[by_name[n].stage], n))
+        if not ready:
+            raise RuleGraphError("the rules use each other in a circle: " + " -> ".join(_cycle(deps, done)))
+        out.append(ready[0])
+        done.add(ready[0])
+    return out
+
+
+def _cycle(deps: dict, done: set) -> list[str]:
+    """One circle among the rules not yet ordered, as a path that ends where it starts."""
+    node = min(n for n in deps if n not in done)
+    path: list[str] = []
+    while node not in path:
+        path.append(node)
+        node = min(d for d in deps[node] if d not in done)
+    return path[path.index(node):] + [node]
+
+
+@functools.lru_cache(maxsize=None)
+def graph() -> dict:
+    """name -> its SqlFile, in the order of the graph read from tracekit/sql."""
+    files = {f.name: f for f in _sql.rule_files()}
+    return {n: files[n] for n in order(list(files.values()), set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS})}
+
+
+ORDER: list[str] = list(graph())
+# Derived per rank at ingest, in this order (each may use the ones before it).
+FACTS: list[str] = [n for n in ORDER if graph()[n].stage == "fact"]
+# Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
+REDUCED: list[str] = [n for n in ORDER if graph()[n].stage == "reduce"]
+# The public views (every public rule, stored or not, and the clock offsets); helpers start with _.
+VIEWS: list[str] = [n for n in ORDER if not n.startswith("_")] + [CLOCKS]
+HELPERS: list[str] = [n for n in ORDER if n.startswith("_")]
+
+
+def views_for(names: list[str]) -> list[str]:
+    """The view rules that ``names`` read, directly or through other views, in graph order (a reduce rule
+    reads rank_clocks and _collectives_aligned: they are defined on the reduce's connection first)."""
+    need: set[str] = set()
+    todo = [u for n in names for u in graph()[n].uses]
+    while todo:
+        u = todo.pop()
+        if u in graph() and graph()[u].stage == "view" and u not in need:
+            need.add(u)
+            todo += graph()[u].uses
+    return [n for n in ORDER if n in need]
+
+
 def stored(name: str) -> bool:
     """The rule's rows are stored in the run (facts/NAME), derived at ingest."""
     return name in FACTS or name in REDUCED or name == CLOCKS
 
 
-def uses(name: str, among: list[str]) -> list[str]:
-    """The rules among ``among`` that rule ``name`` reads."""
-    return [d for d in _sql.names_in(_sql.load("views", name).text, among) if d != name]
+def uses(name: str, among: list[str] | None = None) -> list[str]:
+    """What rule ``name`` declares it reads (``-- @uses``): rules, stored facts and tables; only those in
+    ``among`` when given."""
+    return [d for d in graph()[name].uses if among is None or d in among]
 
 
-def references(text: str, exclude: str | None = None) -> list[str]:
-    """The public views and helpers a SQL text names (comments aside), in VIEWS order."""
-    return [v for v in _sql.names_in(text, VIEWS + HELPERS) if v != exclude]
+def references(query: str) -> list[str]:
+    """The public views and helpers a user's query names (comments aside), in VIEWS order: the views to
+    define before it runs. (Rules declare theirs, ``-- @uses``.)"""
+    return _sql.names_in(query, VIEWS + HELPERS)
 
 
 def facts_key() -> str:
@@ -88,8 +163,8 @@ def facts_key() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _facts_key(catalogue: tuple) -> str:
-    h = hashlib.sha256(_sql.load("views", "macros").text.encode())
-    for name in FACTS + REDUCED + ["rank_clocks", "_collectives_aligned"]:
+    h = hashlib.sha256(_sql.load("", "macros").text.encode())
+    for name in FACTS + REDUCED + views_for(FACTS + REDUCED):
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
     h.update(repr(BUSBW_FACTORS).encode())
@@ -108,4 +183,4 @@ def define_base(con, size_buckets: list[int] | None = None) -> None:
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)
             values = ", ".join(f"({', '.join('?' * len(cols))})" for _ in rows[name])
             con.execute(f"INSERT INTO {name} VALUES {values}", [v for row in rows[name] for v in row])
-    con.execute(_sql.load("views", "macros").text)
+    con.execute(_sql.load("", "macros").text)

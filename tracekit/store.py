@@ -16,7 +16,7 @@ from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
 from .layout.versions import recover
-from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, references, stored
+from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 
 
 class Run:
@@ -64,10 +64,10 @@ class Run:
             bind_fact(self._con, self.path, name)
             self._created.add(name)
             return
-        text = _sql.load("views", name).text
-        for dep in references(text, exclude=name):
-            self._ensure_view(dep)
-        self._con.execute(text)
+        for dep in uses(name):  # what its header declares: rules and stored facts (tables are there already)
+            if dep in graph() or stored(dep):
+                self._ensure_view(dep)
+        self._con.execute(_sql.load("views", name).text)
         self._created.add(name)
 
     def read_only(self, memory_mb: int | None = None) -> "Run":

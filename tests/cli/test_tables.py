@@ -95,7 +95,7 @@ def test_schema_of_one_table_view_or_report(tmp_path):
     env = _fsdp(tmp_path)
     code, out, err = tk("schema", "traces", "steps", "--format", "csv", cwd=tmp_path, env=env)
     assert code == 0, err
-    # the steps view's header (sql/views/steps.sql) documents these five columns
+    # the steps view's header (sql/facts/steps.sql) documents these five columns
     assert [x.split(",")[:3] for x in out.splitlines()[1:]] == [
         ["steps", "rank", "BIGINT"], ["steps", "step", "BIGINT"], ["steps", "ts_ns", "BIGINT"],
         ["steps", "end_ns", "BIGINT"], ["steps", "dur_ns", "BIGINT"]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 import pyarrow as pa
 
-from ..model import GPTShape, Plan, check_fits, predict_rank, total_params
+from ..model import GPTShape, Plan, check_fits, predict_stages, total_params
 from ..render import emit
 from ..run_plan import model_with
 from .options import (
@@ -33,13 +33,7 @@ def model_cmd(preset, dp, tp, pp, ep, zero, sequence_parallel, backend, fmt, out
     shape: GPTShape = model_with(None, preset, split_fields(kw, MODEL_FIELDS))
     plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sequence_parallel=bool(sequence_parallel), backend=backend)
     check_fits(shape, plan)
-    # pipeline stages differ only as first, middle and last: one representative rank of each
-    stages = {"all": 0} if pp == 1 else {"first": 0, **({"middle": 1} if pp > 2 else {}), "last": pp - 1}
-    rows = []
-    for label, stage in stages.items():
-        for e in predict_rank(shape, plan, stage * dp * tp):
-            rows.append({"stage": label, "group": e.group, "collective": e.collective, "count": e.count,
-                         "bytes_per_step": e.bytes, "gb_per_step": e.bytes / 1e9, "what": e.why})
+    rows = predict_stages(shape, plan)
     click.echo(f"{preset}: {total_params(shape):,} parameters; world {plan.world} = dp {dp} x tp {tp} x pp {pp}"
                + (f" (ep {ep})" if ep > 1 else "") + "; per rank and step:", err=True)
     emit(pa.Table.from_pylist(rows), fmt, output)

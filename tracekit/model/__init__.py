@@ -2,7 +2,7 @@
 
 from .config import PRESETS, GPTShape, Plan, check_fits, from_recorded
 from .params import rank_params, total_params
-from .predict import Expected, predict, predict_rank
+from .predict import Expected, predict, predict_rank, predict_stages
 
 __all__ = ["PRESETS", "Expected", "GPTShape", "Plan", "check_fits", "from_recorded", "predict", "predict_rank",
-           "rank_params", "total_params"]
+           "predict_stages", "rank_params", "total_params"]

@@ -138,3 +138,13 @@ def predict_rank(m: GPTShape, plan: Plan, rank: int) -> list[Expected]:
 
 def predict(m: GPTShape, plan: Plan) -> list[list[Expected]]:
     return [predict_rank(m, plan, r) for r in range(plan.world)]
+
+
+def predict_stages(m: GPTShape, plan: Plan) -> list[dict]:
+    """One step's collectives per pipeline stage, group and collective, on one representative rank of
+    each kind of stage (stages differ only as first, middle and last): count and bytes per rank."""
+    pp = plan.pp
+    stages = {"all": 0} if pp == 1 else {"first": 0, **({"middle": 1} if pp > 2 else {}), "last": pp - 1}
+    return [{"stage": label, "group": e.group, "collective": e.collective, "count": e.count,
+             "bytes_per_step": e.bytes, "gb_per_step": e.bytes / 1e9, "what": e.why}
+            for label, stage in stages.items() for e in predict_rank(m, plan, stage * plan.dp * plan.tp)]

@@ -1,7 +1,14 @@
-"""SQL shipped as package data: views/*.sql (public views) and reports/*.sql (one per report).
+"""SQL shipped as package data, one folder per stage of the rule graph (tracekit/rules.py):
 
-Each file starts with a header: ``-- name: meaning`` lines, then one ``-- @column name: meaning`` line
-per output column with its unit. ``tracekit schema`` prints these; a test fails if one is missing.
+    facts/*.sql     derived per rank at ingest and stored (facts/NAME in the run)
+    reduce/*.sql    derived once per run at the end of ingest, across ranks, and stored
+    views/*.sql     computed on a connection when used (at open, or by a reduce rule)
+    reports/*.sql   one query per report (tracekit/reports)
+    macros.sql      the macros every connection has
+
+Each rule file starts with a header: ``-- name: meaning`` lines, ``-- @stage fact|reduce|view``, ``-- @uses
+a, b`` (the rules and stored tables it reads), then one ``-- @column name: meaning`` line per output column
+with its unit. ``tracekit schema`` prints these; a test fails if one is missing.
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
+_STAGE = re.compile(r"^--\s*@stage\s+(\w+)\s*$")
+_USES = re.compile(r"^--\s*@uses\s+(.*)$")
+RULE_FOLDERS = ("facts", "reduce", "views")  # the folders of the rule graph, in stage order
 
 
 @dataclass(frozen=True)
@@ -20,21 +30,52 @@ class SqlFile:
     text: str
     doc: str
     columns: list[tuple[str, str]]
+    stage: str | None = None
+    uses: tuple[str, ...] = ()
+    folder: str = ""
+
+
+def parse(name: str, text: str, folder: str = "") -> SqlFile:
+    """A SQL file's header: its doc, columns, stage and uses."""
+    doc_lines, cols, stage, uses = [], [], None, ()
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        if m := _COL.match(line):
+            cols.append((m.group(1), m.group(2).strip()))
+        elif m := _STAGE.match(line):
+            stage = m.group(1)
+        elif m := _USES.match(line):
+            uses = tuple(u.strip() for u in m.group(1).split(",") if u.strip())
+        else:
+            doc_lines.append(line[2:].strip())
+    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols, stage, uses, folder)
+
+
+def _dir(kind: str):
+    return resources.files(__package__).joinpath(kind) if kind else resources.files(__package__)
 
 
 @functools.lru_cache(maxsize=None)
 def load(kind: str, name: str) -> SqlFile:
-    text = resources.files(__package__).joinpath(kind, f"{name}.sql").read_text()
-    doc_lines, cols = [], []
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            break
-        m = _COL.match(line)
-        if m:
-            cols.append((m.group(1), m.group(2).strip()))
-        else:
-            doc_lines.append(line[2:].strip())
-    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols)
+    """The file ``kind/name.sql``; ``kind`` "views" finds a rule in whichever stage folder holds it (facts,
+    reduce or views), "" a file at the top (macros)."""
+    kinds = RULE_FOLDERS if kind == "views" else (kind,)
+    for k in kinds:
+        f = _dir(k).joinpath(f"{name}.sql")
+        if f.is_file():
+            return parse(name, f.read_text(), k)
+    raise FileNotFoundError(f"tracekit/sql/{kind}/{name}.sql")
+
+
+def rule_files() -> list[SqlFile]:
+    """Every rule of the graph (facts, reduce, views), in folder then name order."""
+    out = []
+    for k in RULE_FOLDERS:
+        for f in sorted(_dir(k).iterdir(), key=lambda p: p.name):
+            if f.name.endswith(".sql"):
+                out.append(load(k, f.name[:-4]))
+    return out
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -42,6 +83,7 @@ _COMMENT = re.compile(r"--[^\n]*")
 
 
 def names_in(text: str, candidates) -> list[str]:
-    """The candidate names (views, tables) a SQL text uses, comments aside, in the candidates' order."""
+    """The candidate names (views, tables) a user's SQL text mentions, comments aside, in the candidates'
+    order: which views to define before running a query (rules declare theirs: ``-- @uses``)."""
     words = set(_WORD.findall(_COMMENT.sub("", text)))
     return [c for c in candidates if c in words]

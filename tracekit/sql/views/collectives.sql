@@ -9,6 +9,8 @@
 -- the innermost op's name and the kernel's name that names one: a SendRecv kernel launched by an
 -- alltoall is an alltoall; a bare SendRecv kernel is a sendrecv.
 -- The group size is never guessed from the world size: see group_size_source.
+-- @stage view
+-- @uses _collectives, collective_waits, collective_instances
 -- @column rank: global rank
 -- @column step: ProfilerStep number the launching CPU op belongs to (NULL outside steps)
 -- @column stream: GPU stream (Gloo: the worker thread id)

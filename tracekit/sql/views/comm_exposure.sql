@@ -2,6 +2,8 @@
 -- by compute). An exposed segment belongs to the step that owns its comm time (comm_segments); when k
 -- comm intervals of that step are active in it, each gets 1/k of it. So the rows of a rank add up to its
 -- exposed_comm_ns in comm_overlap, and the rows of a rank and step to that step's.
+-- @stage view
+-- @uses _comm_exposure, collectives
 -- @column rank: global rank
 -- @column event_index: index of the kernel or op (joins collectives)
 -- @column step: ProfilerStep number that launched it (-1 outside every step)

@@ -1,4 +1,5 @@
 -- counters: counter samples (ph 'C'), one row per series value; args hold {series: value}.
+-- @stage view
 -- @column rank: global rank of the trace
 -- @column name: counter track name
 -- @column pid: process id of the track

@@ -1,5 +1,7 @@
 -- rank_clocks: each rank's clock correction, its host's row of clock_offsets (0 where the host could not
 -- be aligned, or alignment was off): aligned time = tk_aligned(ts_ns, offset_ns, drift_ppm, ref_ns).
+-- @stage view
+-- @uses clock_offsets
 -- @column rank: global rank
 -- @column host: the rank's host (traces.host)
 -- @column offset_ns: added to the rank's timestamps at ref_ns, ns (0 when not aligned)

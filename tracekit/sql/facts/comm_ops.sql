@@ -6,6 +6,7 @@
 -- their scalar arguments ('Concrete Inputs'): the group size of all_gather_into_tensor and
 -- reduce_scatter_tensor (and their coalesced forms), the split sizes of all_to_all_single; c10d::
 -- alltoall_base_ records its split sizes there too (signatures: torch/csrc/distributed/c10d/Functional.cpp, Ops.cpp).
+-- @stage fact
 -- @column rank: global rank
 -- @column event_index: index of the op in its trace's traceEvents
 -- @column name: op name

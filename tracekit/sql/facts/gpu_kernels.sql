@@ -1,5 +1,7 @@
 -- gpu_kernels: every GPU activity (kernel, memcpy, memset) with its kind, its stream, the CPU-side
 -- runtime call that launched it (matched by rank and correlation id) and the step of that call.
+-- @stage fact
+-- @uses steps
 -- @column rank: global rank
 -- @column event_index: index of the kernel in its trace's traceEvents
 -- @column name: kernel name

@@ -3,6 +3,8 @@
 -- later of its CPU end and the end of the last GPU interval it launched. Windows never overlap; time
 -- outside every window is step -1. comm_overlap's per-step window, busy and idle and step_breakdown's
 -- parts use these windows.
+-- @stage fact
+-- @uses steps, comm_intervals
 -- @column rank: global rank
 -- @column step: ProfilerStep number
 -- @column ts_ns: window start (the step's CPU start), ns (trace clock)

@@ -2,6 +2,8 @@
 -- caused, and how long it waited for others. Counts clean instances only (collective_instances.status):
 -- an instance with missing ranks, a mismatch, or ranks order matching could not align says nothing
 -- trustworthy about who came last.
+-- @stage reduce
+-- @uses collective_waits, collective_instances
 -- @column rank: global rank
 -- @column instances: clean collective instances the rank took part in, count
 -- @column times_last: instances where this rank started last (ties: collective_waits.is_last), count

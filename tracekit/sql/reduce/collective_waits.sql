@@ -11,6 +11,8 @@
 -- aligned rows disagree on collective or size anywhere, is flagged as a whole (status unaligned).
 -- send and recv are one point-to-point operation (match collective sendrecv); alltoall sizes may differ
 -- across ranks (uneven splits) and are not compared.
+-- @stage reduce
+-- @uses _collectives_aligned
 -- @column instance_key: the matching key (id:..., pg:NAME/seq:N, GROUP/#N, or GROUP/rank R/#N for rows left without partner)
 -- @column match_method: comms_id, pg_seq or order
 -- @column rank: global rank

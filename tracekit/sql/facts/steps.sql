@@ -1,4 +1,5 @@
 -- steps: ProfilerStep#N spans on the CPU, one row per rank and step.
+-- @stage fact
 -- @column rank: global rank
 -- @column step: N of ProfilerStep#N
 -- @column ts_ns: start of the step on the CPU, ns (trace clock)

@@ -1,6 +1,8 @@
 -- collective_instances: one row per collective instance matched across ranks (matching rules: see
 -- collective_waits), with its skew, its transfer time and whether it is clean. Only clean instances
 -- feed stragglers and the skew report: a partial or mismatched instance would name a false straggler.
+-- @stage reduce
+-- @uses collective_waits
 -- @column instance_key: the matching key (id:..., pg:NAME/seq:N, or GROUP/#N for order matching)
 -- @column match_method: comms_id, pg_seq or order
 -- @column collective: the collective; sendrecv for a send matched with its recv; the smallest name when ranks disagree (see mismatch)

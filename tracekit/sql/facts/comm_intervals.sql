@@ -3,6 +3,8 @@
 -- memset (memory); each belongs to the step of the CPU call that launched it. CPU-only ranks (Gloo):
 -- gloo:* ops are comm; cpu_op events on threads that run no Gloo op, other than communication ops
 -- and ProfilerStep spans, are compute.
+-- @stage fact
+-- @uses steps, gpu_kernels, _collectives
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL outside steps)
 -- @column kind: comm, compute or memory

@@ -6,6 +6,8 @@
 -- launched it (comm_intervals.step; -1 outside every step). When intervals of several steps are active
 -- at once (comm of step N still running beside compute of step N+1), the time goes to the earliest of
 -- them, per kind: comm_step for comm time, compute_step for compute time, busy_step for busy time.
+-- @stage fact
+-- @uses comm_intervals, step_windows
 -- @column rank: global rank
 -- @column ts_ns: segment start, ns (trace clock)
 -- @column end_ns: segment end, ns

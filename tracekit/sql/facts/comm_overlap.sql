@@ -9,6 +9,8 @@
 -- start to last interval end) cut by the step windows (step_windows, clipped to it; -1 is the rest), a
 -- step's busy time the union of all intervals inside its window, idle the rest of its window. So these
 -- add up too: for every rank the step rows' window_ns, busy_ns and idle_ns sum to the whole-trace row's.
+-- @stage fact
+-- @uses comm_intervals, step_windows, comm_segments
 -- @column rank: global rank
 -- @column step: ProfilerStep number; -1 outside every step; NULL for the whole trace
 -- @column window_ns: whole trace: from the first start to the last end of the intervals; a step: its window (step_windows) inside that span; -1: the rest of that span, ns

@@ -1,5 +1,7 @@
 -- _comm_exposure: the exposed time of each comm interval of one rank, derived at ingest (a per-rank
 -- fact; intervals that were never exposed have no row). The rule is comm_exposure's (see there).
+-- @stage fact
+-- @uses comm_intervals, comm_segments
 CREATE OR REPLACE VIEW _comm_exposure AS
 WITH cover AS (
     SELECT i.rank, i.event_index, s.end_ns - s.ts_ns AS len,
