@@ -14,6 +14,7 @@ A query from the prompt may read the run and nothing else, and cannot change any
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import tempfile
@@ -105,7 +106,9 @@ def lock_down(con: duckdb.DuckDBPyConnection, run_dir: str, memory_mb: int | Non
     spill = tempfile.mkdtemp(prefix="tracekit-sql-")
     con.execute(f"SET temp_directory = {_literal(spill)}")
     con.execute(f"SET memory_limit = '{int(memory_mb or DEFAULT_MEMORY_MB)}MB'")
-    con.execute(f"SET allowed_directories = [{_literal(run_dir.rstrip(os.sep) + os.sep)}]")
+    # the run, and the run as the views' glob patterns spell it (a '[' in its path escaped as '[[]')
+    dirs = {run_dir.rstrip(os.sep) + os.sep, glob.escape(run_dir.rstrip(os.sep)) + os.sep}
+    con.execute(f"SET allowed_directories = [{', '.join(_literal(d) for d in sorted(dirs))}]")
     for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
         con.execute(f"SET {setting} = false")
     con.execute("SET lock_configuration = true")

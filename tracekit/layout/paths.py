@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 
 MANIFEST = "manifest.json"
@@ -52,8 +53,9 @@ def table_path(run: str, name: str) -> str:
 
 
 def events_glob(run: str) -> str:
-    """Every events part of a run (hive-partitioned by rank)."""
-    return os.path.join(run, EVENTS_DIR, "*", "*.parquet")
+    """Every events part of a run (hive-partitioned by rank), as a glob pattern: the run's own path escaped
+    (a '[' in it is a character class to a glob: no file matched)."""
+    return os.path.join(glob.escape(run), EVENTS_DIR, "*", "*.parquet")
 
 
 def rank_dir(run: str, rank: int) -> str:
@@ -86,7 +88,7 @@ def facts_file(run: str, name: str, rank=None) -> str:
 
 
 def facts_glob(run: str, name: str) -> str:
-    return os.path.join(facts_dir(run, name), "*.parquet")
+    return os.path.join(glob.escape(facts_dir(run, name)), "*.parquet")
 
 
 def place_facts(rank_facts: str, run: str, rank, names, whole_run_names=()) -> None:
