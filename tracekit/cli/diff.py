@@ -9,14 +9,14 @@ import tracekit
 from ..diff import STEPS_BY, diff
 from ..errors import TracekitError
 from ..render import _chosen_columns, emit, to_json
-from .options import RunPath, output_options
+from .options import output_options, run_argument
 
 PARTS = ("collectives", "steps")
 
 
 @click.command("diff")
-@click.argument("run_a", type=RunPath())
-@click.argument("run_b", type=RunPath())
+@run_argument("run_a")
+@run_argument("run_b")
 @click.option("--steps-by", type=click.Choice(STEPS_BY), default="order", show_default=True,
               help="Pair steps by their position among each run's profiled steps (order: runs profiled at "
                    "different steps line up) or by their number.")

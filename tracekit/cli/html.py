@@ -5,11 +5,11 @@ import click
 import tracekit
 
 from ..html_report import write_html
-from .options import RunPath, check_output
+from .options import check_output, run_argument
 
 
 @click.command("html")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The page to write.")
 def html_cmd(run, output):
     """A one-page, self-contained HTML report (no network): the run's identity (ranks, hosts, GPUs,

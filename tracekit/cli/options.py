@@ -41,8 +41,12 @@ class RunPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-def run_argument(f, name: str = "run"):
-    return click.argument(name, type=RunPath())(f)
+def run_argument(f_or_name):
+    """The run argument of a command, declared one way: ``@run_argument`` (named run) or
+    ``@run_argument("run_a")``."""
+    if isinstance(f_or_name, str):
+        return click.argument(f_or_name, type=RunPath())
+    return click.argument("run", type=RunPath())(f_or_name)
 
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",

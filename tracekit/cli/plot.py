@@ -5,11 +5,11 @@ import click
 import tracekit
 
 from ..errors import TracekitError
-from .options import RunPath, check_output
+from .options import check_output, run_argument
 
 
 @click.command("plot")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.option("--kind", type=click.Choice(["sizes", "overlap"]), default="sizes", show_default=True,
               help="sizes: message-size distribution per collective; overlap: hidden vs exposed comm per rank")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),

@@ -10,7 +10,7 @@ import tracekit
 from ..comms.buckets import parse_edges
 from ..render import emit
 from ..reports import REGISTRY, get
-from .options import RunPath, output_options
+from .options import output_options, run_argument
 
 
 def report_options(f):
@@ -30,7 +30,7 @@ def report_options(f):
 
 
 @click.command("report")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.argument("name", required=False)
 @report_options
 @click.option("--buckets", default=None, metavar="EDGES",

@@ -6,11 +6,11 @@ import tracekit
 
 from ..errors import TracekitError
 from ..timeline import write_timeline
-from .options import RunPath, check_output
+from .options import check_output, run_argument
 
 
 @click.command("timeline")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The merged trace to write (.json or .json.gz).")
 @click.option("--steps", default=None, metavar="A:B",

@@ -9,11 +9,11 @@ import tracekit
 from ..errors import TracekitError
 from ..render import emit
 from ..validate import validate
-from .options import RunPath, output_options
+from .options import output_options, run_argument
 
 
 @click.command("validate")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}}; default: the config recorded in the traces.")
 @output_options

@@ -12,10 +12,10 @@ from ..whatif import fit, points, whatif
 from .options import (
     MODEL_FIELDS,
     PLAN_FIELDS,
-    RunPath,
     model_options,
     output_options,
     plan_options,
+    run_argument,
     split_fields,
 )
 
@@ -34,7 +34,7 @@ def read_config(path: str | None) -> dict | None:
 
 
 @click.command("whatif")
-@click.argument("run", type=RunPath())
+@run_argument
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
 @model_options(None)
