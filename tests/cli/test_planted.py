@@ -126,3 +126,37 @@ def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
                                        + tksql.load("reports", "_advise_pipeline").text + "\n")
     assert main(["advise", str(tmp_path / "run-pipe"), "--sql", "9"]) == 1
     assert "there is no finding 9; advise found 1" in capsys.readouterr().err
+
+
+def test_advise_in_a_terminal_prints_one_block_per_finding(tmp_path, capsys):
+    from rich.console import Console
+
+    from tracekit.advise import advise
+    from tracekit.cli.main import main
+    from tracekit.render.findings import print_findings
+
+    run = planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",
+                  "--micro-batches", "2")
+    table = advise(run)
+    capsys.readouterr()
+    print_findings(table, "advise", Console(width=80, force_terminal=False))
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80  # sentences wrap; no column is left out
+    (row,) = table.to_pylist()
+    flat = " ".join(out.split())
+    # the heading names the rank and the finding; then one labelled line per field, each value whole
+    assert "1. pipeline bubble saving " in flat
+    # the change the generator's 2 micro-batches call for (as test_advise_finds_a_pipeline_... works out)
+    assert "change " + " ".join(row["change"].split()) in flat and "2 -> 8" in row["change"]
+    for label in ("where", "evidence", "confidence"):
+        assert f"{label} {' '.join(row[label].split())}" in flat
+    assert f"saving {row['saving_ms']:,.3f} ms per step ({row['saving_pct']:,.3f} % of the step)" in flat
+    assert "sql sql/reports/_advise_pipeline.sql (--sql 1 prints it)" in flat
+    # csv keeps the columns, one line per finding
+    assert main(["advise", str(tmp_path / "run-pipe"), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "priority,finding,where,evidence,saving_ms,saving_pct,change,confidence,sql"
+    assert lines[1].startswith("1,pipeline bubble,")
+    # --columns asks for a table, and gets one
+    assert main(["advise", str(tmp_path / "run-pipe"), "--columns", "priority,finding"]) == 0
+    assert "│ 1 │ pipeline bubble │" in " ".join(capsys.readouterr().out.split())

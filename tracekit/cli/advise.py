@@ -5,7 +5,7 @@ import click
 import tracekit
 
 from ..errors import TracekitError
-from ..render import emit
+from ..render import _chosen_columns, emit
 from .options import output_options, run_argument
 
 
@@ -31,7 +31,11 @@ def advise_cmd(run, show_sql, fmt, output):
 
     table = advise(tracekit.open(run))
     if show_sql is None:
-        emit(table, fmt, output, title="advise — ranked findings (saving per step)")
+        title = "advise — ranked findings (saving per step)"
+        if fmt == "table" and not _chosen_columns():  # sentences in nine columns: one block per finding
+            _print_blocks(table, title, output)
+        else:
+            emit(table, fmt, output, title=title)
         return
     rows = table.to_pylist()
     if not 1 <= show_sql <= len(rows):
@@ -43,3 +47,27 @@ def advise_cmd(run, show_sql, fmt, output):
             click.echo(f"-- {src}\n{_sql.load('reports', name).text}")
         else:
             click.echo(f"-- {rows[show_sql - 1]['sql']}")
+
+
+def _print_blocks(table, title, output) -> None:
+    """The findings as blocks (render.findings) on stdout or in ``output``; the note (the step they are
+    per, how the savings combine, what was not found) on stderr, wrapped to the terminal."""
+    import shutil
+    import sys
+    import textwrap
+
+    from ..render.findings import print_findings
+    from ..table_meta import note_of
+
+    note = note_of(table)
+    if note:
+        width = shutil.get_terminal_size((80, 24)).columns if sys.stderr.isatty() else 100
+        print(textwrap.fill(note, width=max(40, width)), file=sys.stderr)
+    if output is None:
+        print_findings(table, title)
+        return
+    from rich.console import Console
+
+    from ..render.target import target
+    with target(output, binary=False) as f:
+        print_findings(table, title, Console(file=f, width=100))

@@ -1,0 +1,54 @@
+"""advise in the terminal: one block per finding (its rank and what, then the saving, where, the
+evidence, the change, how sure, the SQL behind it), wrapped to the terminal's width. A table of nine
+columns with sentences in them cannot be read in 80 columns; csv, json, markdown and parquet keep the
+columns (render.emit)."""
+
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+
+from . import _cell, safe_text
+
+# the order of the lines under a finding's heading; a column not named here follows them, in its order
+ORDER = ("where", "evidence", "change", "confidence", "sql")
+
+
+def _saving(row: dict) -> str | None:
+    """'8.927 ms per step (55.767 % of the step)', or None when the finding has no saving (hygiene)."""
+    if row.get("saving_ms") is None:
+        return None
+    pct = row.get("saving_pct")
+    return f"{_cell(row['saving_ms'])} ms per step" + (f" ({_cell(pct)} % of the step)" if pct is not None else "")
+
+
+def print_findings(table: pa.Table, title: str | None = None, console=None) -> None:
+    """Each finding of ``table`` (tracekit.advise's rows) as a block."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or (Console() if sys.stdout.isatty() else Console(width=100))
+    rows = table.to_pylist()
+    if title:
+        console.print(Text(safe_text(title), style="bold"))
+    if not rows:
+        console.print("no finding", highlight=False, markup=False)
+        return
+    rest = [c for c in table.column_names if c not in ORDER and c not in ("priority", "finding", "saving_ms",
+                                                                         "saving_pct")]
+    for i, row in enumerate(rows, 1):
+        console.print()
+        console.print(Text(safe_text(f"{row.get('priority', i)}. {row.get('finding') or ''}"), style="bold"))
+        lines = [("saving", _saving(row))]
+        lines += [(c, None if row.get(c) is None else _cell(row[c])) for c in ORDER + tuple(rest) if c in row]
+        if row.get("sql"):
+            lines.append(("", f"(--sql {row.get('priority', i)} prints it)"))
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True, style="dim")
+        grid.add_column(overflow="fold")
+        for label, value in lines:
+            if value is not None and value != "":
+                grid.add_row(Text("   " + label), Text(safe_text(value)))
+        console.print(grid)
