@@ -48,8 +48,8 @@ def test_a_tracekit_run_is_replaced_and_carries_its_marker(tmp_path, trace):
 
 
 def test_reading_a_foreign_manifest_is_one_line(tmp_path, capsys):
-    from tracekit.store import Run
     from tracekit.errors import RunError
+    from tracekit.store import Run
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "manifest.json").write_text('{"schema_version": 1, "name": "app"}')
     with pytest.raises(RunError, match="not a tracekit run"):
