@@ -14,6 +14,7 @@ a choice made at open (size buckets, exposure labels) is computed then, from the
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import queue
 import shutil
@@ -106,8 +107,8 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
     (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
     rank only, so its cross-rank facts are derived here too, on the same connection."""
     os.makedirs(out_dir, exist_ok=True)
-    with _facts_connection(threads, os.path.join(out_dir, "_spill")) as con:
-        files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
+    files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
+    with _facts_connection(threads, os.path.join(out_dir, "_spill"), files) as con:
         bind_events(con, files=files, rank=rank)
         if reduced:  # the run is this rank: its host as the run's would be (tracekit.hosts)
             from .hosts import assign_hosts
@@ -139,7 +140,7 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
         derive_rank(files, rank, trace, pgs, out_dir, threads)
         return
     os.makedirs(out_dir, exist_ok=True)
-    with _facts_connection(threads, os.path.join(out_dir, "_spill")) as con:
+    with _facts_connection(threads, os.path.join(out_dir, "_spill"), [f for fs, *_ in items for f in fs]) as con:
         con.execute("CREATE VIEW events AS " + " UNION ALL ".join(
             f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * FROM read_parquet([{', '.join(map(sql_string, files))}])"
             for files, rank, _, _ in items))
@@ -158,7 +159,8 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
     """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
-    with _facts_connection(threads, os.path.join(run_dir, "_spill")) as con:
+    files = glob.glob(os.path.join(glob.escape(run_dir), "events", "*", "*.parquet"))
+    with _facts_connection(threads, os.path.join(run_dir, "_spill"), files) as con:
         bind_events(con, run_dir)
         bind_tables(con, run_dir, materialize=True)
         define_base(con)
@@ -205,16 +207,46 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
 
 
 @contextlib.contextmanager
-def _facts_connection(threads: int, spill: str):
-    """A DuckDB connection for deriving facts: ``threads`` threads, derive_memory_mb() of memory, spilling
-    past it to ``spill`` (inside the run being built: removed with the connection, never in the cwd)."""
-    con = duckdb.connect(config={"threads": max(1, threads), "memory_limit": f"{derive_memory_mb()}MB",
+def _facts_connection(threads: int, spill: str, events: list[str] = ()):
+    """A DuckDB connection for deriving facts: ``threads`` threads, derive_memory_mb() of memory (plus room
+    for the largest value of ``events``: value_room_mb), spilling past it to ``spill`` (inside the run
+    being built: removed with the connection, never in the cwd)."""
+    con = duckdb.connect(config={"threads": max(1, threads),
+                                 "memory_limit": f"{derive_memory_mb() + value_room_mb(events)}MB",
                                  "temp_directory": spill})
     try:
         yield con
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
+
+
+VALUE_COPIES = 5  # copies of one value the rules hold at once (measured: a 200 MB kernel name needs ~4)
+BIG_CHUNK = 16 << 20
+
+
+def value_room_mb(files) -> int:
+    """Memory for the largest text values of ``files``: DuckDB spills rows, but holds one value whole, and
+    a rule holds it several times (the row, a hash table's key, a function's result, the writer's page):
+    a 200 MB kernel name (under the 256 MB event cap) ran out of the 256 MB budget. The largest text
+    column chunk of a row group (Parquet metadata, nothing read) bounds the largest value; chunks of
+    ordinary traces (at most a few MB for 32K rows) get nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    big = 0
+    for f in files:
+        try:
+            md = pq.read_metadata(f)
+        except (OSError, pa.ArrowException):
+            continue  # (said by the query that reads it)
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            for c in range(rg.num_columns):
+                col = rg.column(c)
+                if col.physical_type == "BYTE_ARRAY" and col.total_uncompressed_size > big:
+                    big = col.total_uncompressed_size
+    return 0 if big < BIG_CHUNK else VALUE_COPIES * (big >> 20)
 
 
 def derive_memory_mb() -> int:

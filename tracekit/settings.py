@@ -6,7 +6,8 @@ read is a one-line error naming the variable and the value; an unset or empty va
   TRACEKIT_CACHE              directory of the run cache (default ~/.cache/tracekit)
   TRACEKIT_CACHE_MAX_MB       the run cache's cap, megabytes (default 4096)
   TRACEKIT_MAX_EVENT_MB       most bytes one event (or the gap between two) may take, MB (default 256)
-  TRACEKIT_DERIVE_MEMORY_MB   DuckDB's memory for one rank's facts, MB (default 256, at least 64)
+  TRACEKIT_DERIVE_MEMORY_MB   DuckDB's memory for one rank's facts, and for sorting one rank's events
+                              in `tracekit timeline`, MB (default 256, at least 64)
   TRACEKIT_DASK_WAIT_S        seconds ingest --scheduler waits for a Dask worker (at the start, or after
                               every worker left) or for a lost scheduler to come back (default 60)
   TRACEKIT_ZLIB               1: decompress gzip with Python's zlib even when ISA-L is installed

@@ -13,11 +13,17 @@ hosts line up; a run ingested with --no-align shows the raw clocks. The output i
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import json
 import os
+import shutil
+import tempfile
 
+import duckdb
+
+from . import settings
 from .errors import TracekitError
 
 # every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are
@@ -88,7 +94,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
     tmp = f"{out}.tmp-{os.getpid()}"
     first = [True]
     try:
-        with opener(tmp, "wt") as f:
+        with _bounded(run.con, os.path.dirname(os.path.abspath(out))), opener(tmp, "wt") as f:
             def put(text: str) -> None:
                 f.write(("" if first[0] else ",\n") + text)
                 first[0] = False
@@ -96,13 +102,16 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
                     '"traceEvents":[\n')
             tracks: dict[tuple[int, str], int] = {}
-            for (rank,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} ORDER BY rank").fetchall():
+            shown = [r for (r,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} ORDER BY rank").fetchall()]
+            for rank in shown:
                 put(_meta(rank, None, f"rank {rank}"))
                 put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))
                 put(_meta(rank, INSTANCE_TID, "tracekit: collective instances"))
+            # rank by rank, each sorted by DuckDB within timeline_memory() (spilling past it): the memory
+            # of a 43M-event run is not the memory of sorting all its events at once
             q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED} AS ts_ns, dur_ns, step FROM gpu_kernels "
-                 f"JOIN rank_clocks k USING (rank) WHERE {kinds} AND {in_range} ORDER BY rank, ts_ns")
-            for rank, device, stream, name, cat, kind, ts, dur, step in _rows(run, q):
+                 f"JOIN rank_clocks k USING (rank) WHERE {kinds} AND {in_range} AND rank = $rank ORDER BY ts_ns")
+            for rank, device, stream, name, cat, kind, ts, dur, step in _per_rank(run, q, shown):
                 key = (rank, f"GPU {device} stream {stream}")
                 if key not in tracks:
                     tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
@@ -115,9 +124,9 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
                 q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM events e "
                      "JOIN rank_clocks k USING (rank) WHERE ph = 'X' "
-                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} AND {in_ranks} "
-                     "ORDER BY rank, ts_ns")
-                for rank, pid, tid, name, cat, ts, dur in _rows(run, q):
+                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} AND rank = $rank "
+                     "ORDER BY ts_ns")
+                for rank, pid, tid, name, cat, ts, dur in _per_rank(run, q, shown):
                     key = (rank, f"CPU {pid} thread {tid}")
                     if key not in tracks:
                         tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
@@ -127,8 +136,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
             q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
                  "FROM comm_segments JOIN rank_clocks k USING (rank) WHERE comm_active > 0 AND compute_active = 0 "
-                 f"AND {seg_range} AND {in_ranks} ORDER BY rank, ts_ns")
-            for rank, ts, end in _merged(_rows(run, q)):
+                 f"AND {seg_range} AND rank = $rank ORDER BY ts_ns")
+            for rank, ts, end in _merged(_per_rank(run, q, shown)):
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
             _instances(run, put, counts, steps, ranks)
@@ -171,8 +180,37 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
             counts["stragglers"] += 1
 
 
-def _rows(run, query: str, batch: int = 50000):
-    cur = run.con.execute(query)
+@contextlib.contextmanager
+def _bounded(con, near: str):
+    """``con`` within settings.derive_memory_mb() of memory, spilling past it to a directory made beside
+    the output (removed after); the connection's own settings are back afterwards. A connection whose
+    configuration is locked (the read-only prompt's) keeps its own limit, which is bounded already."""
+    spill = tempfile.mkdtemp(prefix=".tracekit-timeline-", dir=near)
+    try:
+        old = con.execute("SELECT current_setting('memory_limit'), current_setting('temp_directory')").fetchone()
+        try:
+            con.execute(f"SET memory_limit = '{settings.derive_memory_mb()}MB'")
+            con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
+        except duckdb.Error:
+            old = None
+        try:
+            yield
+        finally:
+            if old is not None:
+                con.execute(f"SET memory_limit = '{old[0]}'")
+                con.execute("SET temp_directory = '" + old[1].replace("'", "''") + "'")
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _per_rank(run, query: str, ranks: list[int]):
+    """The rows of ``query`` (which takes $rank) for each rank in turn."""
+    for rank in ranks:
+        yield from _rows(run, query, params={"rank": rank})
+
+
+def _rows(run, query: str, batch: int = 50000, params: dict | None = None):
+    cur = run.con.execute(query, params) if params else run.con.execute(query)
     while True:
         rows = cur.fetchmany(batch)
         if not rows:

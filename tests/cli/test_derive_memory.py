@@ -1,0 +1,41 @@
+"""Derive within a bounded memory on valid input: one huge kernel name (under the event cap) ran out of
+DuckDB's budget ("could not derive its steps: Out of Memory ... likely a tracekit bug", issue 20 item 11).
+Scaled down: a 40 MB name under a 64 MB budget failed the same way before the fix."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import tracekit
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NAME_MB = 40
+
+
+def huge_name_trace(path):
+    name = "k" * (NAME_MB << 20)
+    with open(path, "w") as f:  # written by hand: one step, a launch, and its kernel of that name
+        f.write('{"schemaVersion": 1, "traceEvents": [\n'  # noqa: UP031 -- JSON braces
+                '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},\n'
+                '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
+                '"args": {"correlation": 1}},\n'
+                '{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": 3, "dur": 2, '
+                '"args": {"stream": 7, "correlation": 1}}\n]}\n' % name)
+    return path
+
+
+def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
+    trace = huge_name_trace(tmp_path / "rank0.json")
+    stats = tmp_path / "peak.json"
+    env = {**os.environ, "TRACEKIT_DERIVE_MEMORY_MB": "64"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
+                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "1", "--no-progress"],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    run = tracekit.open(tmp_path / "run")
+    (k,) = run.sql("SELECT strlen(name) AS n, step, ts_ns, dur_ns FROM gpu_kernels").to_pylist()
+    assert k == {"n": NAME_MB << 20, "step": 1, "ts_ns": 3000, "dur_ns": 2000}  # as the trace says
+    # memory: the budget, room for a few copies of the name, and Python's own; well under 1 GB
+    assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
