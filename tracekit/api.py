@@ -65,7 +65,8 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
     from . import cache
 
     out = cache.dir_for(paths)
-    _ingest(paths, out, **ingest_options)
+    # the same traces opened by two processes at once: the second waits for the first's fill
+    _ingest(paths, out, wait_s=cache.FILL_WAIT_S, **ingest_options)
     cache.touch(out)
     cache.enforce_cap(keep=out)
     run = Run(out, size_buckets=size_buckets)

@@ -14,7 +14,7 @@ import time
 
 from . import settings
 from .layout.manifest import read_manifest
-from .layout.versions import remove_run
+from .layout.versions import in_use, remove_run
 
 USED = ".last_used"  # touched whenever a cached run is opened
 
@@ -65,6 +65,9 @@ def touch(run_dir: str) -> None:
         pass
 
 
+FILL_WAIT_S = 1800  # how long a process opening traces waits for another process filling their cache run
+
+
 def enforce_cap(keep: str) -> list[str]:
     """Remove least recently used runs until the cache fits its cap; never ``keep``. Returns the removed."""
     cap = settings.cache_max_bytes()
@@ -76,7 +79,7 @@ def enforce_cap(keep: str) -> list[str]:
     for d in sorted(runs, key=_last_used):
         if total <= cap:
             break
-        if os.path.abspath(d) == os.path.abspath(keep):
+        if os.path.abspath(d) == os.path.abspath(keep) or in_use(d):  # never a run being written or read
             continue
         remove_run(d)
         total -= sizes[d]
@@ -84,15 +87,17 @@ def enforce_cap(keep: str) -> list[str]:
     return removed
 
 
-def clear() -> int:
-    """Remove every cached run; returns how many."""
-    n = 0
+def clear() -> tuple[int, int]:
+    """Remove every cached run that no process is writing or reading; returns (removed, left in use).
+    The writers' lock files stay: one removed while a writer waits on it would let a third take another."""
+    n = busy = 0
     base = root()
     if os.path.isdir(base):
         for name in os.listdir(base):
             if name.startswith("run-"):
+                if in_use(os.path.join(base, name)):
+                    busy += 1
+                    continue
                 remove_run(os.path.join(base, name))
                 n += 1
-            elif name.startswith(".run-") and name.endswith(".lock"):  # the writers' lock files
-                os.remove(os.path.join(base, name))
-    return n
+    return n, busy

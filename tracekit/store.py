@@ -15,7 +15,7 @@ from . import sql as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
-from .layout.versions import recover
+from .layout.versions import hold_for_reading, recover
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 
 
@@ -29,6 +29,11 @@ class Run:
         self.size_buckets = size_buckets
         if not os.path.exists(self.path):
             recover(self.path)
+        # a shared lock on the version read, while this Run lives: cache eviction and clear leave it alone
+        self._hold = hold_for_reading(self.path)
+        if self._hold is not None:
+            import weakref
+            self._release = weakref.finalize(self, os.close, self._hold)
         self.manifest = open_manifest(self.path, path)
         if self.manifest.get("facts_key") != facts_key():
             raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; derive them "
@@ -165,6 +170,8 @@ class Run:
             cur.interrupt()
 
     def close(self) -> None:
+        if getattr(self, "_release", None):
+            self._release()
         if self._db is not None:
             self._db.close()
         if getattr(self, "_remove_spill", None):

@@ -34,4 +34,6 @@ def list_cmd(fmt, output):
 @cache_cmd.command("clear")
 def clear_cmd():
     """Remove every cached run (traces and run directories elsewhere are not touched)."""
-    click.echo(f"{cache.root()}: removed {cache.clear()} cached runs")
+    removed, busy = cache.clear()
+    left = f"; left {busy} that another tracekit process is writing or reading" if busy else ""
+    click.echo(f"{cache.root()}: removed {removed} cached runs{left}")

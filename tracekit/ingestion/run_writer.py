@@ -111,8 +111,9 @@ SMALL_RUN_BYTES = 64 << 20
 
 def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: str = "fail", force: bool = False,
                ranks: dict | None = None, show_progress: bool | None = None, scheduler: str | None = None,
-               iteration: int | None = None, hosts=None, align: bool = True) -> bool:
+               iteration: int | None = None, hosts=None, align: bool = True, wait_s: float = 0) -> bool:
     """Build the run directory ``out`` from ``paths``. Returns False when it was already up to date.
+    ``wait_s``: wait that long for another process writing ``out`` (a cache fill), instead of failing.
 
     Each batch of files is one task (parse + those ranks' facts, tracekit/ingestion/task.py), run by
     ``execute``: pool.run_in_pool (a local process pool of ``jobs`` processes) or, with ``scheduler``
@@ -127,7 +128,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind
     parse_hosts_option(hosts)
-    with writer_lock(out):
+    with writer_lock(out, wait_s=wait_s):
         recover(out)
         return _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
                               {"hosts": hosts, "align": bool(align)})

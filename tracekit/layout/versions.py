@@ -131,11 +131,64 @@ def recover(out: str) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def writer_lock(out: str):
-    """Hold ``.NAME.lock`` beside the run for the whole ingest; a second ingest into the same run fails
-    at once with a message naming the first one."""
+def hold_for_reading(version: str) -> int | None:
+    """A reader's shared lock on the version directory it reads (flock on the directory: no file is
+    written into the run): eviction and ``cache clear`` leave a version so held alone. Returns the
+    descriptor to close when done, or None where the directory cannot be locked."""
     import fcntl
+
+    try:
+        fd = os.open(version, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def in_use(out: str) -> bool:
+    """Run ``out`` is being written (its writer lock is held) or read (a version of it is held by a
+    reader): not to be removed."""
+    import fcntl
+
+    parent, name = os.path.split(out)
+    lock = os.path.join(parent, f".{name}.lock")
+    versions = [os.path.join(parent, e) for e in _listdir(parent)
+                if (m := _LEFTOVER.match(e)) and m.group("ver") == name]
+    for path, flags in [(lock, os.O_RDONLY)] + [(v, os.O_RDONLY | os.O_DIRECTORY) for v in versions]:
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return False
+
+
+def _listdir(d: str) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
+
+
+@contextlib.contextmanager
+def writer_lock(out: str, wait_s: float = 0):
+    """Hold ``.NAME.lock`` beside the run for the whole ingest. A second ingest into the same run fails at
+    once with a message naming the first one; with ``wait_s`` (a cache fill: the same traces opened twice)
+    it says that it waits, and waits for it up to ``wait_s`` seconds."""
+    import fcntl
+    import sys
+    import time
 
     parent, name = os.path.split(out)
     path = os.path.join(parent, f".{name}.lock")
@@ -151,8 +204,21 @@ def writer_lock(out: str):
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "another process"
-            raise TracekitError(f"{out}: another tracekit ingest is writing this run ({holder}); wait for it to "
-                                "finish, or write elsewhere with another -o") from None
+            if not wait_s:
+                raise TracekitError(f"{out}: another tracekit ingest is writing this run ({holder}); wait for it "
+                                    "to finish, or write elsewhere with another -o") from None
+            print(f"tracekit: another tracekit process ({holder}) is ingesting these traces; waiting for it "
+                  f"(at most {wait_s:g} s)", file=sys.stderr)
+            deadline = time.monotonic() + wait_s
+            while True:
+                time.sleep(0.2)
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TracekitError(f"{out}: another tracekit process ({holder}) has been ingesting these "
+                                            f"traces for over {wait_s:g} s; try again when it has finished") from None
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}")
