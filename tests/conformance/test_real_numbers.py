@@ -201,3 +201,34 @@ def test_dlrm_kernel_busbw_takes_the_group_size_of_its_matched_instance(tmp_path
                  "busbw_gbps": pytest.approx(nbytes / (k["dur"] * 1000) * 7 / 8)}
     got = tracekit.report(run, "collectives").to_pylist()
     assert got and all(row["busbw_p50_gbps"] is not None for row in got)
+
+
+def test_dlrm_uneven_alltoall_instance(tmp_path):
+    """DLRM's 4th alltoall: every rank's c10d::alltoall_base_ records output and input shapes; the input is
+    the same on every rank, the outputs differ (uneven splits). busbw assumes even splits: left out; the
+    instance says how uneven it is and its throughput (all ranks' bytes over the exchange)."""
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    ins, outs, starts, ends, sent = [], [], [], [], 0
+    for path in sorted(d.glob("*.json")):
+        evs = events(path)
+        op = sorted(recorded_ops(path, "c10d::alltoall_base_"), key=lambda e: e["ts"])[3]
+        out_n, in_n = math.prod(op["args"]["Input Dims"][0]), math.prod(op["args"]["Input Dims"][1])
+        ins.append(in_n)
+        outs.append(out_n)
+        sent += in_n * ELEM_BYTES[op["args"]["Input type"][1]]
+        launches = {e["args"]["correlation"]: e for e in evs if e.get("cat") == "cuda_runtime"}
+        (k,) = [e for e in evs if e.get("cat") == "kernel" and "nccl" in e["name"]
+                and (lt := launches.get(e["args"]["correlation"])) is not None
+                and op["ts"] <= lt["ts"] <= op["ts"] + op["dur"] and lt["tid"] == op["tid"]]
+        starts.append(round(k["ts"] * 1000))
+        ends.append(round((k["ts"] + k["dur"]) * 1000))
+    assert len(set(ins)) == 1 and len(set(outs)) > 1
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    a2a = run.sql("SELECT * FROM collective_instances WHERE collective = 'alltoall' ORDER BY first_start_ns").to_pylist()
+    i = a2a[3]
+    assert (i["status"], i["uneven"], i["busbw_gbps"]) == ("clean", True, None)
+    assert i["in_imbalance"] == pytest.approx(1.0)
+    assert i["out_imbalance"] == pytest.approx(max(outs) / (sum(outs) / len(outs)))
+    assert i["exchange_ns"] == max(ends) - max(starts)
+    assert i["throughput_gbps"] == pytest.approx(sent / (max(ends) - max(starts)))
+    assert all(j["uneven"] is False and j["busbw_gbps"] is not None for j in a2a[:3])

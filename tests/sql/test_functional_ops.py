@@ -5,6 +5,8 @@ all_gather_into_tensor(input, group_size, group_name), reduce_scatter_tensor(inp
 group_size, group_name), all_to_all_single(input, output_split_sizes, input_split_sizes, group_name)).
 Expected values are worked out from those arguments by hand."""
 
+import pytest
+
 import tracekit
 from tests.conftest import dist, write_trace
 from tests.tracegen import cpu_op, kernel, step
@@ -79,3 +81,22 @@ def test_nccl_coalesced_kernel_carries_its_batch(tmp_path):
     assert got == [{"collective": "allreduce", "in_nelems": 100, "out_nelems": 100},
                    {"collective": "sendrecv", "in_nelems": 256 + 64, "out_nelems": 128},
                    {"collective": "recv", "in_nelems": None, "out_nelems": 32}]
+
+
+def test_uneven_all_to_all_pair_matrix(tmp_path):
+    # a 2-rank all_to_all_single of [12, 4] float inputs: rank 0 sends 4 and 8 rows to ranks 0 and 1,
+    # rank 1 sends 6 and 6 (so rank 0 receives 4 + 6 rows, rank 1 8 + 6)
+    def rank(r, ts):
+        out_splits, in_splits = ("[4, 6]", "[4, 8]") if r == 0 else ("[8, 6]", "[6, 6]")
+        evs = [step(1, 0, 1000), op("_c10d_functional::all_to_all_single", ts, 30, [[12, 4], [], [], []],
+                                    ["float", "ScalarList", "ScalarList", ""], ["", out_splits, in_splits, ""])]
+        return evs + kernel("ncclDevKernel_SendRecv", ts + 40, 10, launch=(ts + 2, 1))
+    for r, ts in ((0, 100), (1, 104)):
+        write_trace(tmp_path / f"rank{r}.json", rank(r, ts), header=dist(r, world=2))
+    run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+    got = run.sql("SELECT src_rank, dst_rank, elements, bytes FROM alltoall_pairs ORDER BY ALL").to_pylist()
+    assert [(g["src_rank"], g["dst_rank"], g["elements"], g["bytes"]) for g in got] == [
+        (0, 0, 16, 64), (0, 1, 32, 128), (1, 0, 24, 96), (1, 1, 24, 96)]
+    (i,) = run.sql("SELECT uneven, in_imbalance, out_imbalance, busbw_gbps FROM collective_instances").to_pylist()
+    # inputs 48 and 48 elements; outputs (4 + 6) * 4 = 40 and (8 + 6) * 4 = 56: mean 48
+    assert i == {"uneven": True, "in_imbalance": 1.0, "out_imbalance": pytest.approx(56 / 48), "busbw_gbps": None}

@@ -18,9 +18,14 @@
 -- @column start_skew_ns: last_start_ns − first_start_ns, ns
 -- @column end_skew_ns: latest end − earliest end, ns
 -- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs, without waiting), ns
--- @column busbw_gbps: bus bandwidth over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal)
+-- @column busbw_gbps: bus bandwidth over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal); NULL for an uneven all-to-all (nccl-tests' factor assumes even splits: see throughput_gbps)
 -- @column last_rank: the rank that started last (everyone else waited for it); ranks tied at the latest start: the lowest rank number (collective_waits.is_last)
 -- @column last_tied: ranks that share the latest start, count (1: no tie)
+-- @column uneven: all-to-all instances: the ranks send or receive different amounts (their input or output elements differ, or a rank's recorded split sizes differ across peers); NULL for other collectives
+-- @column in_imbalance: all-to-all: the largest rank's input elements / the mean over ranks (1: even)
+-- @column out_imbalance: all-to-all: the largest rank's output elements / the mean over ranks (1: even)
+-- @column exchange_ns: all-to-all: from the last rank's arrival to the last end (max end − max start): the time the exchange took once every rank was there, ns
+-- @column throughput_gbps: all-to-all: the bytes all ranks sent together / exchange_ns, GB/s (decimal); the figure for uneven instances, where busbw_gbps is left out
 -- @column total_wait_ns: sum over ranks of (last_start_ns − own start), ns
 -- @column hosts: distinct hosts of the ranks present (traces.host), count
 -- @column link_kind: intra-node (one host), inter-node (every rank on a host of its own), mixed (several hosts, some with several of its ranks), NULL when a rank's host is unknown
@@ -44,6 +49,11 @@ i AS (
            max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
            min(dur_ns) AS transfer_ns, min(rank) FILTER (WHERE is_last) AS last_rank,
            count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, sum(wait_ns) AS total_wait_ns,
+           bool_and(collective IN ('alltoall', 'alltoallv')) AS a2a,
+           count(DISTINCT in_nelems) > 1 OR count(DISTINCT out_nelems) > 1
+               OR coalesce(bool_or(len(list_distinct(TRY_CAST(in_splits AS BIGINT[]))) > 1), false) AS uneven_,
+           max(in_nelems) / avg(in_nelems) AS in_imb, max(out_nelems) / avg(out_nelems) AS out_imb,
+           max(end_ns) - max(ts_ns) AS exchange_ns, sum(bytes) AS sent_bytes,
            count(DISTINCT h.host) AS hosts, bool_or(h.host IS NULL) AS host_unknown
     FROM collective_waits LEFT JOIN (SELECT rank, host FROM traces) h USING (rank), world
     GROUP BY instance_key)
@@ -56,8 +66,12 @@ SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
             WHEN expected_ranks > ranks_present THEN 'missing ranks'
             ELSE 'clean' END AS status,
        bytes, first_start_ns, last_start_ns, start_skew_ns, end_skew_ns, transfer_ns,
-       CASE WHEN transfer_ns > 0 THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS busbw_gbps,
+       CASE WHEN transfer_ns > 0 AND NOT (a2a AND uneven_)
+            THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS busbw_gbps,
        last_rank, last_tied, total_wait_ns, hosts,
+       CASE WHEN a2a THEN uneven_ END AS uneven, CASE WHEN a2a THEN in_imb END AS in_imbalance,
+       CASE WHEN a2a THEN out_imb END AS out_imbalance, CASE WHEN a2a THEN exchange_ns END AS exchange_ns,
+       CASE WHEN a2a AND exchange_ns > 0 THEN sent_bytes / exchange_ns END AS throughput_gbps,
        CASE WHEN NOT host_unknown THEN CASE WHEN hosts = 1 THEN 'intra-node' WHEN hosts = ranks_present THEN 'inter-node'
                                             ELSE 'mixed' END END AS link_kind
 FROM i;

@@ -28,6 +28,9 @@
 -- @column is_last: this rank is the instance's last: it started last; of several ranks that started at the same latest ns, the lowest rank number (one tie rule, shared by collective_instances.last_rank and stragglers)
 -- @column is_first: this rank started first; of several at the same earliest ns, the lowest rank number
 -- @column starts_last: this rank's start is the latest of the instance (every tied rank: true)
+-- @column in_nelems: this rank's input elements (collectives.in_nelems)
+-- @column out_nelems: this rank's output elements
+-- @column in_splits: all-to-all: this rank's input split sizes per peer, JSON list, when recorded
 -- @column order_status: order matching only: aligned, before window (no partner: another rank's profile starts later) or unaligned (the whole group); NULL for id/seq matching
 CREATE OR REPLACE VIEW collective_waits AS
 WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: the peer is the other one
@@ -87,5 +90,6 @@ SELECT instance_key, match_method, rank, event_index, collective, match_collecti
        rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns DESC, rank) AS is_last,
        order_status,
        rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns, rank) AS is_first,
-       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS starts_last
+       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS starts_last,
+       in_nelems, out_nelems, in_splits
 FROM k;
