@@ -93,7 +93,7 @@ def doctor(run):
 def diff(run_a, run_b, steps_by: str = "order"):
     """Run B against run A -> {"collectives": pyarrow.Table (per collective x process group x size bucket),
     "steps": pyarrow.Table (per profiled step, paired by ``steps_by``: "order" or "number")}."""
-    from .diff import diff as _diff
+    from .diff_runs import diff as _diff
 
     return _diff(_run(run_a), _run(run_b), steps_by=steps_by)
 
@@ -102,7 +102,7 @@ def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool 
              ranks: tuple[int, int] | None = None) -> dict:
     """Write one Chrome/Perfetto trace of the whole job to ``out`` (``ranks``: only ranks A to B); returns
     what it holds."""
-    from .timeline import write_timeline
+    from .timeline_trace import write_timeline
 
     return write_timeline(_run(run), os.fspath(out), steps, kernels_only, ranks)
 
@@ -117,6 +117,7 @@ def html(run, out) -> str:
 def advise(run):
     """Ranked findings: what to change first, with the saving per step, the evidence and the change to try
     (``tracekit advise``; docs/advise.md) -> pyarrow.Table."""
-    from .advise import advise as _advise
+    from .advise_findings import advise as _advise
 
     return _advise(_run(run))
+

@@ -39,7 +39,7 @@ def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
 
 
 def advice(run) -> str:
-    from .advise import advise
+    from .advise_findings import advise
 
     try:
         t = advise(run)

@@ -11,7 +11,7 @@ import sys
 import tracekit
 from tests.conftest import ROOT, dist, write_trace
 from tests.tracegen import kernel, step
-from tracekit.diff import diff
+from tracekit.diff_runs import diff
 
 
 def tk(*args, cwd, env=None):

@@ -27,7 +27,7 @@ def test_the_straggler_explanation_names_the_planted_slow_op(tmp_path):
 
 
 def advice(run):
-    from tracekit.advise import advise
+    from tracekit.advise_findings import advise
     return advise(run).to_pylist()
 
 
@@ -99,7 +99,7 @@ def test_advise_on_the_real_dlrm_job_names_its_straggler_first():
     top = advice(run)[0]
     assert top["finding"] == f"straggler: rank {late} arrives last"
     assert f"starts its steps {lag:,.3f} ms after the first rank" in top["change"]
-    from tracekit.advise import advise
+    from tracekit.advise_findings import advise
     from tracekit.table_meta import note_of
     assert "no plan finding" in note_of(advise(run)) and "alltoall" in note_of(advise(run))  # the model's reach
 

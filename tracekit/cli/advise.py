@@ -27,9 +27,8 @@ def advise_cmd(run, show_sql, fmt, output):
       tracekit advise run/ --sql 1
     """
     from .. import sql as _sql
-    from ..advise import advise
 
-    table = advise(tracekit.open(run))
+    table = tracekit.advise(run)
     if show_sql is None:
         title = "advise — ranked findings (saving per step)"
         if fmt == "table" and not _chosen_columns():  # sentences in nine columns: one block per finding

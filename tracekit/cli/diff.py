@@ -6,7 +6,7 @@ import click
 
 import tracekit
 
-from ..diff import STEPS_BY, diff
+from ..diff_runs import STEPS_BY
 from ..errors import TracekitError
 from ..render import _chosen_columns, emit, to_json
 from .options import output_options, run_argument
@@ -37,7 +37,7 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
     if only is None and (fmt in ("csv", "parquet") or _chosen_columns()):
         what = "--columns" if _chosen_columns() else f"--format {fmt}"
         raise TracekitError(f"{what} takes one table: add --only collectives or --only steps")
-    tables = diff(tracekit.open(run_a), tracekit.open(run_b), steps_by=steps_by)
+    tables = tracekit.diff(run_a, run_b, steps_by=steps_by)
     if only is not None:
         emit(tables[only], fmt, output, title=f"diff {only} — {run_b} against {run_a}")
         return

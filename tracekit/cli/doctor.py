@@ -32,7 +32,7 @@ def doctor_cmd(run, fmt, output, fail_on):
       tracekit doctor run/ --fail-on warning     # in CI: exit 6 on any warning or error
     """
     rep = get("doctor")
-    table = rep.run(tracekit.open(run))
+    table = tracekit.doctor(run)
     emit(table, fmt, output, title=f"doctor — {rep.summary}")
     if fail_on:
         worse = LEVELS[LEVELS.index(fail_on):]

@@ -4,7 +4,6 @@ import click
 
 import tracekit
 
-from ..html_report import write_html
 from .options import check_output, run_argument
 
 
@@ -21,4 +20,4 @@ def html_cmd(run, output):
       tracekit html run/ -o report.html
     """
     check_output(output)
-    click.echo(write_html(tracekit.open(run), output))
+    click.echo(tracekit.html(run, output))

@@ -57,7 +57,7 @@ def report_cmd(run, name, buckets, fmt, output, **params):
         return
     rep = get(name)
     given = {k: v for k, v in params.items() if v is not None}
-    table = rep.run(tracekit.open(run, size_buckets=parse_edges(buckets)), **given)
+    table = tracekit.report(tracekit.open(run, size_buckets=parse_edges(buckets)), name, **given)
     emit(table, fmt, output, title=f"{name} — {rep.summary}")
 
 

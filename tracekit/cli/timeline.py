@@ -5,7 +5,6 @@ import click
 import tracekit
 
 from ..errors import TracekitError
-from ..timeline import write_timeline
 from .options import check_output, run_argument
 
 
@@ -32,8 +31,7 @@ def timeline_cmd(run, output, steps, kernels_only, rank_range):
       tracekit timeline run/ -o first-host.json.gz --steps 5 --ranks 0:7
     """
     check_output(output)
-    counts = write_timeline(tracekit.open(run), output, _range("--steps", steps), kernels_only,
-                            _range("--ranks", rank_range))
+    counts = tracekit.timeline(run, output, _range("--steps", steps), kernels_only, _range("--ranks", rank_range))
     click.echo(f"{output}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
                f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
                "open it in https://ui.perfetto.dev or chrome://tracing")
