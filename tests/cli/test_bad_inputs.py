@@ -207,8 +207,9 @@ def test_a_reader_keeps_the_run_it_opened_while_it_is_replaced(tmp_path):
     assert new.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
     versions = sorted(e for e in os.listdir(tmp_path) if e.startswith(".r.v-"))
     assert len(versions) == 2  # the current one and the previous, for readers still on it
+    old.close()  # no reader holds the first version any more
     tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
-    assert len([e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]) == 2  # older ones go
+    assert len([e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]) == 2  # the new one and the one `new` holds
 
 
 def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
@@ -290,3 +291,23 @@ def test_an_unreadable_file_is_named_and_skippable(tmp_path, capsys, monkeypatch
     assert code == 0 and "cannot read it" in err
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert [i["path"] for i in m["inputs"]] == [str(good)] and m["failures"][0]["path"] == str(bad)
+
+
+def test_a_reader_keeps_its_version_through_many_reingests_and_orphans_go(tmp_path):
+    """Issue 20, item 13: held for as long as the reader is open (not for one re-ingest only), and a
+    complete version whose swap was killed (a dead ingest's) is removed, not left to pile up."""
+    p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
+    old = tracekit.ingest([p], tmp_path / "r", jobs=1)
+    for n in (2, 3, 4):  # three re-ingests while `old` is open
+        trace(tmp_path, ",".join([K + "}"] * n), '"distributedInfo":{"rank":0}')
+        tracekit.ingest([p], tmp_path / "r", jobs=1)
+    assert old.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    versions = [e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]
+    assert len(versions) == 2  # the current one and the one `old` holds; the two in between are gone
+    # a dead ingest's complete version, never linked: removed by the next ingest's recovery
+    import shutil
+    dead = 2**22 + 12345
+    shutil.copytree(tmp_path / "r", tmp_path / f".r.v-{dead}-1", symlinks=False)
+    old.close()
+    tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
+    assert [e for e in os.listdir(tmp_path) if e.startswith(".r.v-")] == [os.readlink(tmp_path / "r")]

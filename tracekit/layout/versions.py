@@ -3,8 +3,8 @@
 - Versions: a run ``NAME`` is a symbolic link to a sibling directory ``.NAME.v-PID-NS`` that holds one
   complete build. An ingest builds a new version beside it and switches the link with one rename
   (atomic on POSIX): a reader sees the old run or the new one, never none and never a mix, and keeps the
-  directory it opened (``Run`` resolves the link once). The previous version stays until the next
-  ingest, for readers still on it; older ones are removed.
+  directory it opened (``Run`` resolves the link once, and holds a shared lock on that version while it
+  is open). An ingest removes every other finished version that no reader holds.
 - One writer at a time: a lock file ``.NAME.lock`` beside the run.
 - Leftovers of a dead ingest (an unfinished version, a link it had not switched yet, a run of the old
   layout it had moved aside) are cleaned up, or put back, by the next ingest or reader.
@@ -58,7 +58,6 @@ def switch(version: str, out: str) -> None:
     if os.path.lexists(link):
         os.unlink(link)
     os.symlink(os.path.basename(version), link)
-    previous = os.path.realpath(out) if is_ours(out) else None
     if os.path.isdir(out) and not os.path.islink(out):  # the old layout, or an empty directory
         aside = f"{out}.old-{os.getpid()}"
         os.replace(out, aside)
@@ -66,17 +65,38 @@ def switch(version: str, out: str) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         os.replace(link, out)
-    _prune(out, keep={os.path.realpath(version), previous})
+    _prune(out, keep={os.path.realpath(version)})  # (the previous one too, unless a reader holds it)
 
 
 def _prune(out: str, keep: set) -> None:
-    """Remove finished versions of ``out`` other than ``keep`` (the current and the previous one)."""
+    """Remove finished versions of ``out`` other than ``keep`` (the current one) that no reader holds (a
+    Run holds a shared lock on the version it reads, for as long as it is open)."""
     parent, name = os.path.split(out)
     for e in os.listdir(parent):
         m = _LEFTOVER.match(e)
         path = os.path.join(parent, e)
-        if m and m.group("ver") == name and os.path.realpath(path) not in keep and is_run(path):
+        if m and m.group("ver") == name and os.path.realpath(path) not in keep and is_run(path) \
+                and not _held(path):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _held(version: str) -> bool:
+    """A reader holds this version directory (hold_for_reading)."""
+    import fcntl
+
+    try:
+        fd = os.open(version, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def remove_run(out: str) -> None:
@@ -123,6 +143,8 @@ def recover(out: str) -> None:
         if m.group("ver"):
             if not os.path.isfile(os.path.join(path, MANIFEST)):  # a build that never finished
                 shutil.rmtree(path, ignore_errors=True)
+            elif os.path.realpath(out) != os.path.realpath(path) and not _held(path):
+                shutil.rmtree(path, ignore_errors=True)  # complete, but its swap was killed: nobody's run
         elif m.group("old") and not os.path.lexists(out):
             os.replace(path, out)  # the old layout's interrupted swap: the previous run back in place
         elif os.path.islink(path):
