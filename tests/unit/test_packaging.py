@@ -42,3 +42,19 @@ def test_the_wheel_and_the_install_carry_the_one_version(tmp_path):
                          cwd=tmp_path, env=env,
                          check=True, capture_output=True, text=True).stdout.split()
     assert out[:2] == [tracekit.__version__] * 2 and str(tmp_path / "venv") in out[2]
+
+
+def test_ci_installs_the_build_backend_that_the_wheel_test_uses():
+    """The wheel test builds with --no-build-isolation, so the build-system's requirements must be in CI's
+    environment: .ci/run installs each of them, as pyproject.toml spells it (a fresh venv of Python 3.12+ has
+    no setuptools; 3.11's is 65, below the >=68 pyproject asks)."""
+    import shlex
+    import tomllib
+
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    installed = set()
+    for line in (ROOT / ".ci" / "run").read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:4] == ["python", "-m", "pip", "install"]:
+            installed.update(words[4:])
+    assert requires and set(requires) <= installed
