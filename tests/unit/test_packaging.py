@@ -48,10 +48,13 @@ def test_ci_installs_the_build_backend_that_the_wheel_test_uses():
     """The wheel test builds with --no-build-isolation, so the build-system's requirements must be in CI's
     environment: .ci/run installs each of them, as pyproject.toml spells it (a fresh venv of Python 3.12+ has
     no setuptools; 3.11's is 65, below the >=68 pyproject asks)."""
+    import re
     import shlex
-    import tomllib
 
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    # tomllib is 3.11+ and the project supports 3.10: the one line that pyproject's [build-system] has
+    line = re.findall(r"^requires = \[.*\]$", (ROOT / "pyproject.toml").read_text().split("[build-system]")[1],
+                      re.M)[0]
+    requires = [r.strip().strip('"') for r in line.split("[", 1)[1].rstrip("]").split(",") if r.strip()]
     installed = set()
     for line in (ROOT / ".ci" / "run").read_text().splitlines():
         words = shlex.split(line, comments=True)
