@@ -102,7 +102,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
                     '"traceEvents":[\n')
             tracks: dict[tuple[int, str], int] = {}
-            shown = [r for (r,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} ORDER BY rank").fetchall()]
+            shown = [r for (r,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} "
+                                                   "ORDER BY rank").fetchall()]
             for rank in shown:
                 put(_meta(rank, None, f"rank {rank}"))
                 put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))

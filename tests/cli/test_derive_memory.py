@@ -18,7 +18,8 @@ def huge_name_trace(path):
     name = "k" * (NAME_MB << 20)
     with open(path, "w") as f:  # written by hand: one step, a launch, and its kernel of that name
         f.write('{"schemaVersion": 1, "traceEvents": [\n'  # noqa: UP031 -- JSON braces
-                '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},\n'
+                '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, '
+                '"dur": 100},\n'
                 '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
                 '"args": {"correlation": 1}},\n'
                 '{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": 3, "dur": 2, '

@@ -224,7 +224,8 @@ def test_dlrm_uneven_alltoall_instance(tmp_path):
         ends.append(round((k["ts"] + k["dur"]) * 1000))
     assert len(set(ins)) == 1 and len(set(outs)) > 1
     run = tracekit.ingest([d], tmp_path / "run", jobs=2)
-    a2a = run.sql("SELECT * FROM collective_instances WHERE collective = 'alltoall' ORDER BY first_start_ns").to_pylist()
+    a2a = run.sql("SELECT * FROM collective_instances WHERE collective = 'alltoall' "
+                  "ORDER BY first_start_ns").to_pylist()
     i = a2a[3]
     assert (i["status"], i["uneven"], i["busbw_gbps"]) == ("clean", True, None)
     assert i["in_imbalance"] == pytest.approx(1.0)
