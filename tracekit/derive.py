@@ -50,6 +50,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     created: set[str] = set()
     running: dict = {}
     copies = []
+    alone: set[str] = set()  # rules to run again with nothing beside them (1M kernels of distinct names)
     # one cursor per worker, opened and closed here on the calling thread: a worker only runs queries on
     # its own cursor (DuckDB's rule for threads), never opens or closes one
     rule_cursors: queue.Queue = queue.Queue()
@@ -60,7 +61,16 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     def create(name):
         cur = rule_cursors.get()
         try:
-            _create(cur, name)
+            if name not in alone:
+                _create(cur, name)
+                return
+            # alone, and on one thread: DuckDB's memory per thread is the budget divided by its threads
+            (threads,) = cur.execute("SELECT current_setting('threads')").fetchone()
+            cur.execute("SET threads = 1")
+            try:
+                _create(cur, name)
+            finally:
+                cur.execute(f"SET threads = {int(threads)}")
         finally:
             rule_cursors.put(cur)
 
@@ -81,10 +91,18 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                 while len(created) < len(names):
                     for n in names:
                         if n not in created and n not in running and all(d in created for d in deps[n]):
+                            if any(m in alone for m in running) or (n in alone and running):
+                                continue  # a rule that ran out of memory beside another runs alone
+                            if n in alone:
+                                wait([f for _, f in copies])
                             running[n] = pool.submit(create, n)
                     finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
                     for n, fut in list(running.items()):
                         if fut in finished:
+                            if n not in alone and isinstance(fut.exception(), duckdb.OutOfMemoryException):
+                                alone.add(n)  # two rules share the budget: this one again, with all of it
+                                del running[n]
+                                continue
                             check(n, fut)
                             del running[n]
                             created.add(n)

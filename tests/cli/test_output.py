@@ -63,3 +63,18 @@ def test_empty_reports_say_why(tmp_path, capsys):
     assert main(["plot", run.path, "-o", str(tmp_path / "p.png")]) != 0
     assert "no collective there has a size" in capsys.readouterr().err
     assert not (tmp_path / "p.png").exists()
+
+
+def test_schema_in_80_columns_keeps_the_meaning_and_leaves_the_type_out(one_rank, capsys):
+    import pathlib
+
+    from tracekit.schema_doc import schema_table
+
+    # the meaning as the view's SQL documents it (-- @column ts_ns: ...), read from the file itself
+    sql = (pathlib.Path(tracekit.__file__).parent / "sql" / "views" / "collectives.sql").read_text()
+    (doc,) = [line.split(":", 1)[1].strip() for line in sql.splitlines() if line.startswith("-- @column ts_ns:")]
+    print_rich(schema_table(one_rank, "collectives"), None, Console(width=80, force_terminal=False))
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert ["collectives", "ts_ns", *doc.split()] in [line.split() for line in out.splitlines()]
+    assert "(1 column left out to fit 80 characters: type;" in out
