@@ -130,8 +130,8 @@ def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
 
 def test_advise_in_a_terminal_prints_one_block_per_finding(tmp_path, capsys):
     from rich.console import Console
-    from tracekit.advise import advise
 
+    from tracekit.advise_findings import advise
     from tracekit.cli.main import main
     from tracekit.render.findings import print_findings
 
