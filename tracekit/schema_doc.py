@@ -7,6 +7,7 @@ import pyarrow as pa
 from . import sql as _sql
 from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
 from .rules import VIEWS
+from .table_meta import FIRST_KEY
 
 # The tables a run stores as written at ingest: name -> (columns doc, what a row is). The views after them
 # are documented in their .sql headers.
@@ -48,7 +49,12 @@ def schema_table(run, name: str | None = None) -> pa.Table:
         types = dict(run.con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {obj})").fetchall())
         for col, meaning in cols:
             rows.append({"object": obj, "column": col, "type": types.get(col, "?"), "meaning": meaning})
-    return pa.Table.from_pylist(rows)
+    return _meaning_first(pa.Table.from_pylist(rows))
+
+
+def _meaning_first(table: pa.Table) -> pa.Table:
+    """In a narrow terminal the type is left out before the meaning (the column's unit is in it)."""
+    return table.replace_schema_metadata({FIRST_KEY: b"object,column,meaning"})
 
 
 def _report_schema(name: str, objects: list[str]) -> pa.Table:
@@ -58,8 +64,8 @@ def _report_schema(name: str, objects: list[str]) -> pa.Table:
 
     if name in REGISTRY:
         cols = _sql.load("reports", name).columns
-        return pa.Table.from_pylist([{"object": f"report {name}", "column": c, "type": "", "meaning": m}
-                                     for c, m in cols])
+        return _meaning_first(pa.Table.from_pylist([{"object": f"report {name}", "column": c, "type": "", "meaning": m}
+                                                     for c, m in cols]))
     hint = describe(f"Catalog Error: Table with name {name} does not exist!",
                     list(dict.fromkeys(objects + list(REGISTRY))))
     raise TracekitError(f"schema: {hint.replace(' (`tracekit schema RUN` lists every column)', '')}")
