@@ -94,8 +94,8 @@ def main() -> int:
             }
             for stage, r in rows.items():
                 state = "ok" if r["ok"] else f"FAILED: {r['error']}"
-                print(f"{case:14} {stage:9} peak RSS {r['tree_peak_rss_mb']:7.0f} MB  wall {r['seconds']:7.1f} s  {state}",
-                      flush=True)
+                print(f"{case:14} {stage:9} peak RSS {r['tree_peak_rss_mb']:7.0f} MB  "
+                      f"wall {r['seconds']:7.1f} s  {state}", flush=True)
     finally:
         if not a.keep and not a.dir:
             shutil.rmtree(d, ignore_errors=True)
