@@ -97,3 +97,24 @@ def test_timeline_steps_outside_the_run_name_the_steps_it_has(tmp_path):
     assert code == 0, err
     names = {e["name"] for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e["ph"] == "X"}
     assert "aten::add" in names and "aten::mm" not in names  # step 552 alone
+
+
+def test_doctor_in_a_terminal_prints_one_block_per_finding(tmp_path):
+    """Two of a world of four: doctor's 'ranks missing' finding is a block (severity: check, then the
+    ranks, the finding and the fix on lines of their own), not a five-column table of sentences that an
+    80-column terminal cannot hold; --format csv keeps the columns."""
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]
+    for r in (0, 1):
+        write_trace(tmp_path / f"rank{r}.json", ev, header={"distributedInfo": {"rank": r, "world_size": 4}})
+    code, out, err = tk("doctor", str(tmp_path), cwd=tmp_path)
+    assert code == 0, err
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line == "warning: missing ranks"]
+    assert len(heads) == 1, out
+    block = lines[heads[0] + 1:]
+    labels = [line.split()[0] for line in block if line.startswith("   ") and line[3] != " "]
+    assert labels[:3] == ["ranks", "finding", "fix"], out
+    assert "2,3" in block[0] and "2 of 4" in out, out
+    assert all(len(line.rstrip()) <= 100 for line in lines)
+    code, out, _ = tk("doctor", str(tmp_path), "--format", "csv", cwd=tmp_path)
+    assert out.splitlines()[0].split(",")[:2] == ["check", "severity"]

@@ -4,7 +4,7 @@ import click
 
 import tracekit
 
-from ..render import emit
+from ..render import _chosen_columns, emit
 from ..reports import get
 from .options import output_options, run_argument
 
@@ -33,7 +33,11 @@ def doctor_cmd(run, fmt, output, fail_on):
     """
     rep = get("doctor")
     table = tracekit.doctor(run)
-    emit(table, fmt, output, title=f"doctor — {rep.summary}")
+    title = f"doctor — {rep.summary}"
+    if fmt == "table" and not _chosen_columns():  # sentences in five columns: one block per finding
+        _print_blocks(table, title, output)
+    else:
+        emit(table, fmt, output, title=title)
     if fail_on:
         worse = LEVELS[LEVELS.index(fail_on):]
         n = sum(1 for s in table.column("severity").to_pylist() if s in worse)
@@ -41,3 +45,17 @@ def doctor_cmd(run, fmt, output, fail_on):
             click.echo(f"doctor: {n} finding{'s' if n != 1 else ''} at {fail_on} or above (--fail-on {fail_on})",
                        err=True)
             raise click.exceptions.Exit(FINDINGS_EXIT)
+
+
+def _print_blocks(table, title, output) -> None:
+    """The findings as blocks (render.findings), wrapped to the terminal (100 columns into a file)."""
+    from ..render.findings import DOCTOR_ORDER, doctor_heading, print_findings
+
+    if output is None:
+        print_findings(table, title, heading=doctor_heading, order=DOCTOR_ORDER)
+        return
+    from rich.console import Console
+
+    from ..render.target import target
+    with target(output, binary=False) as f:
+        print_findings(table, title, Console(file=f, width=100), heading=doctor_heading, order=DOCTOR_ORDER)

@@ -1,4 +1,4 @@
-"""advise in the terminal: one block per finding (its rank and what, then the saving, where, the
+"""advise and doctor in the terminal: one block per finding (its rank and what, then the saving, where, the
 evidence, the change, how sure, the SQL behind it), wrapped to the terminal's width. A table of nine
 columns with sentences in them cannot be read in 80 columns; csv, json, markdown and parquet keep the
 columns (render.emit)."""
@@ -23,8 +23,22 @@ def _saving(row: dict) -> str | None:
     return f"{_cell(row['saving_ms'])} ms per step" + (f" ({_cell(pct)} % of the step)" if pct is not None else "")
 
 
-def print_findings(table: pa.Table, title: str | None = None, console=None) -> None:
-    """Each finding of ``table`` (tracekit.advise's rows) as a block."""
+# doctor's findings: the heading is severity and check, then these lines
+DOCTOR_ORDER = ("ranks", "finding", "fix")
+
+
+def doctor_heading(i: int, row: dict) -> str:
+    return f"{row.get('severity') or ''}: {row.get('check') or ''}"
+
+
+def _advise_heading(i: int, row: dict) -> str:
+    return f"{row.get('priority', i)}. {row.get('finding') or ''}"
+
+
+def print_findings(table: pa.Table, title: str | None = None, console=None, heading=_advise_heading,
+                   order: tuple[str, ...] = ORDER) -> None:
+    """Each finding of ``table`` as a block: ``heading(i, row)`` in bold, then the columns of ``order``
+    (advise's by default; doctor passes DOCTOR_ORDER and doctor_heading)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -36,13 +50,13 @@ def print_findings(table: pa.Table, title: str | None = None, console=None) -> N
     if not rows:
         console.print("no finding", highlight=False, markup=False)
         return
-    rest = [c for c in table.column_names if c not in ORDER and c not in ("priority", "finding", "saving_ms",
-                                                                         "saving_pct")]
+    shown = ("priority", "finding", "saving_ms", "saving_pct") if heading is _advise_heading else ("severity", "check")
+    rest = [c for c in table.column_names if c not in order and c not in shown]
     for i, row in enumerate(rows, 1):
         console.print()
-        console.print(Text(safe_text(f"{row.get('priority', i)}. {row.get('finding') or ''}"), style="bold"))
+        console.print(Text(safe_text(heading(i, row)), style="bold"))
         lines = [("saving", _saving(row))]
-        lines += [(c, None if row.get(c) is None else _cell(row[c])) for c in ORDER + tuple(rest) if c in row]
+        lines += [(c, None if row.get(c) is None else _cell(row[c])) for c in order + tuple(rest) if c in row]
         if row.get("sql"):
             lines.append(("", f"(--sql {row.get('priority', i)} prints it)"))
         grid = Table.grid(padding=(0, 2))
