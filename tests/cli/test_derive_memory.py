@@ -1,12 +1,15 @@
-"""Derive within a bounded memory on valid input: one huge kernel name (under the event cap) ran out of
-DuckDB's budget ("could not derive its steps: Out of Memory ... likely a tracekit bug", issue 20 item 11).
-Scaled down: a 40 MB name under a 64 MB budget failed the same way before the fix."""
+"""Derive within a bounded memory on valid input (issue 20 item 11), scaled down with the budget: one huge
+kernel name (under the event cap) ran out of it ("could not derive its steps: Out of Memory ... likely a
+tracekit bug"): a 40 MB name under 64 MB failed so; and 1M kernels on one stream ran out of 256 MB in
+gpu_kernels: 200k kernels of distinct names under 128 MB failed so (two rules at once, two threads each)."""
 
 import json
 import os
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 import tracekit
 
@@ -39,4 +42,33 @@ def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
     (k,) = run.sql("SELECT strlen(name) AS n, step, ts_ns, dur_ns FROM gpu_kernels").to_pylist()
     assert k == {"n": NAME_MB << 20, "step": 1, "ts_ns": 3000, "dur_ns": 2000}  # as the trace says
     # memory: the budget, room for a few copies of the name, and Python's own; well under 1 GB
+    assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
+
+
+def distinct_names_trace(path, n):
+    with open(path, "w") as f:  # one step holding n kernels on stream 7, each of its own name
+        f.write('{"schemaVersion": 1, "traceEvents": [\n{"ph": "X", "cat": "user_annotation", '
+                f'"name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": {5 * n + 10}}}')
+        for k in range(n):
+            f.write(f',\n{{"ph": "X", "cat": "kernel", "name": "void at::native::kernel_{k}<float, 128>(float*)", '
+                    f'"pid": 0, "tid": 7, "ts": {5 * k + 1}, "dur": 3, '
+                    f'"args": {{"stream": 7, "correlation": {k + 1}}}}}')
+        f.write("\n]}\n")
+    return path
+
+
+@pytest.mark.slow
+def test_many_kernels_of_distinct_names_on_one_stream_derive_within_the_budget(tmp_path):
+    n = 200_000
+    trace = distinct_names_trace(tmp_path / "rank0.json", n)
+    stats = tmp_path / "peak.json"
+    env = {**os.environ, "TRACEKIT_DERIVE_MEMORY_MB": "128"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
+                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "2", "--no-progress"],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    run = tracekit.open(tmp_path / "run")
+    got = run.sql("SELECT count(*) AS n, count(DISTINCT name) AS names, count(DISTINCT stream) AS streams, "
+                  "min(step) AS lo, max(step) AS hi, sum(dur_ns) AS busy FROM gpu_kernels").to_pylist()
+    assert got == [{"n": n, "names": n, "streams": 1, "lo": 1, "hi": 1, "busy": 3000 * n}]
     assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
