@@ -17,6 +17,7 @@ from tests.conftest import dist, write_trace
 from tests.tracegen import kernel, step
 
 WAIT_S = 3
+pytestmark = pytest.mark.slow  # each starts Dask processes and waits WAIT_S for the fault to show
 
 
 def _start_scheduler(d):
