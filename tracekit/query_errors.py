@@ -14,10 +14,16 @@ def describe(message: str, names: list[str]) -> str:
     and views; any other message unchanged."""
     m = _MISSING.search(message)
     if not m:
-        return message
+        return one_line(message)
     wrong = m.group(1).strip('"')
     low = wrong.lower()
     close = [n for n in names if low in n or n in low] or difflib.get_close_matches(low, names, n=2, cutoff=0.6)
     hint = (f"did you mean {' or '.join(close[:3])}?" if close
             else f"the tables and views are: {', '.join(names)}")
     return f"no table or view named {wrong}; {hint} (`tracekit schema RUN` lists every column)"
+
+
+def one_line(message: str) -> str:
+    """DuckDB's message on one line: its "LINE 1: ..." quote of the query kept, the caret line dropped."""
+    parts = [x.strip() for x in message.splitlines()]
+    return " ".join(x for x in parts if x and set(x) - {"^", " "})

@@ -16,6 +16,7 @@ from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
 from .layout.versions import hold_for_reading, recover
+from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 
 
@@ -99,7 +100,7 @@ class Run:
         try:
             return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
         except duckdb.Error as exc:
-            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+            raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
     def batches(self, query: str, rows: int = 65536):
         """The result of ``query`` as Arrow record batches of ``rows`` rows, read as they are consumed (a
@@ -115,7 +116,7 @@ class Run:
         except duckdb.InterruptException:
             raise
         except duckdb.Error as exc:
-            raise QueryError(f"SQL failed on run {self.path}: {exc}") from None
+            raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
         def each():
             try:
@@ -142,7 +143,6 @@ class Run:
         except duckdb.InterruptException:
             raise
         except duckdb.Error as exc:
-            from .query_errors import describe
             raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
     def __repr__(self) -> str:

@@ -31,3 +31,26 @@ def test_a_cache_under_a_glob_like_directory(tmp_path, trace, capsys, monkeypatc
     assert main(["sql", str(trace), "SELECT count(*) AS n FROM events", "--format", "csv"]) == 0
     assert capsys.readouterr().out.endswith("n\n3\n")
     assert os.listdir(tmp_path / "c[1]")
+
+
+def test_a_backslash_in_the_path_is_one_line(tmp_path, trace, capsys):
+    """DuckDB reads '\\' as a directory separator (the fuzzer found an internal error): refused, in one line."""
+    d = tmp_path / "a\\b"
+    d.mkdir()
+    assert main(["ingest", str(trace), "-o", str(d / "run")]) == 4
+    err = capsys.readouterr().err
+    assert err == (f"error: {d / 'run'}: a backslash in the path, which DuckDB reads as a directory separator; "
+                   "move the run (or $TRACEKIT_CACHE) to a path without one\n")
+    assert os.listdir(d) == []
+
+
+def test_a_failed_query_is_one_line(tmp_path, trace, capsys):
+    run = tmp_path / "run"
+    assert main(["ingest", str(trace), "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["sql", str(run), "SELECT * FROM read_text('~/.bashrc')"]) == 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "file system operations are disabled" in err
+    from tracekit.query_errors import one_line
+    assert one_line('Parser Error: syntax error at or near "x"\n\nLINE 1: SELECT x x x\n                 ^') == \
+        'Parser Error: syntax error at or near "x" LINE 1: SELECT x x x'

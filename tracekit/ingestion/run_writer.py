@@ -20,6 +20,7 @@ from ..derive import derive_rank, derive_run, reduce_run
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
 from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
+from ..layout.bind import check_path
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
     FACTS_DIR,
@@ -137,6 +138,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
 def refuse_output(out: str, files: list[str]) -> None:
     """Refuse an -o that ingest must not replace: not a directory, the root, a directory holding anything
     but a tracekit run (one rule: layout.paths.is_run, never a file name alone), or one holding an input."""
+    check_path(out)
     if not os.path.basename(out) or os.path.dirname(out) == out:
         raise TracekitError(f"{out}: a run cannot be the root directory; choose another -o")
     if os.path.exists(out) and not os.path.isdir(out):

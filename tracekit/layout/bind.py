@@ -9,7 +9,16 @@ from .paths import events_glob, facts_glob, table_path
 
 def sql_string(path: str) -> str:
     """A path as a SQL string literal (DuckDB cannot bind a file name in DDL)."""
+    check_path(path)
     return "'" + path.replace("'", "''") + "'"
+
+
+def check_path(path: str) -> None:
+    """DuckDB reads a backslash in a path as a directory separator: such a run cannot be read. Say so."""
+    if "\\" in path:
+        from ..errors import RunError
+        raise RunError(f"{path}: a backslash in the path, which DuckDB reads as a directory separator; move the "
+                       "run (or $TRACEKIT_CACHE) to a path without one")
 
 
 def bind_events(con, run: str | None = None, *, files: list[str] | None = None, rank: int | None = None) -> None:
