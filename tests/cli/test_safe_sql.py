@@ -178,3 +178,9 @@ def test_streamed_text_is_the_whole_table_text(run, tmp_path, fmt):
         assert pq.read_table(tmp_path / "streamed").to_pylist() == rows
     else:
         assert (tmp_path / "streamed").read_text() == (tmp_path / "whole").read_text()
+
+
+def test_a_query_starting_with_a_comment_is_a_query(run, capsys):
+    """`-- note` opens a SQL comment, not an option (the fuzzer found click's usage error)."""
+    assert main(["sql", str(run), "-- how many\nSELECT count(*) AS n FROM events", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "n\n1\n"

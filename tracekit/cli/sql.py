@@ -9,7 +9,7 @@ from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, time_limit
 from .options import output_options, run_argument
 
 
-@click.command("sql")
+@click.command("sql", context_settings={"ignore_unknown_options": True})  # a query may start with --
 @run_argument
 @click.argument("query")
 @output_options
