@@ -96,9 +96,15 @@ def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_pat
         with pytest.raises(tracekit.TracekitError, match="another tracekit ingest is writing"):
             tracekit.rederive(tmp_path / "run")
     assert os.path.realpath(tmp_path / "run") == old and not (tmp_path / "run" / "facts").exists()
-    run = tracekit.rederive(tmp_path / "run")
-    assert os.path.realpath(tmp_path / "run") != old  # a new version, switched in by the link
-    assert os.path.isdir(old) and not os.path.exists(os.path.join(old, "facts"))  # a reader on it keeps it
+    from tracekit.layout.versions import hold_for_reading
+
+    fd = hold_for_reading(old)  # a reader on the old version (its shared lock, as a Run holds)
+    try:
+        run = tracekit.rederive(tmp_path / "run")
+        assert os.path.realpath(tmp_path / "run") != old  # a new version, switched in by the link
+        assert os.path.isdir(old) and not os.path.exists(os.path.join(old, "facts"))  # the reader keeps it
+    finally:
+        os.close(fd)
     assert tables(tmp_path / "run") == before
     assert run.sql("SELECT count(*) AS n FROM collectives").to_pylist() == [{"n": 4}]  # one allreduce per rank
 
