@@ -79,11 +79,13 @@ def rule_files() -> list[SqlFile]:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COMMENT = re.compile(r"--[^\n]*")
+# read left to right, so that '--' inside a string is text and a quote inside a comment is comment
+_LEXEME = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"|--[^\n]*|/\*.*?\*/", re.S)
 
 
 def names_in(text: str, candidates) -> list[str]:
-    """The candidate names (views, tables) a user's SQL text mentions, comments aside, in the candidates'
-    order: which views to define before running a query (rules declare theirs: ``-- @uses``)."""
-    words = set(_WORD.findall(_COMMENT.sub("", text)))
+    """The candidate names (views, tables) a user's SQL text mentions outside comments (in a string or a
+    "quoted" identifier too: defining a view too many costs nothing), in the candidates' order: which
+    views to define before running a query (rules declare theirs: ``-- @uses``)."""
+    words = set(_WORD.findall(_LEXEME.sub(lambda m: f" {m.group(1) or m.group(2) or ''} ", text)))
     return [c for c in candidates if c in words]
