@@ -80,23 +80,35 @@ def _prune(out: str, keep: set) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _held(version: str) -> bool:
-    """A reader holds this version directory (hold_for_reading)."""
+def _lock_dir(version: str, shared: bool) -> int | None:
+    """A non-blocking flock on the version directory itself: its descriptor, or None where the directory
+    cannot be opened or locked. Raises BlockingIOError when another process holds a conflicting lock."""
     import fcntl
 
     try:
         fd = os.open(version, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _held(version: str) -> bool:
+    """A reader holds this version directory (hold_for_reading)."""
+    try:
+        fd = _lock_dir(version, shared=False)
     except BlockingIOError:
         return True
-    except OSError:
-        return False
-    finally:
+    if fd is not None:
         os.close(fd)
+    return False
 
 
 def remove_run(out: str) -> None:
@@ -157,18 +169,10 @@ def hold_for_reading(version: str) -> int | None:
     """A reader's shared lock on the version directory it reads (flock on the directory: no file is
     written into the run): eviction and ``cache clear`` leave a version so held alone. Returns the
     descriptor to close when done, or None where the directory cannot be locked."""
-    import fcntl
-
     try:
-        fd = os.open(version, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
+        return _lock_dir(version, shared=True)
+    except BlockingIOError:  # (a writer's exclusive lock is never taken on a version: not expected)
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def in_use(out: str) -> bool:
