@@ -20,7 +20,7 @@ def describe() -> str:
         isal = f"ISA-L gzip (python-isal {version('isal')})"
     except Exception:
         isal = "ISA-L gzip"
-    gz = isal if source._igzip_threaded is not None else "zlib gzip (python-isal missing)"
+    gz = isal if source._igzip is not None else "zlib gzip (python-isal missing)"
     c = "C fast path" if fast._fastscan is not None else "no C fast path (pure Python)"
     return (f"install: tracekit {tracekit.__version__} ({tracekit.__file__.rsplit('/', 2)[0]}), {c}, {gz}; "
             f"Python {platform.python_version()}, {platform.machine()}")

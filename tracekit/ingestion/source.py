@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import queue
 import threading
@@ -156,19 +157,99 @@ class TraceSource:
         self._hashing.close()
 
 
-try:  # ISA-L's igzip (python-isal): the same bytes as zlib, about twice as fast, on a thread of its own
+try:  # ISA-L's igzip (python-isal): the same bytes as zlib, about twice as fast
+    from isal import igzip as _igzip
     from isal import igzip_lib as _igzip_lib
-    from isal import igzip_threaded as _igzip_threaded
     _ISAL_ERRORS: tuple = (_igzip_lib.IsalError,)
 except ImportError:
-    _igzip_threaded = None
+    _igzip = None
     _ISAL_ERRORS = ()
+
+_END = object()
+
+
+class _GunzipThread(io.RawIOBase):
+    """ISA-L's gunzip on a thread of its own, handing blocks of JSON to the reader through a small queue
+    (the decompression overlaps the parsing).
+
+    Not ``isal.igzip_threaded``: its thread stops as soon as the thread that opened the file is gone (or
+    looks gone, as it can in a forked pool worker), and its reader takes a stopped thread for the end of
+    the data, so a trace comes out short or empty without an error (tests/unit/test_gzip.py shows it).
+    Here the end is a marker that the thread puts after the last block, an error reaches the reader as
+    itself, and a thread that stops with neither is an error too."""
+
+    def __init__(self, fileobj, block: int = 1 << 20):
+        self._file = _igzip.IGzipFile(fileobj=fileobj, mode="rb")
+        self._q: queue.Queue = queue.Queue(maxsize=2)
+        self._stopping = threading.Event()
+        self._buf = memoryview(b"")
+        self._ended = False
+        self._t = threading.Thread(target=self._run, args=(block,), daemon=True, name="tracekit-gunzip")
+        self._t.start()
+
+    def _run(self, block: int) -> None:
+        try:
+            while data := self._file.read(block):
+                if not self._put(data):
+                    return
+            self._put(_END)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the reader's thread
+            self._put(exc)
+
+    def _put(self, item) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def _next(self):
+        while True:
+            try:
+                return self._q.get(timeout=0.5)
+            except queue.Empty:
+                if not self._t.is_alive() and self._q.empty():
+                    raise OSError("the gzip decompression stopped before the end of the data") from None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if not self._buf:
+            if self._ended:
+                return 0
+            item = self._next()
+            if item is _END or isinstance(item, BaseException):
+                self._ended = True
+                if item is _END:
+                    return 0
+                raise item
+            self._buf = memoryview(item)
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._stopping.set()
+        while self._t.is_alive():  # a thread waiting to hand over a block sees the stop within 50 ms
+            try:
+                self._q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._t.join()
+        self._file.close()
+        super().close()
 
 
 def gunzip(fileobj):
-    """A reader of the gzip data in ``fileobj``: ISA-L, decompressing on its own thread, when python-isal
-    is installed (a dependency: every install has it where its wheel exists) and TRACEKIT_ZLIB is not set;
-    Python's zlib otherwise."""
-    if _igzip_threaded is not None and not settings.use_zlib():
-        return _igzip_threaded.open(fileobj, "rb", threads=1)
+    """A reader of the gzip data in ``fileobj``: ISA-L, decompressing on a thread of its own, when
+    python-isal is installed (a dependency: every install has it where its wheel exists) and TRACEKIT_ZLIB
+    is not set; Python's zlib otherwise."""
+    if _igzip is not None and not settings.use_zlib():
+        return io.BufferedReader(_GunzipThread(fileobj), buffer_size=1 << 20)
     return gzip.GzipFile(fileobj=fileobj, mode="rb")
