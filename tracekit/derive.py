@@ -29,7 +29,7 @@ from .compact import compact
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
-from .layout.paths import facts_dir, facts_file
+from .layout.paths import facts_dir, facts_file, make_leaf_dir
 from .rules import CLOCKS, FACTS, REDUCED, define_base, uses, views_for
 
 
@@ -124,7 +124,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
     (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
     rank only, so its cross-rank facts are derived here too, on the same connection."""
-    os.makedirs(out_dir, exist_ok=True)
+    make_leaf_dir(out_dir)
     files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
     with _facts_connection(threads, os.path.join(out_dir, "_spill"), files) as con:
         bind_events(con, files=files, rank=rank)
@@ -157,7 +157,7 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
         files, rank, trace, pgs = items[0]
         derive_rank(files, rank, trace, pgs, out_dir, threads)
         return
-    os.makedirs(out_dir, exist_ok=True)
+    make_leaf_dir(out_dir)
     with _facts_connection(threads, os.path.join(out_dir, "_spill"), [f for fs, *_ in items for f in fs]) as con:
         con.execute("CREATE VIEW events AS " + " UNION ALL ".join(
             f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * FROM read_parquet([{', '.join(map(sql_string, files))}])"

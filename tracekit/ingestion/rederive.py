@@ -16,7 +16,7 @@ from ..derive import derive_rank, reduce_run
 from ..errors import RunError
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import EVENTS_DIR, TABLE_FILES, place_facts, rank_parts, table_path
-from ..layout.versions import recover, resolve_output, switch, version_dir, writer_lock
+from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 
 
@@ -75,4 +75,4 @@ def _rederive_locked(out: str) -> None:
         switched = True
     finally:
         if not switched:
-            shutil.rmtree(tmp, ignore_errors=True)
+            discard(tmp)

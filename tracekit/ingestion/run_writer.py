@@ -33,7 +33,7 @@ from ..layout.paths import (
     staging_part,
     table_path,
 )
-from ..layout.versions import recover, resolve_output, switch, version_dir, writer_lock
+from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import CLOCKS, FACTS, REDUCED, facts_key
 from .one_file import MAX_WRITERS, part_paths
 from .progress import IngestProgress
@@ -180,7 +180,7 @@ def _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progr
         raise TracekitError(cannot_write(out, disk)) from None
     finally:
         if not switched:
-            shutil.rmtree(tmp, ignore_errors=True)
+            discard(tmp)
     return True
 
 

@@ -78,6 +78,16 @@ def part_facts_dir(part: str) -> str:
     return part[:-len(".parquet")] + "-facts"
 
 
+def make_leaf_dir(path: str) -> None:
+    """Create ``path`` whose parent must exist (never its parents): a task that outlives its ingest (a Dask
+    worker whose scheduler died mid-task) fails to write instead of bringing back a build that was
+    already removed."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+
+
 def facts_dir(run: str, name: str) -> str:
     return os.path.join(run, FACTS_DIR, name)
 

@@ -32,6 +32,23 @@ def version_dir(out: str) -> str:
     return os.path.join(parent, f".{name}.v-{os.getpid()}-{time.time_ns()}")
 
 
+def discard(version: str) -> None:
+    """Remove an unfinished build of a run. It is renamed first (``.NAME.tmp-PID``, which recovery
+    removes if this process dies before it does): a task still writing for it elsewhere (a Dask worker
+    whose scheduler died mid-task) then finds no directory under the old name and cannot put part of
+    the build back; what it has open goes with the rest."""
+    parent, base = os.path.split(version)
+    m = _LEFTOVER.match(base)
+    name = m.group("ver") if m and m.group("ver") else base.lstrip(".")
+    trash = os.path.join(parent, f".{name}.tmp-{os.getpid()}")
+    shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.replace(version, trash)
+    except OSError:
+        trash = version  # (already gone, or cannot be renamed: removed where it is)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
 def is_ours(out: str) -> bool:
     """``out`` is a run link that tracekit made (it points at a sibling .NAME.v-* directory)."""
     if not os.path.islink(out):
