@@ -63,7 +63,7 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
     """Exposed communication per group and collective, with its cause: latency-bound (many small
     messages), serialized with compute in a data-parallel group, bandwidth below the link."""
     out = []
-    link = _link_gbps(run)
+    nvlink, one_host = _link_gbps(run)
     for g in _q(run, "_advise_comm"):
         exposed, transfer = g["exposed_ms"], g["transfer_ms"] or g["kernel_ms"]
         if exposed <= 0 or not transfer:
@@ -98,7 +98,10 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
                                ("overlap it with compute: DDP's gradient hooks (no sync after backward), FSDP "
                                "prefetch (forward_prefetch, backward_prefetch=BACKWARD_PRE), no blocking wait")))
                 left -= saving
-        # bandwidth below what the link carries
+        # bandwidth below what the link carries: NVLink's, for a group within one host; what a group across
+        # hosts can carry depends on the network (NICs, rails, switches), which the trace does not say
+        link_kind = g["link_kind"] or ("intra-node" if one_host else None)
+        link = nvlink if link_kind == "intra-node" else None
         if link and msg and msg >= BANDWIDTH_MSG and g["busbw_p50_gbps"] and left > 0:
             ref = 0.8 * link
             if g["busbw_p50_gbps"] < 0.5 * ref:
@@ -108,10 +111,14 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
                                "check topology (NCCL_DEBUG=INFO, nvidia-smi topo -m), NCCL_ALGO/NCCL_PROTO, "
                                "NCCL_NCHANNELS")))
                 conf = "low"
+        if link_kind in ("inter-node", "mixed") and g["busbw_p50_gbps"]:
+            notes.append("across hosts: compare its bus bandwidth with what the network carries (NICs x their rate); "
+                         "the trace does not say")
         if g["transfer_ms"] is None:  # unmatched (one rank of several traced): waiting may be in it
             conf = "low"
             notes.append("no clean matched instance: kernel time, waiting included, stands for the transfer")
-        where = f"group {g['group_label']} ({role}), {coll}, ranks {g['ranks']}"
+        where = (f"group {g['group_label']} ({role}{', ' + link_kind if link_kind else ''}), {coll}, "
+                 f"ranks {g['ranks']}")
         evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; {n:,.0f} collectives of "
                     f"{human_bytes(int(msg)) if msg else 'unknown size'} mean"
                     + (f", bus bandwidth {g['busbw_p50_gbps']:.2f} GB/s" if g["busbw_p50_gbps"] else "")
@@ -129,12 +136,13 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
     return out
 
 
-def _link_gbps(run) -> float | None:
+def _link_gbps(run) -> tuple[float | None, bool]:
+    """The NVLink bus bandwidth of the run's GPU model (None: PCIe or a GPU not in NVLINK_GBPS), and
+    whether the whole run is on one host."""
     rows = run.sql("SELECT any_value(gpu_name) AS gpu, count(DISTINCT host_name) AS hosts FROM traces").to_pylist()
     gpu = rows[0]["gpu"] or ""
-    if rows[0]["hosts"] > 1 or "PCIe" in gpu:
-        return None
-    return next((bw for name, bw in NVLINK_GBPS if name in gpu), None)
+    nvlink = None if "PCIe" in gpu else next((bw for name, bw in NVLINK_GBPS if name in gpu), None)
+    return nvlink, rows[0]["hosts"] <= 1
 
 
 def straggler_finding(run) -> list[dict]:

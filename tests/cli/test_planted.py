@@ -160,3 +160,48 @@ def test_advise_in_a_terminal_prints_one_block_per_finding(tmp_path, capsys):
     # --columns asks for a table, and gets one
     assert main(["advise", str(tmp_path / "run-pipe"), "--columns", "priority,finding"]) == 0
     assert "│ 1 │ pipeline bubble │" in " ".join(capsys.readouterr().out.split())
+
+
+H100_NVLINK_GBPS = 450  # NVLink 4 on H100 SXM: 18 links x 25 GB/s each way (NVIDIA's datasheet), the generator's GPU
+
+
+def _allreduces(trace_dir, rank=0):
+    """The rank's allreduce kernels as the trace records them: (elements, bytes per element)."""
+    import gzip
+    import json
+    doc = json.load(gzip.open(trace_dir / f"rank{rank}_trace.json.gz"))
+    sizes = {"BFloat16": 2, "Float": 4}
+    return [(e["args"]["In msg nelems"], sizes[e["args"]["dtype"]]) for e in doc["traceEvents"]
+            if e.get("cat") == "kernel" and e["args"].get("Collective name") == "allreduce"]
+
+
+def test_advise_finds_bandwidth_below_the_link_first(tmp_path):
+    # one host of H100s, large buckets (not latency-bound), no compute to hide behind: what is left is the
+    # generator's bus bandwidth, GBPS, against the 0.8 x 450 GB/s NVLink carries
+    run = planted(tmp_path, "bw", "--ranks", "4", "--plan", "dp4", "--model", "gpt2-small", "--compute", "none",
+                  *QUIET)
+    top = advice(run)[0]
+    assert top["finding"] == "exposed communication: bandwidth below the link"
+    assert "(DP, intra-node)" in top["where"]
+    kernels = _allreduces(tmp_path / "bw")
+    steps = 2  # the generator's default --steps
+    factor = 2 * (4 - 1) / 4  # nccl-tests' bus factor of an allreduce over 4 ranks
+    times_us = [synth.LATENCY_US + n * b * factor / (synth.GBPS * 1e3) for n, b in kernels]
+    busbw = sorted(n * b * factor / (t * 1e3) for (n, b), t in zip(kernels, times_us))
+    median = (busbw[(len(busbw) - 1) // 2] + busbw[len(busbw) // 2]) / 2
+    expected_ms = sum(times_us) / steps / 1e3 * (1 - median / (0.8 * H100_NVLINK_GBPS))
+    assert top["saving_ms"] == pytest.approx(expected_ms, rel=0.10)
+
+
+def test_the_link_is_judged_per_link_kind(tmp_path):
+    # 8 ranks, 2 per host, two laws: TP pairs (ranks 2k, 2k+1) share a host and move at the INTRA law
+    # (150 GB/s: below 0.5 x 0.8 x NVLink); DP groups span 4 hosts at the INTER law (20 GB/s): the trace
+    # does not say what the network carries, so nothing is compared with NVLink there
+    run = planted(tmp_path, "links", "--ranks", "8", "--plan", "tp2-dp4", "--model", "gpt2-small", "--compute",
+                  "none", "--gpus-per-host", "2", "--two-links", *QUIET)
+    found = {f["where"].split(")")[0] + ")": f for f in advice(run) if f["where"].startswith("group ")}
+    tp, dp = found["group TP (TP, intra-node)"], found["group DP (DP, inter-node)"]
+    assert tp["finding"] == "exposed communication: bandwidth below the link"
+    assert f"of about {0.8 * H100_NVLINK_GBPS:.0f} the link carries" in tp["change"]
+    assert dp["finding"] == "exposed communication" and "bandwidth below" not in dp["change"]
+    assert "across hosts" in dp["evidence"]
