@@ -187,7 +187,7 @@ def test_advise_finds_bandwidth_below_the_link_first(tmp_path):
     steps = 2  # the generator's default --steps
     factor = 2 * (4 - 1) / 4  # nccl-tests' bus factor of an allreduce over 4 ranks
     times_us = [synth.LATENCY_US + n * b * factor / (synth.GBPS * 1e3) for n, b in kernels]
-    busbw = sorted(n * b * factor / (t * 1e3) for (n, b), t in zip(kernels, times_us))
+    busbw = sorted(n * b * factor / (t * 1e3) for (n, b), t in zip(kernels, times_us, strict=True))
     median = (busbw[(len(busbw) - 1) // 2] + busbw[len(busbw) // 2]) / 2
     expected_ms = sum(times_us) / steps / 1e3 * (1 - median / (0.8 * H100_NVLINK_GBPS))
     assert top["saving_ms"] == pytest.approx(expected_ms, rel=0.10)
