@@ -1,4 +1,4 @@
-"""A synthetic distributed job of any size: one realistic Kineto trace per rank, from tracekit.model.
+"""A synthetic distributed job of any size: one realistic Kineto trace per rank, from tracekit.analytic.
 
     python benchmarks/synth_traces.py --ranks 64 --plan tp2-pp4-dp8 --steps 2 -o /tmp/job64
     python benchmarks/synth_traces.py --ranks 1024 --plan tp8-pp4-dp32 --steps 2 -o /tmp/job1024
@@ -8,7 +8,7 @@ CPU ops with their args (Collective name, In/Out msg nelems, Group size, dtype, 
 Name/Description/Ranks, Seq), `cudaLaunchKernel` runtime calls, `ncclDevKernel_*` kernels on a comm
 stream carrying the same args and a Comms Id, compute kernels on another stream overlapping half of each
 collective, ac2g flows, `distributedInfo` with `pg_config`, and `deviceProperties`. The collectives are
-the model's (tracekit.model.predict_rank) for the plan; ranks start each collective a few microseconds
+the model's (tracekit.analytic.predict_rank) for the plan; ranks start each collective a few microseconds
 apart and one rank (--slow-rank) arrives late to every collective it takes part in, so the others wait.
 
 Hosts: --gpus-per-host N puts ranks r on host{r // N} (recorded as tracekit.profiler records it, and N GPUs
@@ -38,10 +38,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from tracekit.analytic.config import PRESETS, GPTShape, Plan
+from tracekit.analytic.params import rank_params
+from tracekit.analytic.predict import ddp_buckets, predict_rank
 from tracekit.comms.bandwidth import busbw_factor
-from tracekit.model.config import PRESETS, GPTShape, Plan
-from tracekit.model.params import rank_params
-from tracekit.model.predict import ddp_buckets, predict_rank
 
 TRUTH = "truth.jsonl"
 SLOT_US = 400  # one collective per slot (longer when its transfer needs it)
@@ -70,7 +70,7 @@ def parse_plan(text: str) -> Plan:
 
 
 def coords(plan: Plan, rank: int) -> tuple[int, int, int]:
-    """(stage, dp index, tp index) of a global rank: pp-major, then dp, then tp (as tracekit.model)."""
+    """(stage, dp index, tp index) of a global rank: pp-major, then dp, then tp (as tracekit.analytic)."""
     return rank // (plan.dp * plan.tp), (rank % (plan.dp * plan.tp)) // plan.tp, rank % plan.tp
 
 

@@ -11,7 +11,7 @@ DistributedDataParallel: Gloo on CPU, NCCL when CUDA is there. torch.profiler nu
 waits through step 0, warms up on step 1 and records steps 2 and 3 (one cycle); tracekit's handler writes
 DIR/iteration_4/rank{0,1}_trace.json.gz (named for the step count when the cycle ended), and
 record_config stores the model and the plan in them so that `tracekit validate` can check every allreduce
-against tracekit.model.
+against tracekit.analytic.
 """
 
 import argparse
@@ -59,7 +59,7 @@ if device.type == "cuda":
     torch.cuda.set_device(device)
 torch.manual_seed(0)
 
-# the model and the same numbers for tracekit.model (fused_qkv: one q/k/v projection, as torch's layer has)
+# the model and the same numbers for tracekit.analytic (fused_qkv: one q/k/v projection, as torch's layer has)
 layers, hidden, heads, vocab, seq, batch = 2, 64, 4, 256, 32, 4
 model = DDP(GPT(layers, hidden, heads, vocab, seq).to(device), bucket_cap_mb=25)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)

@@ -4,7 +4,7 @@
     python examples/sweep.py --out sweep/ --quick    # two schemes, two points per axis
 
 For every run: train with examples/gpt/train.py under torchrun, ingest the traces, validate against the
-analytic model. Writes sweep/*.png (tracekit.plot) and sweep/results.json.
+analytic model. Writes sweep/*.png (tracekit.commands.plot) and sweep/results.json.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import tracekit
-from tracekit import plot as tkplot
-from tracekit.validate import validate
+from tracekit.commands import plot as tkplot
+from tracekit.commands.validate import validate
 
 SCHEMES = {"ddp": 2, "zero1": 2, "fsdp": 2, "tp": 2, "tp-sp": 2, "pp": 2}
 

@@ -8,9 +8,10 @@ __version__ = "0.1.0"  # the one place the version is written (pyproject.toml re
 
 from .errors import TracekitError  # noqa: E402 - after __version__, which the modules it loads import
 
-__all__ = ["Run", "TracekitError", "__version__", "advise", "diff", "doctor", "html", "ingest", "open", "rederive",
-           "report", "timeline"]
-_API = ("advise", "diff", "doctor", "html", "ingest", "open", "rederive", "report", "timeline")
+# one function per command of the command line, of the same name (`tracekit cache list`: cache_list)
+_API = ("advise", "cache_clear", "cache_list", "diff", "doctor", "html", "ingest", "model", "open", "plot", "rederive",
+        "report", "schema", "sql", "timeline", "validate", "whatif")
+__all__ = ["Run", "TracekitError", "__version__", *_API]
 
 
 def __getattr__(name: str):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import pathlib
 
+from .sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from .store import Run
 
 
@@ -74,10 +76,16 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
     return run
 
 
-def report(run, name: str, **params):
-    """Run the report ``name`` (see ``tracekit.reports.REGISTRY``) on a Run or a path -> pyarrow.Table."""
+def report(run, name: str, buckets=None, **params):
+    """Run the report ``name`` (see ``tracekit.reports.REGISTRY``) on a Run or a path -> pyarrow.Table.
+    ``buckets``: size-bucket edges in bytes (a list, or text such as "1KiB,64KiB,1MiB") for a path opened
+    here [default: powers of two]; ``params``: the report's own (``by``, ``limit``, ...)."""
     from .reports import run_report
 
+    if buckets is not None and not isinstance(run, Run):
+        from .comms.buckets import parse_edges
+
+        run = open(run, size_buckets=parse_edges(buckets) if isinstance(buckets, str) else list(buckets))
     return run_report(_run(run), name, **params)
 
 
@@ -93,7 +101,7 @@ def doctor(run):
 def diff(run_a, run_b, steps_by: str = "order"):
     """Run B against run A -> {"collectives": pyarrow.Table (per collective x process group x size bucket),
     "steps": pyarrow.Table (per profiled step, paired by ``steps_by``: "order" or "number")}."""
-    from .diff_runs import diff as _diff
+    from .commands.diff import diff as _diff
 
     return _diff(_run(run_a), _run(run_b), steps_by=steps_by)
 
@@ -102,14 +110,14 @@ def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool 
              ranks: tuple[int, int] | None = None) -> dict:
     """Write one Chrome/Perfetto trace of the whole job to ``out`` (``ranks``: only ranks A to B); returns
     what it holds."""
-    from .timeline_trace import write_timeline
+    from .commands.timeline import write_timeline
 
     return write_timeline(_run(run), os.fspath(out), steps, kernels_only, ranks)
 
 
 def html(run, out) -> str:
     """Write the one-page HTML report of a run to ``out``."""
-    from .html_report import write_html
+    from .commands.html import write_html
 
     return write_html(_run(run), os.fspath(out))
 
@@ -117,7 +125,140 @@ def html(run, out) -> str:
 def advise(run):
     """Ranked findings: what to change first, with the saving per step, the evidence and the change to try
     (``tracekit advise``; docs/advise.md) -> pyarrow.Table."""
-    from .advise_findings import advise as _advise
+    from .commands.advise import advise as _advise
 
     return _advise(_run(run))
 
+
+
+def sql(run, query: str, *, timeout: float | None = DEFAULT_TIMEOUT_S,
+        memory_mb: int | None = DEFAULT_MEMORY_MB, unsafe: bool = False):
+    """Run ``query`` (DuckDB SQL) over a run -> a Result read as it is consumed (``.schema``, iteration over
+    pyarrow.RecordBatch, ``.read_all()`` for a pyarrow.Table; ``with`` closes it). By default it can only
+    read the run (SELECT and EXPLAIN of one, no file outside the run, configuration locked) within
+    ``memory_mb`` and ``timeout`` seconds (None or 0: no limit); ``unsafe`` lifts the read-only limits."""
+    from .commands.sql import Result
+
+    return Result(_run(run), query, timeout, memory_mb, unsafe)
+
+
+def schema(run, table: str | None = None):
+    """Every table and view of a run with each column's type, meaning and unit; with ``table``, that table
+    or view only (or a report's columns) -> pyarrow.Table."""
+    from .commands.schema import schema_table
+
+    return schema_table(_run(run), table)
+
+
+def validate(run, config=None):
+    """The measured collectives against the analytic model, per collective and process group ->
+    pyarrow.Table. ``config``: {"model": {...}, "plan": {...}} or the path of a JSON file of one [default:
+    the config the traces recorded]."""
+    from .commands.validate import validate as _validate
+
+    return _validate(_run(run), _config(config))
+
+
+def _config(config):
+    """A config given as a dict, or as the path of a JSON file holding one."""
+    if config is None or isinstance(config, dict):
+        return config
+    import json
+
+    from .errors import TracekitError
+
+    path = os.fspath(config)
+    try:
+        value = json.loads(pathlib.Path(path).read_text())
+    except OSError as exc:
+        raise TracekitError(f"{path}: cannot read the config ({exc.strerror})") from None
+    except ValueError as exc:
+        raise TracekitError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise TracekitError(f"{path}: a config is a JSON object {{\"model\": {{...}}, \"plan\": {{...}}}}")
+    return value
+
+
+def model(preset: str = "example", *, layers: int | None = None, hidden: int | None = None,
+          heads: int | None = None, vocab: int | None = None, seq: int | None = None,
+          micro_batch: int | None = None, micro_batches: int | None = None, dtype: str | None = None,
+          experts: int | None = None, top_k: int | None = None, dp: int = 1, tp: int = 1, pp: int = 1,
+          ep: int = 1, zero: int = 0, sequence_parallel: bool = False, backend: str = "nccl"):
+    """One training step's collectives per rank and process group from the analytic model: one row per
+    (pipeline stage, group, collective), count and bytes per rank and step -> pyarrow.Table. The model is
+    ``preset`` (``tracekit.analytic.PRESETS``) with the dimensions given over it; the plan is dp x tp x pp."""
+    from .analytic import Plan
+    from .commands.model import model as _model
+
+    fields = {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
+              "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype, "experts": experts,
+              "top_k": top_k}
+    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sequence_parallel=bool(sequence_parallel), backend=backend)
+    return _model(preset, fields, plan)
+
+
+def whatif(run, config=None, *, preset: str | None = None, world: int | None = None, fit: bool = False,
+           plot=None, layers: int | None = None, hidden: int | None = None, heads: int | None = None,
+           vocab: int | None = None, seq: int | None = None, micro_batch: int | None = None,
+           micro_batches: int | None = None, dtype: str | None = None, experts: int | None = None,
+           top_k: int | None = None, dp: int | None = None, tp: int | None = None, pp: int | None = None,
+           ep: int | None = None, zero: int | None = None, sequence_parallel: bool | None = None,
+           backend: str | None = None):
+    """The run's model under its own plan or another, timed by the run's own network -> pyarrow.Table:
+    per process group and collective, one step on the busiest rank, predicted beside measured. The plan is
+    the run's (recorded, ``config``'s, or inferred from its process groups) with the plan fields given over
+    it; the model the recorded one, ``config``'s or ``preset``, with the model fields given over it.
+    ``config``: a dict or the path of a JSON file. ``fit``: the fitted laws (latency + traffic / bus
+    bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG."""
+    from .commands import whatif as w
+    from .errors import TracekitError
+
+    r = _run(run)
+    if fit or plot:
+        pts = w.points(r)
+        laws = w.fit(r, pts)
+        if not laws:
+            raise TracekitError(f"{r.name}: no clean matched collective instance with a size to fit a law to; "
+                                "see tracekit doctor")
+        if plot:
+            from .commands.plot import fitted_laws
+            fitted_laws(pts, laws, os.fspath(plot))
+        if fit:
+            import pyarrow as pa
+            return pa.Table.from_pylist(laws)
+    model_fields = {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
+                    "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype,
+                    "experts": experts, "top_k": top_k}
+    changes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "zero": zero,
+               "sequence_parallel": sequence_parallel or None, "backend": backend}
+    try:
+        return w.whatif(r, config=_config(config), preset=preset, model=model_fields, changes=changes, world=world)
+    except TracekitError as exc:
+        raise TracekitError(f"{r.name}: {exc}") from None
+
+
+def plot(run, out, kind: str = "sizes") -> str:
+    """Draw a chart of a run to ``out``: an interactive HTML page (.html, works offline) or a PNG image
+    (.png, needs matplotlib). ``kind``: "sizes" (message sizes per collective) or "overlap" (hidden and
+    exposed communication per rank). Returns ``out``."""
+    from .commands.plot import draw
+
+    return draw(_run(run), os.fspath(out), kind)
+
+
+def cache_list():
+    """The runs in the cache that opening trace files fills, most recently used first -> pyarrow.Table
+    (run, inputs, first_input, mb, last_used)."""
+    import pyarrow as pa
+
+    from . import cache
+
+    return pa.Table.from_pylist(cache.entries())
+
+
+def cache_clear() -> dict:
+    """Remove every cached run that no process is writing or reading -> {"removed": N, "busy": M}."""
+    from . import cache
+
+    removed, busy = cache.clear()
+    return {"removed": removed, "busy": busy}

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 import duckdb
 
 from . import settings
-from . import sql as _sql
+from . import sql_files as _sql
 from .compact import compact
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from . import sql as _sql
+from . import sql_files as _sql
+from .commands.schema import documented_objects
 from .reports import REGISTRY
 from .rules import FACT_TABLES
-from .schema_doc import documented_objects
 
 
 def render() -> str:

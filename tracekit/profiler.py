@@ -8,9 +8,9 @@ helper that records the training configuration in the trace so that ``tracekit v
 
 The config (checked by :func:`check_config`, which names a wrong key):
 
-- ``model``: the fields of :class:`tracekit.model.GPTShape` (layers, hidden, heads, vocab, seq,
+- ``model``: the fields of :class:`tracekit.analytic.GPTShape` (layers, hidden, heads, vocab, seq,
   micro_batch; optional micro_batches, dtype, tied_head, fused_qkv, experts, top_k);
-- ``plan``: the fields of :class:`tracekit.model.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
+- ``plan``: the fields of :class:`tracekit.analytic.Plan` (dp, tp, pp, zero, sequence_parallel, backend,
   bucket_cap_mb, first_bucket_mb, ep), plus ``groups`` ({role: process group name}, roles DP, TP, PP,
   EP, which lets validate tell the groups apart), and the free labels ``scheme``, ``batch``,
   ``schedule`` and ``compile`` (the torch.compile backend);
@@ -29,9 +29,9 @@ import os
 import shutil
 import socket
 
+from .analytic.recorded import CONFIG_KEY
 from .discover import TRACE_PATH_TEMPLATE
 from .hosts import HOST_KEY
-from .model.recorded import CONFIG_KEY
 
 _PENDING: dict[int, dict] = {}  # id(profiler) -> the config record_config was given
 # gloo_threads issues its allreduces at once, so that every Gloo worker thread of a group takes one:
@@ -109,8 +109,8 @@ def _export_with(prof, path: str, keys: dict) -> None:
 
 def check_config(config: dict) -> dict:
     """The config as record_config stores it, checked: a clear TracekitError names a wrong key or value."""
+    from .analytic.config import GPTShape, Plan
     from .errors import TracekitError
-    from .model.config import GPTShape, Plan
 
     if not isinstance(config, dict):
         raise TracekitError(f"record_config: the config must be a dict, not {type(config).__name__}")
@@ -129,7 +129,7 @@ def check_config(config: dict) -> dict:
             if k not in known:
                 raise TracekitError(f"record_config: {part}.{k} is not a field; {part} takes "
                                     f"{', '.join(sorted(known))}")
-    from .model.config import from_recorded
+    from .analytic.config import from_recorded
     from_recorded(config)  # types and ranges (a missing field, heads not dividing hidden, ...)
     try:
         json.dumps(config)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from . import sql as _sql
+from . import sql_files as _sql
 from .comms.bandwidth import BUSBW_FACTORS
 from .comms.buckets import bucket_rows
 from .comms.comm_kernels import comm_kernel_rows

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .analytic import GPTShape, Plan, check_fits, from_recorded
+from .analytic.roles import ROLES, group_role, role_of_desc
 from .errors import TracekitError
-from .model import GPTShape, Plan, check_fits, from_recorded
-from .model.roles import ROLES, group_role, role_of_desc
 
 GROUPS_SQL = """
 SELECT c.pg_name, nullif(c.pg_desc, '') AS pg_desc, c.collective,
@@ -36,7 +36,7 @@ class RunPlan:
 
 
 def _recorded(run) -> list[dict]:
-    from .model.recorded import recorded_configs
+    from .analytic.recorded import recorded_configs
 
     return list(recorded_configs(run).items())
 
@@ -120,7 +120,7 @@ def model_with(base: GPTShape | None, preset: str | None = None, changes: dict |
     """The model: a preset, else ``base`` (recorded or --config), with ``changes`` (model flags) over it."""
     import dataclasses
 
-    from .model import PRESETS
+    from .analytic import PRESETS
 
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
     if preset:

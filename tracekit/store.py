@@ -11,7 +11,7 @@ import os
 import duckdb
 import pyarrow as pa
 
-from . import sql as _sql
+from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest

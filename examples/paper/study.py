@@ -1,5 +1,5 @@
 """The study of "Demystifying the Communication Characteristics for Distributed Transformer Models"
-(Anthony et al., HOTI 2024) at its scales, from tracekit.model (validated with 0 byte error on the CPU
+(Anthony et al., HOTI 2024) at its scales, from tracekit.analytic (validated with 0 byte error on the CPU
 runs of examples/gpt): GPT-3 family models, sequences of 512 to 8192 tokens, DP, ZeRO-1/2/3, TP, TP+SP
 and PP on NCCL.
 
@@ -20,8 +20,8 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tracekit.analytic import PRESETS, GPTShape, Plan, predict_rank, total_params
 from tracekit.comms.bandwidth import busbw_factor
-from tracekit.model import PRESETS, GPTShape, Plan, predict_rank, total_params
 
 MODELS = ["gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b"]
 SEQS = [512, 1024, 2048, 4096, 8192]

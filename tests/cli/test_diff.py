@@ -11,7 +11,7 @@ import sys
 import tracekit
 from tests.conftest import ROOT, dist, write_trace
 from tests.tracegen import kernel, step
-from tracekit.diff_runs import diff
+from tracekit.commands.diff import diff
 
 
 def tk(*args, cwd, env=None):

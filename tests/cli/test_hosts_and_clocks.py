@@ -143,7 +143,7 @@ def test_link_kinds_and_per_link_laws(skewed):
     rows = run.sql("SELECT DISTINCT pg_desc, link_kind FROM collectives").to_pylist()
     kinds = {(r["pg_desc"], r["link_kind"]) for r in rows}
     assert kinds == {("TP", "intra-node"), ("DP", "inter-node"), ("PP", "inter-node")}
-    from tracekit.whatif import fit
+    from tracekit.commands.whatif import fit
     for f in fit(run):
         law = truth["links"][f["link_kind"]]
         assert f["bus_gbps"] == pytest.approx(law["bus_gbps"], rel=0.05), f

@@ -68,7 +68,7 @@ def test_empty_reports_say_why(tmp_path, capsys):
 def test_schema_in_80_columns_keeps_the_meaning_and_leaves_the_type_out(one_rank, capsys):
     import pathlib
 
-    from tracekit.schema_doc import schema_table
+    from tracekit.commands.schema import schema_table
 
     # the meaning as the view's SQL documents it (-- @column ts_ns: ...), read from the file itself
     sql = (pathlib.Path(tracekit.__file__).parent / "sql" / "views" / "collectives.sql").read_text()

@@ -27,7 +27,7 @@ def test_the_straggler_explanation_names_the_planted_slow_op(tmp_path):
 
 
 def advice(run):
-    from tracekit.advise_findings import advise
+    from tracekit.commands.advise import advise
     return advise(run).to_pylist()
 
 
@@ -99,7 +99,7 @@ def test_advise_on_the_real_dlrm_job_names_its_straggler_first():
     top = advice(run)[0]
     assert top["finding"] == f"straggler: rank {late} arrives last"
     assert f"starts its steps {lag:,.3f} ms after the first rank" in top["change"]
-    from tracekit.advise_findings import advise
+    from tracekit.commands.advise import advise
     from tracekit.table_meta import note_of
     assert "no plan finding" in note_of(advise(run)) and "alltoall" in note_of(advise(run))  # the model's reach
 
@@ -115,7 +115,7 @@ def test_the_html_report_opens_with_the_advice(tmp_path):
 
 
 def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
-    from tracekit import sql as tksql
+    from tracekit import sql_files as tksql
     from tracekit.cli.main import main
 
     planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",
@@ -131,8 +131,8 @@ def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
 def test_advise_in_a_terminal_prints_one_block_per_finding(tmp_path, capsys):
     from rich.console import Console
 
-    from tracekit.advise_findings import advise
     from tracekit.cli.main import main
+    from tracekit.commands.advise import advise
     from tracekit.render.findings import print_findings
 
     run = planted(tmp_path, "pipe", "--ranks", "2", "--plan", "pp2", "--model", "example", "--pipeline-us", "1000",

@@ -1,5 +1,5 @@
 """A synthetic job (benchmarks/synth_traces.py) whose ground truth is known exactly: every rank's
-collectives by type, role and bytes come from tracekit.model, one rank arrives late to everything,
+collectives by type, role and bytes come from tracekit.analytic, one rank arrives late to everything,
 and every transfer takes LATENCY + bytes x bus factor(n) / GBPS."""
 
 import json

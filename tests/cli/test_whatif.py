@@ -1,4 +1,4 @@
-"""tracekit whatif. Expectations never come from tracekit.model (which both the synthetic generator and
+"""tracekit whatif. Expectations never come from tracekit.analytic (which both the synthetic generator and
 whatif use): they come from the generator's stated network law (5 us + bus traffic / 100 GB/s, with
 nccl-tests' bus factors), from counts worked by hand from the model's shape (Megatron: 2 allreduces per
 layer forward, 2 backward with a fused qkv), and from what the traces record."""
@@ -13,7 +13,7 @@ import tracekit
 from benchmarks import synth_traces as synth
 from tests.conftest import shared_traces
 from tracekit.cli.main import main
-from tracekit.whatif import fit, whatif
+from tracekit.commands.whatif import fit, whatif
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAT_US, GBPS = 5.0, 100.0  # the generator's stated law (benchmarks/synth_traces.py docstring)

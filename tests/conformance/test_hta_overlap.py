@@ -50,7 +50,7 @@ def hta_overlap(trace_dir):
 
 def ours(run, hta_window: bool):
     if hta_window:  # the same overlap rules (their .sql files), over HTA's window of intervals
-        from tracekit import sql as tksql
+        from tracekit import sql_files as tksql
         run.con.execute(HTA_WINDOW)
         for name in ("comm_segments", "comm_overlap"):
             run.con.execute(tksql.load("views", name).text)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import tracekit
-from tracekit.validate import validate
+from tracekit.commands.validate import validate
 
 pytest.importorskip("torch", reason="the example trains a model")
 pytestmark = pytest.mark.slow  # torchrun, 2 ranks

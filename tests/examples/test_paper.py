@@ -33,7 +33,7 @@ def test_study_conclusions_follow_the_formulas(tmp_path):
 
 
 def test_gpt3_presets_have_the_papers_sizes():
-    from tracekit.model import PRESETS, GPTShape, total_params
+    from tracekit.analytic import PRESETS, GPTShape, total_params
     named = {"gpt3-125m": 125e6, "gpt3-350m": 350e6, "gpt3-760m": 760e6, "gpt3-1.3b": 1.3e9, "gpt3-2.7b": 2.7e9,
              "gpt3-6.7b": 6.7e9, "gpt3-13b": 13e9, "gpt3-175b": 175e9}  # Brown et al. 2020, table 2.1
     for name, n in named.items():

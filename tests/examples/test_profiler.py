@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the profiler hook needs torch")
 
 @pytest.mark.slow  # profiles a training step with torch
 def test_handler_writes_template_path_and_config(tmp_path):
-    from tracekit.model.recorded import recorded_config
+    from tracekit.analytic.recorded import recorded_config
     from tracekit.profiler import record_config, trace_handler
 
     cfg = {"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},
@@ -32,14 +32,15 @@ def test_handler_writes_template_path_and_config(tmp_path):
 
 
 def test_library_never_imports_torch():
-    code = "import sys, tracekit, tracekit.profiler, tracekit.model, tracekit.validate; print('torch' in sys.modules)"
+    code = ("import sys, tracekit, tracekit.profiler, tracekit.analytic, tracekit.commands.validate; "
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().lower()) is False
 
 
 def test_config_recorded_before_the_first_step_is_kept(tmp_path):
     """Kineto drops metadata added outside the active steps; record_config works at any time."""
-    from tracekit.model.recorded import recorded_config
+    from tracekit.analytic.recorded import recorded_config
     from tracekit.profiler import record_config, trace_handler
 
     cfg = {"model": {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "seq": 4, "micro_batch": 2},

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import tracekit
-from tracekit.validate import validate
+from tracekit.commands.validate import validate
 
 torch = pytest.importorskip("torch", reason="the examples need torch (pip install torch==2.13.0)")
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 import tracekit
-from tracekit.validate import validate
+from tracekit.commands.validate import validate
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir())

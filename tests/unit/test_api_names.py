@@ -1,13 +1,67 @@
-"""Every function of tracekit's API stays callable after every module of the package is imported: a
-module named like an API function (tracekit/diff.py beside tracekit.diff) would replace it."""
+"""One API, one skin: every command of the command line calls the public function of ``tracekit`` of the
+same name (``tracekit cache list``: ``tracekit.cache_list``), whose parameters carry the command's
+option names; and no module of the package replaces one of those functions."""
 
 import importlib
+import inspect
 import pkgutil
 
+import click
+
 import tracekit
+from tracekit.cli import main as cli_main
+
+# Options that shape what the command prints, not what the function computes (output format, file,
+# a finding's SQL, the exit code on findings, one of two tables), and one flag that calls another
+# function: `ingest --rederive` is tracekit.rederive.
+PRESENTATION = {"fmt", "output"}
+CLI_ONLY = {"advise": {"show_sql"}, "doctor": {"fail_on"}, "diff": {"only"}, "ingest": {"rederive"}}
+
+
+def _leaves(cmd, path=()):
+    """(path, command) of every command that runs something: a group's subcommands, not the group."""
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(None):
+            yield from _leaves(cmd.get_command(None, name), (*path, name))
+    else:
+        yield path, cmd
+
+
+COMMANDS = list(_leaves(cli_main.cli))
+
+
+def test_the_command_list_is_the_clis_own():
+    names = {"_".join(path) for path, _ in COMMANDS}
+    assert {"ingest", "sql", "cache_list", "cache_clear", "whatif"} <= names  # the walk reaches subcommands
+
+
+def test_every_command_has_its_function_with_its_parameters():
+    for path, cmd in COMMANDS:
+        fn_name = "_".join(path)
+        assert fn_name in tracekit.__all__, f"`tracekit {' '.join(path)}` has no tracekit.{fn_name} in __all__"
+        fn = getattr(tracekit, fn_name)
+        assert callable(fn), f"tracekit.{fn_name} is {fn!r}"
+        sig = inspect.signature(fn).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.values())
+        for p in cmd.params:
+            if not p.expose_value or p.name in PRESENTATION | CLI_ONLY.get(fn_name, set()):
+                continue
+            assert p.name in sig or takes_any, (f"`tracekit {' '.join(path)}` takes {p.name} "
+                                                f"({'/'.join(p.opts)}); tracekit.{fn_name} has no such parameter")
+
+
+def test_every_command_calls_its_function():
+    """The command's module calls tracekit.NAME: a command that computed its answer itself (or through
+    another module) would fail here."""
+    for path, cmd in COMMANDS:
+        fn_name = "_".join(path)
+        source = inspect.getsource(inspect.getmodule(cmd.callback))
+        assert f"tracekit.{fn_name}(" in source, f"tracekit/cli/{path[0]}.py never calls tracekit.{fn_name}"
 
 
 def test_no_module_shadows_an_api_function():
+    """Python sets a package's attribute to each submodule it imports: a module tracekit/diff.py would
+    replace the function tracekit.diff once imported (hence the command modules in tracekit/commands/)."""
     for m in pkgutil.walk_packages(tracekit.__path__, "tracekit."):
         if m.name.endswith("_fastscan") or ".cli." in m.name and m.name.endswith("__main__"):
             continue
@@ -16,3 +70,4 @@ def test_no_module_shadows_an_api_function():
         if name in ("Run", "TracekitError", "__version__"):
             continue
         assert callable(getattr(tracekit, name)), f"tracekit.{name} is {getattr(tracekit, name)!r}"
+        assert inspect.isfunction(getattr(tracekit, name)), f"tracekit.{name} is {getattr(tracekit, name)!r}"

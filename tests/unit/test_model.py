@@ -2,9 +2,9 @@
 
 import pytest
 
+from tracekit.analytic import PRESETS, GPTShape, Plan, predict_rank, total_params
+from tracekit.analytic.predict import ddp_buckets
 from tracekit.errors import TracekitError
-from tracekit.model import PRESETS, GPTShape, Plan, predict_rank, total_params
-from tracekit.model.predict import ddp_buckets
 
 
 def shape(name, **kw):
@@ -83,7 +83,7 @@ def test_expert_parameters_are_not_allreduced_under_expert_parallelism():
     (dict(dp=2, ep=2, tp=2, experts=4), "no tensor parallelism"),
 ])
 def test_impossible_expert_plans_are_refused(plan, words):
-    from tracekit.model import check_fits
+    from tracekit.analytic import check_fits
     experts = plan.pop("experts")
     with pytest.raises(TracekitError, match=words):
         check_fits(shape("example", experts=experts, top_k=1), Plan(**plan))

@@ -3,8 +3,8 @@ inference: cases worked by hand."""
 
 import pytest
 
-from tracekit.model import Plan
-from tracekit.model.roles import group_role, role_of_desc, role_sizes
+from tracekit.analytic import Plan
+from tracekit.analytic.roles import group_role, role_of_desc, role_sizes
 
 TP2_DP4 = Plan(dp=4, tp=2, pp=1)
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tracekit import sql as tksql
+from tracekit import sql_files as tksql
 from tracekit.rules import CLOCKS, FACT_TABLES, TABLE_NAMES, RuleGraphError, graph, order
 
 TABLES = set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS}

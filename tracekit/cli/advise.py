@@ -26,7 +26,7 @@ def advise_cmd(run, show_sql, fmt, output):
       tracekit advise run/
       tracekit advise run/ --sql 1
     """
-    from .. import sql as _sql
+    from .. import sql_files as _sql
 
     table = tracekit.advise(run)
     if show_sql is None:

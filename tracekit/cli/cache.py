@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import click
-import pyarrow as pa
+
+import tracekit
 
 from .. import cache
 from ..render import emit
@@ -24,16 +25,17 @@ def cache_cmd():
 @output_options
 def list_cmd(fmt, output):
     """The cached runs, most recently used first."""
-    rows = cache.entries()
-    if not rows:
+    table = tracekit.cache_list()
+    if not table.num_rows:
         click.echo(f"{cache.root()}: empty")
         return
-    emit(pa.Table.from_pylist(rows), fmt, output, title=f"cache — {cache.root()}")
+    emit(table, fmt, output, title=f"cache — {cache.root()}")
 
 
 @cache_cmd.command("clear")
 def clear_cmd():
     """Remove every cached run (traces and run directories elsewhere are not touched)."""
-    removed, busy = cache.clear()
+    done = tracekit.cache_clear()
+    removed, busy = done["removed"], done["busy"]
     left = f"; left {busy} that another tracekit process is writing or reading" if busy else ""
     click.echo(f"{cache.root()}: removed {removed} cached runs{left}")

@@ -6,7 +6,7 @@ import click
 
 import tracekit
 
-from ..diff_runs import STEPS_BY
+from ..commands.diff import STEPS_BY
 from ..errors import TracekitError
 from ..render import _chosen_columns, emit, to_json
 from .options import output_options, run_argument

@@ -9,8 +9,8 @@ from .options import check_output, run_argument
 
 @click.command("html")
 @run_argument
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The page to write.")
-def html_cmd(run, output):
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="The page to write.")
+def html_cmd(run, out):
     """A one-page, self-contained HTML report (no network): the run's identity (ranks, hosts, GPUs,
     versions, steps, window), summary, collectives, overlap, exposed by group, skew, validate when the
     run carries a config, with interactive charts (values on hover).
@@ -19,5 +19,5 @@ def html_cmd(run, output):
     Example:
       tracekit html run/ -o report.html
     """
-    check_output(output)
-    click.echo(tracekit.html(run, output))
+    check_output(out)
+    click.echo(tracekit.html(run, out))

@@ -20,7 +20,7 @@ def _parse_ranks(values):
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="skip: record a bad file and its reason in manifest.json and go on.")
 @click.option("--force", is_flag=True, help="Rebuild even when the run already holds these exact inputs.")
-@click.option("--rank", "rank", multiple=True, metavar="FILE=N",
+@click.option("--rank", "ranks", multiple=True, metavar="FILE=N",
               help="Give the rank of a file that has no distributedInfo and no rank in its name (FILE: its path or "
                    "its bare name). One file alone is rank 0.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stdout is a terminal].")
@@ -37,7 +37,7 @@ def _parse_ranks(values):
                    "skew, stragglers and the timeline; --no-align keeps each trace's raw clock.")
 @click.option("--rederive", is_flag=True,
               help="PATHS is one run: derive its per-rank facts again from its own events (no traces needed).")
-def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, iteration, hosts, align, rederive):
+def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, iteration, hosts, align, rederive):
     """Turn trace files (one per rank) into a Parquet run directory.
 
     PATHS are .json / .json.gz files, directories (searched recursively) or globs.
@@ -64,7 +64,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, rank, progress, scheduler, ite
         return
     if out is None:
         raise click.UsageError("Missing option '-o' / '--out'.")
-    run = tracekit.ingest(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(rank),
+    run = tracekit.ingest(list(paths), out, jobs=jobs, on_error=on_error, force=force, ranks=_parse_ranks(ranks),
                           progress=progress, scheduler=scheduler, iteration=iteration, hosts=hosts, align=align)
     m = run.manifest
     if run.up_to_date:

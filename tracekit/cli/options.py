@@ -51,12 +51,11 @@ def run_argument(f_or_name):
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",
                 "top_k")
-PLAN_FIELDS = ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend")
 
 
 def model_options(default_preset: str | None):
     """--preset and one flag per model dimension (declared once for model and whatif)."""
-    from ..model import PRESETS
+    from ..analytic import PRESETS
 
     def deco(f):
         for name in reversed(MODEL_FIELDS):
@@ -67,7 +66,7 @@ def model_options(default_preset: str | None):
                                    "top_k": "experts each token is routed to"}.get(name))(f)
         return click.option("--preset", type=click.Choice(sorted(PRESETS)), default=default_preset,
                             show_default=default_preset is not None,
-                            help="a model of tracekit.model.PRESETS")(f)
+                            help="a model of tracekit.analytic.PRESETS")(f)
     return deco
 
 
@@ -88,11 +87,6 @@ def plan_options(defaults: dict):
                              show_default=defaults.get(name) is not None)(f)
         return f
     return deco
-
-
-def split_fields(kw: dict, names) -> dict:
-    """Pop the named options from a command's keyword arguments."""
-    return {n: kw.pop(n) for n in names}
 
 
 def check_output(path: str) -> str:

@@ -7,7 +7,6 @@ import pyarrow as pa
 
 import tracekit
 
-from ..comms.buckets import parse_edges
 from ..render import emit
 from ..reports import REGISTRY, get
 from .options import output_options, run_argument
@@ -57,7 +56,7 @@ def report_cmd(run, name, buckets, fmt, output, **params):
         return
     rep = get(name)
     given = {k: v for k, v in params.items() if v is not None}
-    table = tracekit.report(tracekit.open(run, size_buckets=parse_edges(buckets)), name, **given)
+    table = tracekit.report(run, name, buckets=buckets, **given)
     emit(table, fmt, output, title=f"{name} — {rep.summary}")
 
 

@@ -5,7 +5,6 @@ import click
 import tracekit
 
 from ..render import emit
-from ..schema_doc import schema_table
 from .options import output_options, run_argument
 
 
@@ -23,4 +22,4 @@ def schema_cmd(run, table, fmt, output):
       tracekit schema run/ collectives
       tracekit schema run/ --format markdown
     """
-    emit(schema_table(tracekit.open(run), table), fmt, output)
+    emit(tracekit.schema(run, table), fmt, output)

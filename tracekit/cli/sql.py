@@ -5,7 +5,7 @@ import click
 import tracekit
 
 from ..render.stream import write_batches
-from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, time_limit
+from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from .options import output_options, run_argument
 
 
@@ -35,12 +35,5 @@ def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
       tracekit sql run/ "SELECT rank, count(*) AS events FROM events GROUP BY rank ORDER BY rank"
       tracekit sql run/ "SELECT * FROM traces" --format json
     """
-    r = tracekit.open(run)
-    try:
-        if not unsafe:
-            r.read_only(memory_mb)
-        with time_limit(r, timeout):
-            schema, batches = r.batches(query)
-            write_batches(schema, batches, fmt, output)
-    finally:
-        r.close()
+    with tracekit.sql(run, query, timeout=timeout, memory_mb=memory_mb, unsafe=unsafe) as result:
+        write_batches(result.schema, result, fmt, output)

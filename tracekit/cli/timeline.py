@@ -10,15 +10,15 @@ from .options import check_output, run_argument
 
 @click.command("timeline")
 @run_argument
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
               help="The merged trace to write (.json or .json.gz).")
 @click.option("--steps", default=None, metavar="A:B",
               help="Keep only steps A to B, or step A alone (--steps 5); kernels go by their launching step. "
                    "Steps the run does not have are an error naming those it has.")
 @click.option("--kernels-only", is_flag=True, help="Only comm and compute kernels (no CPU ops): for large jobs.")
-@click.option("--ranks", "rank_range", default=None, metavar="A:B",
+@click.option("--ranks", "ranks", default=None, metavar="A:B",
               help="Keep only ranks A to B (or rank A alone): for large jobs.")
-def timeline_cmd(run, output, steps, kernels_only, rank_range):
+def timeline_cmd(run, out, steps, kernels_only, ranks):
     """One Chrome/Perfetto trace of the whole job: a process per rank with its GPU streams and CPU
     threads, plus tracekit's tracks: exposed communication, one slice per collective instance across
     its ranks with flow arrows between them, and the rank that arrived last marked.
@@ -30,9 +30,9 @@ def timeline_cmd(run, output, steps, kernels_only, rank_range):
       tracekit timeline run/ -o step5.json.gz --steps 5
       tracekit timeline run/ -o first-host.json.gz --steps 5 --ranks 0:7
     """
-    check_output(output)
-    counts = tracekit.timeline(run, output, _range("--steps", steps), kernels_only, _range("--ranks", rank_range))
-    click.echo(f"{output}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
+    check_output(out)
+    counts = tracekit.timeline(run, out, _range("--steps", steps), kernels_only, _range("--ranks", ranks))
+    click.echo(f"{out}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
                f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
                "open it in https://ui.perfetto.dev or chrome://tracing")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .. import sql as _sql
+from .. import sql_files as _sql
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
 

@@ -1,12 +1,12 @@
-"""Predicted (tracekit.model) against measured (the collectives view) per collective and group."""
+"""Predicted (tracekit.analytic) against measured (the collectives view) per collective and group."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from .model import from_recorded, predict_rank
-from .model.recorded import recorded_config, recorded_configs
-from .model.roles import group_role
+from ..analytic import from_recorded, predict_rank
+from ..analytic.recorded import recorded_config, recorded_configs
+from ..analytic.roles import group_role
 
 
 def validate(run, config: dict | None = None) -> pa.Table:

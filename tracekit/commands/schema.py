@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from . import sql as _sql
-from .ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
-from .rules import VIEWS
-from .table_meta import FIRST_KEY
+from .. import sql_files as _sql
+from ..ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
+from ..rules import VIEWS
+from ..table_meta import FIRST_KEY
 
 # The tables a run stores as written at ingest: name -> (columns doc, what a row is). The views after them
 # are documented in their .sql headers.
@@ -27,7 +27,7 @@ def documented_objects() -> list[tuple[str, str, list[tuple[str, str]]]]:
         out.append((name, doc, extra + [(c, m) for c, _t, m in cols]))
     for name in VIEWS:
         if name == "clock_offsets":  # computed in Python (tracekit.clocks), stored as a fact
-            from .clocks import OFFSET_COLUMNS, TABLE_DOC
+            from ..clocks import OFFSET_COLUMNS, TABLE_DOC
             out.append((name, TABLE_DOC, [(c, m) for c, _t, m in OFFSET_COLUMNS]))
             continue
         f = _sql.load("views", name)
@@ -58,9 +58,9 @@ def _meaning_first(table: pa.Table) -> pa.Table:
 
 
 def _report_schema(name: str, objects: list[str]) -> pa.Table:
-    from .errors import TracekitError
-    from .query_errors import describe
-    from .reports import REGISTRY
+    from ..errors import TracekitError
+    from ..query_errors import describe
+    from ..reports import REGISTRY
 
     if name in REGISTRY:
         cols = _sql.load("reports", name).columns

@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as _dt
 import html
 
-from . import __version__, figures
-from .errors import TracekitError
-from .html_tables import FIRST, identity_table, report_html, table, why
+from .. import __version__, figures
+from ..errors import TracekitError
+from ..html_tables import FIRST, identity_table, report_html, table, why
+from ..table_meta import note_of
 from .plot import SIZES_SQL
-from .table_meta import note_of
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ccc}
@@ -39,7 +39,7 @@ def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
 
 
 def advice(run) -> str:
-    from .advise_findings import advise
+    from .advise import advise
 
     try:
         t = advise(run)

@@ -1,13 +1,13 @@
 """Plots of runs (matplotlib, the `plot` extra). Data comes from views and reports; nothing is computed
 here that a table does not already show.
 
-    tracekit.plot.message_sizes({"ddp": run1, "fsdp": run2}, "sizes.png")
-    tracekit.plot.overlap(run, "overlap.png")
+    tracekit.commands.plot.message_sizes({"ddp": run1, "fsdp": run2}, "sizes.png")
+    tracekit.commands.plot.overlap(run, "overlap.png")
 """
 
 from __future__ import annotations
 
-from .errors import TracekitError
+from ..errors import TracekitError
 
 
 def _plt():
@@ -167,7 +167,7 @@ def skew_heatmap(run, path: str, limit: int = 60) -> str:
 
 def fitted_laws(pts: dict, laws: list[dict], path: str) -> str:
     """Measured transfer times of clean instances against bus traffic, per collective and kind of group
-    (``pts``: tracekit.whatif.points), with the fitted laws (``laws``: tracekit.whatif.fit, latency +
+    (``pts``: tracekit.commands.whatif.points), with the fitted laws (``laws``: tracekit.commands.whatif.fit, latency +
     traffic / bus bandwidth) as lines."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4))
@@ -187,3 +187,37 @@ def fitted_laws(pts: dict, laws: list[dict], path: str) -> str:
     ax.set_title("Fitted network laws (tracekit whatif)")
     ax.legend(fontsize=7)
     return _save(plt, fig, path)
+
+
+def draw(run, out: str, kind: str = "sizes") -> str:
+    """`tracekit plot`: the chart ``kind`` (sizes, overlap) of a run to ``out``, an interactive HTML page
+    (.html, .htm) or a PNG image (.png)."""
+    if kind not in ("sizes", "overlap"):
+        raise TracekitError(f"no plot kind {kind!r}: sizes or overlap")
+    if out.endswith((".html", ".htm")):
+        return _page(run, kind, out)
+    if out.endswith(".png"):
+        return message_sizes({run.name: run}, out) if kind == "sizes" else overlap(run, out)
+    raise TracekitError(f"-o {out}: give a .html file (interactive chart) or a .png file (image)")
+
+
+def _page(run, kind: str, out: str) -> str:
+    import os
+
+    from .. import figures
+    from ..reports import get
+
+    if kind == "sizes":
+        fig, title = figures.message_sizes(run.sql(SIZES_SQL).to_pylist()), "Message sizes per collective"
+        nothing = "no collective has a message size (no communication, or traces recorded without record_shapes=True)"
+    else:
+        fig = figures.overlap(get("overlap").run(run).to_pylist(), "rank", "rank")
+        title = "Communication overlap per rank"
+        nothing = "the traces hold no GPU kernel and no Gloo op"
+    if fig is None:
+        raise TracekitError(f"{run.name}: nothing to plot: {nothing}")
+    tmp = f"{out}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(figures.page(fig, f"{title}: {run.name}"))
+    os.replace(tmp, out)
+    return out

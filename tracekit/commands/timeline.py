@@ -23,8 +23,8 @@ import tempfile
 
 import duckdb
 
-from . import settings
-from .errors import TracekitError
+from .. import settings
+from ..errors import TracekitError
 
 # every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are
 ALIGNED = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"

@@ -14,10 +14,10 @@ import math
 
 import pyarrow as pa
 
-from . import sql as _sql
-from .comms.buckets import human_bytes
-from .errors import TracekitError
-from .table_meta import FIRST_KEY, NOTE_KEY
+from .. import sql_files as _sql
+from ..comms.buckets import human_bytes
+from ..errors import TracekitError
+from ..table_meta import FIRST_KEY, NOTE_KEY
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
@@ -232,7 +232,7 @@ def _steps_text(run) -> str:
 
 
 def hygiene_findings(run) -> list[dict]:
-    from .reports import get
+    from ..reports import get
 
     return [_finding(f"trace hygiene: {r['check']}", f"ranks {r['ranks']}" if r["ranks"] else "the run",
                      r["finding"], None, r["fix"], "-", "sql/reports/doctor.sql")
@@ -262,7 +262,7 @@ def _advise(run) -> pa.Table:
         laws = ctx.laws
         plan_note = None
     except TracekitError as exc:  # the model does not cover the run: no plan finding, the rest stands
-        from .run_plan import resolve
+        from ..run_plan import resolve
         from .whatif import fit
 
         ctx, rp, plan_note = None, resolve(run), str(exc)

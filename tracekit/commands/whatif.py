@@ -4,7 +4,7 @@
    group sizes), the transfer time of the clean matched instances (the fastest rank's duration, so waiting
    is out; sql/reports/_whatif_points.sql) as latency + bus traffic / bus bandwidth, where bus traffic =
    message bytes x nccl-tests' bus factor for the group's size. One law per (collective, role).
-2. Predict with tracekit.model the collectives of one step of each pipeline stage under the plan (default:
+2. Predict with tracekit.analytic the collectives of one step of each pipeline stage under the plan (default:
    the run's own), and time them with the law; report the busiest rank (most bytes) per group and
    collective, beside what the run measured on its own busiest rank (sql/reports/_whatif_measured.sql).
 3. Exposed (what the step pays): the transfer time x the share of that collective's kernel time the run
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import sql as _sql
-from .comms.bandwidth import busbw_factor
-from .comms.buckets import human_bytes
-from .errors import TracekitError
-from .model.roles import role_sizes
-from .run_plan import RunPlan, resolve
-from .table_meta import FIRST_KEY, NOTE_KEY
+from .. import sql_files as _sql
+from ..analytic.roles import role_sizes
+from ..comms.bandwidth import busbw_factor
+from ..comms.buckets import human_bytes
+from ..errors import TracekitError
+from ..run_plan import RunPlan, resolve
+from ..table_meta import FIRST_KEY, NOTE_KEY
 
 MODELLED = {"allreduce", "allgather", "reduce_scatter", "broadcast", "send", "recv"}
 IGNORED = {"barrier", "unknown"}  # tiny or unidentified: neither modelled nor a reason to refuse
@@ -157,8 +157,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend) over it.
     The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field -> value) over it.
     ``world``: the number of ranks the plan is for (default: the run's)."""
-    from .model import check_fits
-    from .run_plan import plan_with
+    from ..analytic import check_fits
+    from ..run_plan import plan_with
 
     ctx = context(run, config, preset, model)
     rp = ctx.rp
@@ -191,7 +191,7 @@ class Context:
 
 def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None) -> Context:
     """The run's plan and model (refused where the model does not cover the run), laws and measurements."""
-    from .run_plan import model_with
+    from ..run_plan import model_with
 
     rp = resolve(run, config)
     rp.shape = model_with(rp.shape, preset, model)
@@ -206,7 +206,7 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
 
 def predicted_rows(ctx: Context, target) -> list[dict]:
     """Per (group, collective): the prediction under ``target`` beside the measured figures."""
-    from .model import predict_rank
+    from ..analytic import predict_rank
 
     rp, laws, meas = ctx.rp, ctx.laws, ctx.measured
     exp_share = _exposed_share(meas)
@@ -295,7 +295,7 @@ def _table(rows: list[dict]) -> pa.Table:
 def plans_that_fit(shape, world: int, like) -> list:
     """Every dp x tp x pp = world that the model allows (heads % tp, layers % pp), with ``like``'s zero
     and backend, without sequence parallelism."""
-    from .model import Plan, check_fits
+    from ..analytic import Plan, check_fits
 
     out = []
     for tp in range(1, world + 1):

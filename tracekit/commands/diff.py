@@ -7,9 +7,9 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from . import sql as _sql
-from .errors import QueryError, TracekitError
-from .table_meta import FIRST_KEY
+from .. import sql_files as _sql
+from ..errors import QueryError, TracekitError
+from ..table_meta import FIRST_KEY
 
 STEPS_BY = ("order", "number")
 # the columns a reader needs first (kept when the terminal is narrow)

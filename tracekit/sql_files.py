@@ -1,4 +1,5 @@
-"""SQL shipped as package data, one folder per stage of the rule graph (tracekit/rules.py):
+"""The SQL files, package data in tracekit/sql/ (a folder, not a package: `tracekit.sql` is the API's
+function), one folder per stage of the rule graph (tracekit/rules.py):
 
     facts/*.sql     derived per rank at ingest and stored (facts/NAME in the run)
     reduce/*.sql    derived once per run at the end of ingest, across ranks, and stored
@@ -21,6 +22,7 @@ from importlib import resources
 _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
 _STAGE = re.compile(r"^--\s*@stage\s+(\w+)\s*$")
 _USES = re.compile(r"^--\s*@uses\s+(.*)$")
+_ROOT = resources.files("tracekit").joinpath("sql")
 RULE_FOLDERS = ("facts", "reduce", "views")  # the folders of the rule graph, in stage order
 
 
@@ -53,7 +55,7 @@ def parse(name: str, text: str, folder: str = "") -> SqlFile:
 
 
 def _dir(kind: str):
-    return resources.files(__package__).joinpath(kind) if kind else resources.files(__package__)
+    return _ROOT.joinpath(kind) if kind else _ROOT
 
 
 @functools.lru_cache(maxsize=None)
