@@ -7,7 +7,8 @@ a RuleGraphError when tracekit.rules is imported (a test imports it), never a ha
 
 Stages: per-rank facts (derived at ingest from one rank's events, stored), the reduce (derived once at
 the end of ingest, across ranks, from the per-rank facts, stored), views (computed on a connection when
-used: when a run is opened, or by a reduce rule). Reports (tracekit/sql/reports) read the views.
+used: when a run is opened, or by a reduce rule). Reports (tracekit/sql/reports, ``-- @stage report``) read
+them and declare what they read the same way; they are checked here, not ordered.
 """
 
 from __future__ import annotations
@@ -114,6 +115,24 @@ def graph() -> dict:
     return {n: files[n] for n in order(list(files.values()), set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS})}
 
 
+# The two runs' sides a diff report compares, registered by tracekit/commands/diff.py.
+DIFF_SIDES = ("side_a", "side_b")
+
+
+def check_reports(reports: list, rules, tables) -> None:
+    """Each report (tracekit/sql/reports) says ``-- @stage report`` and ``-- @uses`` only rules (``rules``),
+    the stored tables (``tables``) and, for a diff, its two sides; anything else is a RuleGraphError
+    naming the file."""
+    for r in reports:
+        where = f"tracekit/sql/reports/{r.name}.sql"
+        if r.stage != "report":
+            raise RuleGraphError(f"{where}: its header needs -- @stage report (has {r.stage!r})")
+        for u in r.uses:
+            if u not in rules and u not in tables and u not in DIFF_SIDES:
+                raise RuleGraphError(f"{where}: @uses {u}: no rule or table of that name")
+
+
+check_reports(_sql.rule_files(("reports",)), graph(), set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS})
 ORDER: list[str] = list(graph())
 # Derived per rank at ingest, in this order (each may use the ones before it).
 FACTS: list[str] = [n for n in ORDER if graph()[n].stage == "fact"]

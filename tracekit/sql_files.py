@@ -70,10 +70,11 @@ def load(kind: str, name: str) -> SqlFile:
     raise FileNotFoundError(f"tracekit/sql/{kind}/{name}.sql")
 
 
-def rule_files() -> list[SqlFile]:
-    """Every rule of the graph (facts, reduce, views), in folder then name order."""
+def rule_files(folders=RULE_FOLDERS) -> list[SqlFile]:
+    """Every rule of the graph (facts, reduce, views), or of ``folders`` ("reports"), in folder then name
+    order."""
     out = []
-    for k in RULE_FOLDERS:
+    for k in folders:
         for f in sorted(_dir(k).iterdir(), key=lambda p: p.name):
             if f.name.endswith(".sql"):
                 out.append(load(k, f.name[:-4]))

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tracekit import sql_files as tksql
-from tracekit.rules import CLOCKS, FACT_TABLES, TABLE_NAMES, RuleGraphError, graph, order
+from tracekit.rules import CLOCKS, DIFF_SIDES, FACT_TABLES, TABLE_NAMES, RuleGraphError, graph, order
 
 TABLES = set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS}
 
@@ -27,9 +27,46 @@ def test_the_shipped_rules_are_sorted_by_what_their_files_say_they_read():
     # and the headers tell the truth: the rules a file reads after FROM or JOIN (comments and string
     # literals aside) are exactly those it declares
     for n, f in g.items():
-        text = re.sub(r"'[^']*'", "''", re.sub(r"--[^\n]*", "", f.text))
-        read = {m for m in re.findall(r"\b(?:FROM|JOIN)\s+([A-Za-z_]\w*)", text, re.I) if m in g or m == CLOCKS}
+        read = {m for m in _read(f) if m in g or m == CLOCKS}
         assert read - {n} == set(f.uses) - set(TABLE_NAMES) - set(FACT_TABLES), n
+
+
+READABLE = set(graph()) | TABLES | set(DIFF_SIDES)  # what a report may read
+
+
+def _read(f) -> set:
+    """The rules and stored tables a file reads after FROM or JOIN, comments and string literals aside,
+    found by hand from its text (CTE names and a diff's sides are neither)."""
+    text = re.sub(r"'[^']*'", "''", re.sub(r"--[^\n]*", "", f.text))
+    return set(re.findall(r"\b(?:FROM|JOIN)\s+([A-Za-z_]\w*)", text, re.I))
+
+
+def test_every_report_says_what_it_reads():
+    """A report's header names exactly the rules it reads (and every stored table it reads): one that read
+    an undeclared view would pass unseen by the graph."""
+    reports = tksql.rule_files(("reports",))
+    assert len(reports) >= 20  # tracekit/sql/reports: 21 files today
+    for f in reports:
+        assert f.stage == "report", f.name
+        assert _read(f) & READABLE == set(f.uses), f.name
+
+
+def test_a_report_that_reads_an_undeclared_view_fails_the_check():
+    """The check above on a crafted report: reading comm_exposure while declaring only steps."""
+    text = ("-- r: a crafted report\n-- @stage report\n-- @uses steps\n"
+            "SELECT * FROM steps JOIN comm_exposure USING (rank)\n")
+    f = tksql.parse("r", text, "reports")
+    assert _read(f) & READABLE == {"steps", "comm_exposure"} != set(f.uses)
+
+
+def test_a_report_header_names_only_rules_and_tables():
+    from tracekit.rules import check_reports
+
+    with pytest.raises(RuleGraphError, match=r"tracekit/sql/reports/r\.sql: @uses stepz: no rule or table"):
+        check_reports([tksql.parse("r", "-- r: x\n-- @stage report\n-- @uses stepz\nSELECT 1", "reports")],
+                      graph(), TABLES)
+    with pytest.raises(RuleGraphError, match=r"tracekit/sql/reports/r\.sql: its header needs -- @stage report"):
+        check_reports([tksql.parse("r", "-- r: x\nSELECT 1", "reports")], graph(), TABLES)
 
 
 def test_each_stage_is_a_folder():

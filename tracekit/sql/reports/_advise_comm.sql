@@ -1,5 +1,7 @@
 -- _advise_comm: per process group and collective, one step of one of the group's ranks (means over its
 -- ranks and the profiled steps): the collectives, their transfer time and the part of it the step pays.
+-- @stage report
+-- @uses collective_waits, collective_instances, collectives, comm_exposure, step_breakdown
 -- @column group_label: process group (comm_exposure.group_label)
 -- @column pg_name: process group name (NULL when the trace does not say)
 -- @column pg_desc: process group description (NULL when the trace does not say)

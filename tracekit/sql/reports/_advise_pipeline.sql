@@ -2,6 +2,8 @@
 -- the time its GPU was starved inside the step (step_breakdown) and its exposed waiting at point-to-point
 -- instances (its waiting there scaled by the share of its waiting step_breakdown finds exposed; waiting
 -- at other collectives is the straggler finding's).
+-- @stage report
+-- @uses collective_waits, collective_instances, collectives, step_breakdown
 -- @column rank: global rank
 -- @column sends_per_step: sends per step, count
 -- @column recvs_per_step: receives per step, count

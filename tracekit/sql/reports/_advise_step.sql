@@ -1,4 +1,6 @@
 -- _advise_step: the step time advise measures savings against (step_breakdown's windows).
+-- @stage report
+-- @uses step_breakdown
 -- @column step_ms: mean over ranks and steps of the step window; without steps, the mean rank timeline, ms
 -- @column steps: profiled steps (1 when the traces hold none), count
 -- @column ranks: ranks, count

@@ -2,6 +2,8 @@
 -- per step: their waiting in those instances, counted only where they had nothing else to run (each
 -- rank's waiting scaled by the share of its waiting step_breakdown finds exposed). Point-to-point
 -- instances are left out: a receiver waiting for its sender is the pipeline's schedule (_advise_pipeline).
+-- @stage report
+-- @uses steps, collective_waits, collective_instances, step_breakdown
 -- @column rank: the late rank
 -- @column times_last: clean instances (not point to point) it arrived last at, count
 -- @column instances: clean instances (not point to point) it took part in, count

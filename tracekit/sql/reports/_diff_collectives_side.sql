@@ -1,5 +1,7 @@
 -- _diff_collectives_side: one run's side of `tracekit diff`'s collectives table: per collective x process
 -- group x size bucket, the figures compared (see diff_collectives.sql for the columns).
+-- @stage report
+-- @uses collectives, comm_exposure
 SELECT x.collective, x.group_label AS "group", coalesce(x.size_bucket, 'unknown size') AS size_bucket,
        min(x.size_bucket_lo) AS sort_lo, count(*) AS count, CAST(sum(x.bytes) AS BIGINT) AS bytes,
        sum(x.dur_ns) / 1e6 AS time_ms, sum(x.exposed_ns) / 1e6 AS exposed_ms,

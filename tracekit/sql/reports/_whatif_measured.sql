@@ -1,5 +1,7 @@
 -- _whatif_measured: what a run measured per rank and process group and collective, over the whole trace,
 -- for `tracekit whatif` to show beside its prediction of the run's own plan.
+-- @stage report
+-- @uses collective_waits, collective_instances, collectives, comm_exposure
 -- @column rank: global rank
 -- @column pg_name: process group name (NULL when the trace does not say)
 -- @column pg_desc: process group description (NULL when the trace does not say)

@@ -2,6 +2,8 @@
 -- one row each, timed by the fastest rank (collective_instances.transfer_ns: waiting left out), with the
 -- group of its lowest rank. A run of one rank has no matched instance: its own collectives, timed by their
 -- kernel duration (which includes waiting for the ranks that were not traced: an upper bound).
+-- @stage report
+-- @uses _collectives, collective_waits, collective_instances, collectives, traces
 -- @column rank: the rank whose row names the group (lowest rank of the instance; the one rank)
 -- @column collective: collective; sendrecv for a matched send/recv pair
 -- @column pg_name: process group name on that rank (NULL when the trace does not say)

@@ -2,6 +2,8 @@
 -- $by = 'step', per rank over its whole timeline with $by = 'rank'). The parts add up to window_ms:
 -- compute_ms + comm_ms + memory_ms + wait_ms + starved_ms + outside_ms = window_ms. Step -1 is the
 -- time outside every step's window. See step_breakdown for the windows and the order of precedence.
+-- @stage report
+-- @uses step_breakdown
 -- @column rank: global rank
 -- @column step: ProfilerStep number; -1 outside every step; NULL with --by rank
 -- @column window_ms: the step's window on the rank (with --by rank: the rank's whole timeline), ms

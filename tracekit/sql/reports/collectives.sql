@@ -2,6 +2,8 @@
 -- Two bus bandwidths: busbw on each kernel's own duration (which includes waiting for the slowest rank
 -- to arrive) and transfer_busbw on the fastest rank's duration in each clean matched instance (the
 -- transfer itself; NULL where no clean instance matched, e.g. a single rank's trace).
+-- @stage report
+-- @uses collective_waits, collective_instances, collectives, comm_exposure
 -- @column collective: collective type
 -- @column size_bucket: message-size bucket (nccl-tests bytes)
 -- @column count: collectives (rows of the collectives view, one per rank and kernel), count

@@ -2,6 +2,8 @@
 -- both runs' figures and the change, largest change in kernel time first. Rows meet on the collective,
 -- the process group (its description, else its ranks, else its name) and the size bucket; a row only one
 -- run has shows nothing for the other.
+-- @stage report
+-- @uses side_a, side_b
 -- @column collective: collective type
 -- @column group: process group (description, else ranks, else name)
 -- @column size_bucket: message-size bucket

@@ -2,6 +2,8 @@
 -- by their position among each run's profiled steps ($steps_by = 'order': A's first with B's first, so
 -- that runs profiled at different steps line up) or by their number ('number'); a step only one run has
 -- shows nothing for the other.
+-- @stage report
+-- @uses side_a, side_b
 -- @column position: the step's place among the run's profiled steps (1 = first); by number, B's (else A's)
 -- @column step_a: ProfilerStep number in A
 -- @column step_b: ProfilerStep number in B

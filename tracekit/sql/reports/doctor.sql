@@ -1,5 +1,7 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
 -- nothing to report gives one row: check 'all', severity 'ok'.
+-- @stage report
+-- @uses comm_ops, steps, gpu_kernels, _collectives, collective_instances, clock_offsets, events, traces
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
 -- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)

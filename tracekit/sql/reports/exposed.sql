@@ -1,5 +1,7 @@
 -- exposed: exposed communication split by a dimension ($by: rank, step, collective, group or
 -- size_bucket). Concurrent comm kernels share an exposed nanosecond equally.
+-- @stage report
+-- @uses comm_exposure
 -- @column key: the value of the dimension (rank, step, collective, process group or size bucket)
 -- @column collectives: collectives in the group, count
 -- @column comm_ms: sum of their durations, ms

@@ -1,6 +1,8 @@
 -- identity: what the run is, one line per item: ranks, hosts (and how they are known), clocks, GPUs,
 -- backend and versions, steps, window.
 -- Items a trace does not record say so.
+-- @stage report
+-- @uses steps, comm_overlap, clock_offsets, traces
 -- @column item: what is described
 -- @column value: its value, as text (counts with thousands separators; "not recorded" where no trace has it)
 WITH tr AS (SELECT * FROM traces),

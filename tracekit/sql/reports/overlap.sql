@@ -1,5 +1,7 @@
 -- overlap: compute/communication overlap per rank (by = 'trace', step NULL) or per rank and step
 -- (by = 'step'). Columns as in the comm_overlap view, in ms.
+-- @stage report
+-- @uses comm_overlap
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL for the whole trace)
 -- @column window_ms: first to last interval, ms

@@ -1,5 +1,7 @@
 -- skew: clean collective instances matched across ranks, most skewed first (see the collective_instances
 -- view; the instances left out are counted in a note below the table).
+-- @stage report
+-- @uses collective_instances
 -- @column instance_key: the matching key
 -- @column match_method: comms_id, pg_seq or order
 -- @column collective: collective type

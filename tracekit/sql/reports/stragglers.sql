@@ -1,4 +1,6 @@
 -- stragglers: per rank, how often it arrived last at a collective and the waiting around it.
+-- @stage report
+-- @uses stragglers
 -- @column rank: global rank
 -- @column instances: matched instances it took part in, count
 -- @column times_last: instances where it started last (ties: the lowest rank of those that started at the same latest ns), count

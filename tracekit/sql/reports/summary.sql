@@ -1,4 +1,6 @@
 -- summary: one row per rank: the one-screen answer.
+-- @stage report
+-- @uses steps, _collectives, comm_overlap
 -- @column rank: global rank
 -- @column steps: ProfilerSteps in the trace, count
 -- @column window_ms: first to last GPU (or Gloo/CPU) interval, ms

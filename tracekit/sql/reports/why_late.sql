@@ -8,6 +8,8 @@
 -- largest come first ($per_rank per rank, after the lead-up's own length). Ranks are ordered by the waiting
 -- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
 -- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
+-- @stage report
+-- @uses steps, gpu_kernels, collective_waits, collective_instances, stragglers, events
 -- @column rank: the rank that arrived last
 -- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms
 -- @column instances: clean instances it arrived last at with a lead-up on every rank, count
