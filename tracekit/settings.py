@@ -5,7 +5,7 @@ read is a one-line error naming the variable and the value; an unset or empty va
 
   TRACEKIT_CACHE              directory of the run cache (default ~/.cache/tracekit)
   TRACEKIT_CACHE_MAX_MB       the run cache's cap, megabytes (default 4096)
-  TRACEKIT_MAX_EVENT_MB       most bytes one event (or the gap between two) may take, MB (default 256)
+  TRACEKIT_MAX_EVENT_MB       most bytes one event (or the gap between two) may take, MB (default 64)
   TRACEKIT_DERIVE_MEMORY_MB   DuckDB's memory for one rank's facts, and for sorting one rank's events
                               in `tracekit timeline`, MB (default 256, at least 64)
   TRACEKIT_DASK_WAIT_S        seconds ingest --scheduler waits for a Dask worker (at the start, or after
@@ -67,7 +67,7 @@ def cache_max_bytes() -> float:
 
 
 def max_event_bytes() -> int:
-    return int(_number("TRACEKIT_MAX_EVENT_MB", 256, integer=True, minimum=1)) << 20
+    return int(_number("TRACEKIT_MAX_EVENT_MB", 64, integer=True, minimum=1)) << 20
 
 
 def derive_memory_mb() -> int:

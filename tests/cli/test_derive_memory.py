@@ -1,7 +1,8 @@
 """Derive within a bounded memory on valid input (issue 20 item 11), scaled down with the budget: one huge
 kernel name (under the event cap) ran out of it ("could not derive its steps: Out of Memory ... likely a
 tracekit bug"): a 40 MB name under 64 MB failed so; and 1M kernels on one stream ran out of 256 MB in
-gpu_kernels: 200k kernels of distinct names under 128 MB failed so (two rules at once, two threads each)."""
+gpu_kernels: 200k kernels of distinct names under 128 MB failed so (two rules at once, two threads each).
+A 200 MB name still took 1.74 GB and 231 s to ingest: an event past 64 MB is now refused, in one line."""
 
 import json
 import os
@@ -17,21 +18,26 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME_MB = 40
 
 
-def huge_name_trace(path):
-    name = "k" * (NAME_MB << 20)
-    with open(path, "w") as f:  # written by hand: one step, a launch, and its kernel of that name
-        f.write('{"schemaVersion": 1, "traceEvents": [\n'  # noqa: UP031 -- JSON braces
+def huge_name_trace(path, name_mb=NAME_MB):
+    """One step, a launch, and its kernel of a name of ``name_mb`` MB, written by hand, the name in pieces
+    (the test's own memory stays small). Returns the byte offset of the kernel's event."""
+    with open(path, "w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n'
                 '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, '
                 '"dur": 100},\n'
                 '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
-                '"args": {"correlation": 1}},\n'
-                '{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": 3, "dur": 2, '
-                '"args": {"stream": 7, "correlation": 1}}\n]}\n' % name)
-    return path
+                '"args": {"correlation": 1}},\n')
+        kernel_at = f.tell()
+        f.write('{"ph": "X", "cat": "kernel", "name": "')
+        for _ in range(name_mb):
+            f.write("k" * (1 << 20))
+        f.write('", "pid": 0, "tid": 7, "ts": 3, "dur": 2, "args": {"stream": 7, "correlation": 1}}\n]}\n')
+    return kernel_at
 
 
 def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
-    trace = huge_name_trace(tmp_path / "rank0.json")
+    trace = tmp_path / "rank0.json"
+    huge_name_trace(trace)
     stats = tmp_path / "peak.json"
     env = {**os.environ, "TRACEKIT_DERIVE_MEMORY_MB": "64"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
@@ -42,6 +48,25 @@ def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
     (k,) = run.sql("SELECT strlen(name) AS n, step, ts_ns, dur_ns FROM gpu_kernels").to_pylist()
     assert k == {"n": NAME_MB << 20, "step": 1, "ts_ns": 3000, "dur_ns": 2000}  # as the trace says
     # memory: the budget, room for a few copies of the name, and Python's own; well under 1 GB
+    assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
+
+
+def test_a_name_past_the_event_cap_is_refused_in_one_line_within_bounded_memory(tmp_path):
+    """The attack as written: a 200 MB kernel name (the event cap was 256 MB) took 1.74 GB. Now the event is
+    refused (default cap 64 MB: an event's largest value is held a few times by derive), naming the file,
+    the event and its byte, and what to do; nothing is written."""
+    trace = tmp_path / "rank0.json"
+    kernel_at = huge_name_trace(trace, name_mb=200)
+    stats = tmp_path / "peak.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRACEKIT_MAX_EVENT_MB"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
+                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "1", "--no-progress"],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"error: {trace} (event #2 of traceEvents, byte {kernel_at:,} of the JSON text): ")
+    assert "longer than 64 MB" in line and "TRACEKIT_MAX_EVENT_MB=128" in line
+    assert not (tmp_path / "run").exists()
     assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
 
 

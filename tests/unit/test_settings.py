@@ -10,7 +10,7 @@ from tracekit.errors import TracekitError
 
 NUMBERS = [  # variable, reader, value -> expected, default
     ("TRACEKIT_CACHE_MAX_MB", settings.cache_max_bytes, "12.5", 12.5e6, 4096e6),
-    ("TRACEKIT_MAX_EVENT_MB", settings.max_event_bytes, "3", 3 * 1024 * 1024, 256 * 1024 * 1024),
+    ("TRACEKIT_MAX_EVENT_MB", settings.max_event_bytes, "3", 3 * 1024 * 1024, 64 * 1024 * 1024),
     ("TRACEKIT_DERIVE_MEMORY_MB", settings.derive_memory_mb, "512", 512, 256),
 ]
 

@@ -27,12 +27,13 @@ from .source import TraceSource
 
 CHUNK_BYTES = 4 << 20
 _MAX_HEADER = 256 << 20
-MAX_EVENT_MB = 256  # default bound on one event or one gap between events; TRACEKIT_MAX_EVENT_MB sets it
+MAX_EVENT_MB = 64  # default bound on one event or one gap between events; TRACEKIT_MAX_EVENT_MB sets it
 
 
 def max_event_limit() -> int:
-    """Bytes one event (or the whitespace between two) may take: $TRACEKIT_MAX_EVENT_MB, default 256.
-    Past it the file is refused with a clear error, so that memory stays bounded on hostile input."""
+    """Bytes one event (or the whitespace between two) may take: $TRACEKIT_MAX_EVENT_MB, default 64.
+    Past it the file is refused with a clear error, so that memory stays bounded on hostile input: derive
+    holds a few copies of an event's largest value (docs/ingest.md, Memory)."""
     from .. import settings
     return settings.max_event_bytes()
 _WS = b" \t\r\n"
@@ -139,7 +140,8 @@ class TraceReader:
                 raise self._fail(
                     f"one event (or the space between two) is longer than {self.max_event_bytes >> 20} MB; no "
                     "profiler writes such events, so the file is damaged or hostile. If it is real, raise the "
-                    f"limit: TRACEKIT_MAX_EVENT_MB={2 * (self.max_event_bytes >> 20)}", offset=base, index=index)
+                    f"limit (ingest then needs about 10 times it in memory): "
+                    f"TRACEKIT_MAX_EVENT_MB={2 * (self.max_event_bytes >> 20)}", offset=base, index=index)
             # no cut in what we hold: read as much again as we hold, so that a long event costs
             # O(log size) attempts, not one per chunk
             want = max(self.chunk_bytes, len(buf)) if stalled else self.chunk_bytes
