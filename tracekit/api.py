@@ -57,12 +57,11 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
     from .layout.paths import to_open_as_run
-    from .layout.versions import recover
+    from .layout.versions import left_aside
 
     paths = _paths(path)
-    if len(paths) == 1 and not os.path.exists(paths[0]):
-        recover(os.path.abspath(paths[0]))  # an ingest that died mid-swap left the previous run beside it
-    if len(paths) == 1 and to_open_as_run(paths[0]):
+    # a run, or one an ingest that died mid-swap left beside its place (read there: opening never writes)
+    if len(paths) == 1 and (to_open_as_run(paths[0]) or left_aside(os.path.realpath(paths[0]))):
         return Run(paths[0], size_buckets=size_buckets)
     from . import cache
 

@@ -15,7 +15,7 @@ from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
-from .layout.versions import hold_for_reading, recover
+from .layout.versions import hold_for_reading, left_aside
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 
@@ -28,8 +28,8 @@ class Run:
         self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
         self.path = os.path.realpath(path)  # the version it reads: a reader keeps it, whatever replaces the run
         self.size_buckets = size_buckets
-        if not os.path.exists(self.path):
-            recover(self.path)
+        if not os.path.exists(self.path):  # a dead ingest's swap left the run aside: read it there, move nothing
+            self.path = left_aside(self.path) or self.path
         # a shared lock on the version read, while this Run lives: cache eviction and clear leave it alone
         self._hold = hold_for_reading(self.path)
         if self._hold is not None:

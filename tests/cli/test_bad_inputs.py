@@ -193,7 +193,7 @@ def test_leftovers_of_a_dead_ingest_are_cleaned_and_an_interrupted_swap_undone(t
     real = tmp_path / os.readlink(tmp_path / "r")
     os.unlink(tmp_path / "r")
     shutil.move(str(real), str(tmp_path / f"r.old-{dead}"))
-    run = tracekit.open(tmp_path / "r")  # a reader finds the run back in place
+    run = tracekit.open(tmp_path / "r")  # a reader finds the run where the swap left it
     assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
 
 

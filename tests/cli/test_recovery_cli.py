@@ -1,5 +1,6 @@
 """The command line finds a run that an ingest killed mid-swap left beside its place, as tracekit.open
-does (click checked that the path exists before anything could put it back). Issue 20, item 12."""
+does (click checked that the path exists first). Issue 20, item 12. Opening never writes (issue 17): the
+run is read where it lies and the next ingest puts it back."""
 
 import os
 import shutil
@@ -24,16 +25,56 @@ def moved_aside(tmp_path):
     return tmp_path / "r"
 
 
+def _listing(d):
+    """Every path under ``d`` (links not followed) with its size: what a write would change."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, d)] = os.lstat(p).st_size if not os.path.isdir(p) else None
+    return out
+
+
 @pytest.mark.parametrize("argv", [["sql", "{r}", "SELECT count(*) AS n FROM events", "--format", "csv"],
                                   ["report", "{r}", "summary", "--format", "csv"],
                                   ["diff", "{r}", "{r}", "--format", "csv", "--only", "steps"]])
-def test_the_cli_puts_the_run_back(moved_aside, capsys, argv):
+def test_the_cli_reads_the_run_where_it_was_left_and_moves_nothing(moved_aside, capsys, argv):
+    """Opening never writes: the run the dead swap left at r.old-PID is read there (one event, as the
+    trace above holds), and nothing beside it is renamed or removed; the next ingest puts it back."""
+    before = _listing(moved_aside.parent)
     capsys.readouterr()
     assert main([a.format(r=moved_aside) for a in argv]) == 0, capsys.readouterr().err
     if argv[0] == "sql":
         assert capsys.readouterr().out == "n\n1\n"
+    assert _listing(moved_aside.parent) == before
+    assert not os.path.lexists(moved_aside)
+
+
+def test_the_next_ingest_puts_the_run_back(moved_aside):
+    assert main(["ingest", str(moved_aside.parent / "rank0.json"), "-o", str(moved_aside)]) == 0
     assert (moved_aside / "manifest.json").is_file()
     assert not list(moved_aside.parent.glob("r.old-*"))
+
+
+def test_a_failed_open_leaves_a_dead_ingests_leftovers_alone(tmp_path, capsys):
+    """A run that is not there, beside what a dead ingest left (an unfinished version, a half-built
+    directory, a link it never switched): opening fails in one line and every leftover stays as it was
+    (the ingest that comes next, under the writer lock, cleans them)."""
+    (tmp_path / f".r.v-{DEAD}-1").mkdir()  # unfinished: no manifest
+    (tmp_path / f".r.v-{DEAD}-1" / "part.parquet").write_bytes(b"x" * 10)
+    (tmp_path / f".r.tmp-{DEAD}").mkdir()
+    os.symlink(f".r.v-{DEAD}-1", tmp_path / f".r.link-{DEAD}")
+    before = _listing(tmp_path)
+    assert len(before) == 4
+    assert main(["report", str(tmp_path / "r"), "summary"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    import tracekit
+    from tracekit.errors import TracekitError
+    with pytest.raises(TracekitError):
+        tracekit.open(tmp_path / "r")
+    with pytest.raises(TracekitError):
+        tracekit.Run(str(tmp_path / "r"))
+    assert _listing(tmp_path) == before
 
 
 def test_a_path_that_is_not_there_is_still_one_line(tmp_path, capsys):

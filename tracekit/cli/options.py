@@ -28,16 +28,17 @@ def output_options(f):
 
 
 class RunPath(click.Path):
-    """A run (or trace) path that must exist, checked after a run left missing by an ingest killed
-    mid-swap is put back (click checks a path before the command runs)."""
+    """A run (or trace) path that must exist, or a run that an ingest killed mid-swap left beside its place
+    (tracekit.open reads it there; click checks a path before the command runs)."""
 
     def __init__(self):
         super().__init__(exists=True)
 
     def convert(self, value, param, ctx):
         if isinstance(value, (str, os.PathLike)) and not os.path.lexists(value):
-            from ..layout.versions import recover
-            recover(os.path.abspath(value))
+            from ..layout.versions import left_aside
+            if left_aside(os.path.realpath(value)):
+                return os.fspath(value)
         return super().convert(value, param, ctx)
 
 

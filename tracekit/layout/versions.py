@@ -7,7 +7,8 @@
   is open). An ingest removes every other finished version that no reader holds.
 - One writer at a time: a lock file ``.NAME.lock`` beside the run.
 - Leftovers of a dead ingest (an unfinished version, a link it had not switched yet, a run of the old
-  layout it had moved aside) are cleaned up, or put back, by the next ingest or reader.
+  layout it had moved aside) are cleaned up, or put back, by the next ingest (under the writer lock). A
+  reader never writes: it reads a run moved aside where it lies (``left_aside``) and leaves the rest.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def _alive(pid: int) -> bool:
 def recover(out: str) -> None:
     """Clean what dead ingests left beside ``out``: their half-built ``.NAME.tmp-PID`` directories, and
     ``NAME.old-PID`` runs moved aside; if ``out`` itself is missing because an ingest died between
-    moving the old run aside and moving the new one in, the old run goes back in place."""
+    moving the old run aside and moving the new one in, the old run goes back in place. A writer's step,
+    under the run's writer lock (ingest, rederive): opening a run never calls it."""
     parent, name = os.path.split(out)
     try:
         entries = os.listdir(parent)
@@ -180,6 +182,20 @@ def recover(out: str) -> None:
             os.unlink(path)
         else:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def left_aside(out: str) -> str | None:
+    """Where the run ``out`` is when ``out`` is missing because an ingest died between moving the run (of the
+    old layout: a real directory) aside and moving the new one in: its ``NAME.old-PID``, for a reader to read
+    in place (the next ingest puts it back). None where ``out`` exists or no dead ingest left one."""
+    if os.path.lexists(out):
+        return None
+    parent, name = os.path.split(out)
+    for e in sorted(_listdir(parent)):
+        m = _LEFTOVER.match(e)
+        if m and m.group("old") == name and not _alive(int(m.group("p2"))) and is_run(os.path.join(parent, e)):
+            return os.path.join(parent, e)
+    return None
 
 
 def hold_for_reading(version: str) -> int | None:
