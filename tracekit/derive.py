@@ -7,6 +7,8 @@
 - derive_run: every rank's facts at once, for a run of small files.
 - reduce_run / reduce_on: the reduce step, at the end of ingest: the cross-rank facts (matching, waits,
   stragglers, clock offsets) from the per-rank collectives, and the per-rank facts compacted.
+- finish_run: after the reduce, the finish rules (a rank's facts with the cross-rank ones: where each
+  step's time goes, each collective's lead-up), a partition of ranks at a time.
 A rule is written once, in its `.sql` file. Opening a run reads the stored results; only what depends on
 a choice made at open (size buckets, exposure labels) is computed then, from the facts.
 """
@@ -25,12 +27,12 @@ import duckdb
 
 from . import settings
 from . import sql_files as _sql
-from .compact import compact
+from .compact import RANKS_PER_FILE, compact
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
-from .layout.paths import facts_dir, facts_file, make_leaf_dir
-from .rules import CLOCKS, FACTS, REDUCED, define_base, uses, views_for
+from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
+from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, uses, views_for
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -298,3 +300,66 @@ def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) ->
     finally:
         if con is not None:
             con.close()
+    start = time.perf_counter()
+    finish_run(run_dir)
+    timings["finish_s"] = round(time.perf_counter() - start, 3)
+
+
+FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
+
+
+def finish_run(run_dir: str, workers: int | None = None) -> None:
+    """The finish rules (tracekit/sql/finish) of a run whose facts and cross-rank facts are in place: up to
+    FINISH_RANKS ranks at a time (facts/NAME/all.parquet when that is every rank, else
+    facts/NAME/ranks-LO-HI.parquet, as compaction names them), each partition on a connection of its own
+    with one thread and derive_memory_mb() of memory, ``workers`` side by side (default: every core). The
+    rules partition by rank, so the rows are those of one pass over every rank; the work is never one, and
+    its memory does not grow with the ranks."""
+    if not FINISHED:
+        return
+    con = duckdb.connect()
+    try:
+        bind_tables(con, run_dir, ("traces",))
+        ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM traces ORDER BY rank").fetchall()]
+    finally:
+        con.close()
+    chunks: list[list[int]] = []
+    for r in ranks:  # as compact.plan: a partition closes once it spans FINISH_RANKS ranks
+        if not chunks or r - chunks[-1][0] + 1 > FINISH_RANKS:
+            chunks.append([])
+        chunks[-1].append(r)
+    for name in FINISHED:
+        os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+    jobs = [(c, "all.parquet" if len(chunks) == 1 else f"ranks-{c[0]:07d}-{c[-1]:07d}.parquet") for c in chunks]
+    with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
+        for fut in [pool.submit(_finish_part, run_dir, c, f) for c, f in jobs]:
+            fut.result()
+
+
+def _finish_part(run_dir: str, ranks: list[int], file_name: str) -> None:
+    lo, hi = ranks[0], ranks[-1]
+    events = "events" in _finish_uses()
+    spill = os.path.join(run_dir, f"_spill-finish-{lo}")
+    with _facts_connection(1, spill, [f for r in ranks for f in rank_parts(run_dir, r)] if events else []) as con:
+        if events:
+            bind_events(con, run_dir, ranks=(lo, hi))
+        bind_tables(con, run_dir, materialize=True)
+        define_base(con)
+        for name in FACTS + REDUCED + [CLOCKS]:  # the partition's ranks of each table with a rank; the rest whole
+            bind_fact(con, run_dir, name)
+            if "rank" in {c for c, *_ in con.execute(f"DESCRIBE {name}").fetchall()}:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet("
+                            f"{sql_string(facts_glob(run_dir, name))}, union_by_name = true) "
+                            f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
+        for name in views_for(FINISHED):
+            con.execute(_sql.load("views", name).text)
+
+        def fail(name, exc):
+            return TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')} (ranks {lo}-{hi}): "
+                                 f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it")
+
+        _materialize_all(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name), fail)
+
+
+def _finish_uses() -> set[str]:
+    return {u for n in FINISHED + views_for(FINISHED) for u in uses(n)}

@@ -1,14 +1,16 @@
 """The rule graph: which `.sql` rule runs at which stage and in which order, read from the rules
 themselves. Each file under tracekit/sql/{facts,reduce,views} declares, in its header, its stage
-(``-- @stage fact|reduce|view``: the folder it sits in) and what it reads (``-- @uses a, b``: other rules,
+(``-- @stage fact|reduce|finish|view``: the folder it sits in) and what it reads (``-- @uses a, b``: other rules,
 or tables no rule makes: events, traces, process_groups, clock_offsets and the tk_* tables below). The
 order is a topological sort of those declarations; a cycle, an unknown name, a missing or wrong stage is
 a RuleGraphError when tracekit.rules is imported (a test imports it), never a hang.
 
 Stages: per-rank facts (derived at ingest from one rank's events, stored), the reduce (derived once at
-the end of ingest, across ranks, from the per-rank facts, stored), views (computed on a connection when
-used: when a run is opened, or by a reduce rule). Reports (tracekit/sql/reports, ``-- @stage report``) read
-them and declare what they read the same way; they are checked here, not ordered.
+the end of ingest, across ranks, from the per-rank collectives, stored), the finish (derived after the
+reduce, per rank: a rank's events and facts with the cross-rank facts, such as its waits; run partition of
+ranks by partition, stored), views (computed on a connection when used: when a run is opened, or by a
+reduce or finish rule). Reports (tracekit/sql/reports, ``-- @stage report``) read them and declare what they
+read the same way; they are checked here, not ordered.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from .comms.comm_kernels import comm_kernel_rows
 from .comms.dtypes import dtype_rows
 from .kernel_families import family_rows
 
-STAGES = {"fact": "facts", "reduce": "reduce", "view": "views"}  # stage -> its folder under tracekit/sql
+# stage -> its folder under tracekit/sql
+STAGES = {"fact": "facts", "reduce": "reduce", "finish": "finish", "view": "views"}
 # Each host's clock offset: derived at the reduce step in Python (tracekit.clocks), stored like a fact.
 CLOCKS = "clock_offsets"
 # The tables a run stores as ingest writes them (events, traces, process_groups): see tracekit/layout.
@@ -70,7 +73,7 @@ def order(rules: list, tables) -> list[str]:
     for r in rules:
         where = f"tracekit/sql/{r.folder or STAGES.get(r.stage, '?')}/{r.name}.sql"
         if r.stage not in STAGES:
-            raise RuleGraphError(f"{where}: its header needs -- @stage fact, reduce or view (has {r.stage!r})")
+            raise RuleGraphError(f"{where}: its header needs -- @stage fact, reduce, finish or view (has {r.stage!r})")
         if r.folder and STAGES[r.stage] != r.folder:
             raise RuleGraphError(f"{where}: says @stage {r.stage}, so it belongs in tracekit/sql/{STAGES[r.stage]}/")
         if r.name in by_name:
@@ -84,6 +87,9 @@ def order(rules: list, tables) -> list[str]:
             if r.stage == "fact" and u in by_name and by_name[u].stage != "fact":
                 raise RuleGraphError(f"tracekit/sql/facts/{r.name}.sql: @uses {u}, a {by_name[u].stage} rule; a "
                                      "per-rank fact can use only other facts and the stored tables")
+            if r.stage == "reduce" and u in by_name and by_name[u].stage == "finish":
+                raise RuleGraphError(f"tracekit/sql/reduce/{r.name}.sql: @uses {u}, a finish rule; the finish "
+                                     "runs after the reduce")
     rank = {stage: i for i, stage in enumerate(STAGES)}
     deps = {n: {u for u in r.uses if u in by_name and u != n} for n, r in by_name.items()}
     out: list[str] = []
@@ -138,6 +144,9 @@ ORDER: list[str] = list(graph())
 FACTS: list[str] = [n for n in ORDER if graph()[n].stage == "fact"]
 # Derived once per run at the end of ingest (the reduce step), from the per-rank collectives.
 REDUCED: list[str] = [n for n in ORDER if graph()[n].stage == "reduce"]
+# Derived per rank after the reduce (from a rank's events and facts and the cross-rank facts), a partition of
+# ranks at a time: what a report would otherwise compute from every rank's kernels or events when asked.
+FINISHED: list[str] = [n for n in ORDER if graph()[n].stage == "finish"]
 # The public views (every public rule, stored or not, and the clock offsets); helpers start with _.
 VIEWS: list[str] = [n for n in ORDER if not n.startswith("_")] + [CLOCKS]
 HELPERS: list[str] = [n for n in ORDER if n.startswith("_")]
@@ -145,7 +154,8 @@ HELPERS: list[str] = [n for n in ORDER if n.startswith("_")]
 
 def views_for(names: list[str]) -> list[str]:
     """The view rules that ``names`` read, directly or through other views, in graph order (a reduce rule
-    reads rank_clocks and _collectives_aligned: they are defined on the reduce's connection first)."""
+    reads rank_clocks and _collectives_aligned: they are defined on the reduce's connection first; a finish
+    rule reads comm_exposure)."""
     need: set[str] = set()
     todo = [u for n in names for u in graph()[n].uses]
     while todo:
@@ -158,7 +168,7 @@ def views_for(names: list[str]) -> list[str]:
 
 def stored(name: str) -> bool:
     """The rule's rows are stored in the run (facts/NAME), derived at ingest."""
-    return name in FACTS or name in REDUCED or name == CLOCKS
+    return name in FACTS or name in REDUCED or name in FINISHED or name == CLOCKS
 
 
 def uses(name: str, among: list[str] | None = None) -> list[str]:
@@ -183,7 +193,7 @@ def facts_key() -> str:
 @functools.lru_cache(maxsize=8)
 def _facts_key(catalogue: tuple) -> str:
     h = hashlib.sha256(_sql.load("", "macros").text.encode())
-    for name in FACTS + REDUCED + views_for(FACTS + REDUCED):
+    for name in FACTS + REDUCED + FINISHED + views_for(FACTS + REDUCED + FINISHED):
         h.update(_sql.load("views", name).text.encode())
     h.update(repr(dtype_rows()).encode())
     h.update(repr(BUSBW_FACTORS).encode())

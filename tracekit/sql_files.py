@@ -3,11 +3,12 @@ function), one folder per stage of the rule graph (tracekit/rules.py):
 
     facts/*.sql     derived per rank at ingest and stored (facts/NAME in the run)
     reduce/*.sql    derived once per run at the end of ingest, across ranks, and stored
+    finish/*.sql    derived per rank after the reduce (a rank's facts with the cross-rank ones), stored
     views/*.sql     computed on a connection when used (at open, or by a reduce rule)
     reports/*.sql   one query per report (tracekit/reports)
     macros.sql      the macros every connection has
 
-Each rule file starts with a header: ``-- name: meaning`` lines, ``-- @stage fact|reduce|view``, ``-- @uses
+Each rule file starts with a header: ``-- name: meaning`` lines, ``-- @stage fact|reduce|finish|view``, ``-- @uses
 a, b`` (the rules and stored tables it reads), then one ``-- @column name: meaning`` line per output column
 with its unit. ``tracekit schema`` prints these; a test fails if one is missing.
 """
@@ -23,7 +24,7 @@ _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
 _STAGE = re.compile(r"^--\s*@stage\s+(\w+)\s*$")
 _USES = re.compile(r"^--\s*@uses\s+(.*)$")
 _ROOT = resources.files("tracekit").joinpath("sql")
-RULE_FOLDERS = ("facts", "reduce", "views")  # the folders of the rule graph, in stage order
+RULE_FOLDERS = ("facts", "reduce", "finish", "views")  # the folders of the rule graph, in stage order
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _dir(kind: str):
 @functools.lru_cache(maxsize=None)
 def load(kind: str, name: str) -> SqlFile:
     """The file ``kind/name.sql``; ``kind`` "views" finds a rule in whichever stage folder holds it (facts,
-    reduce or views), "" a file at the top (macros)."""
+    reduce, finish or views), "" a file at the top (macros)."""
     kinds = RULE_FOLDERS if kind == "views" else (kind,)
     for k in kinds:
         f = _dir(k).joinpath(f"{name}.sql")
@@ -71,8 +72,8 @@ def load(kind: str, name: str) -> SqlFile:
 
 
 def rule_files(folders=RULE_FOLDERS) -> list[SqlFile]:
-    """Every rule of the graph (facts, reduce, views), or of ``folders`` ("reports"), in folder then name
-    order."""
+    """Every rule of the graph (facts, reduce, finish, views), or of ``folders`` ("reports"), in folder then
+    name order."""
     out = []
     for k in folders:
         for f in sorted(_dir(k).iterdir(), key=lambda p: p.name):

@@ -184,7 +184,7 @@ def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
     m = json.loads((tmp_path / "dask" / "manifest.json").read_text())
     assert {k: m["executor"][k] for k in ("kind", "scheduler", "workers", "batches")} == {
         "kind": "dask", "scheduler": dask_cluster, "workers": 2, "batches": 4}  # 4 files, 2 workers: one file a batch
-    assert set(m["executor"]["timings"]) == {"map_s", "cross_rank_s", "align_s", "compact_s"}
+    assert set(m["executor"]["timings"]) == {"map_s", "cross_rank_s", "align_s", "compact_s", "finish_s"}
     assert {i["worker"] for i in m["inputs"]} <= set(_workers(dask_cluster))
     local = json.loads((tmp_path / "local" / "manifest.json").read_text())
     assert {k: v for k, v in local["executor"].items() if k != "timings"} == {

@@ -14,7 +14,7 @@ TABLES = set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS}
 def rule(name, stage, uses=(), body="SELECT 1 AS x", folder=None):
     head = f"-- {name}: a crafted rule\n-- @stage {stage}\n" + (f"-- @uses {', '.join(uses)}\n" if uses else "")
     return tksql.parse(name, head + f"CREATE OR REPLACE VIEW {name} AS {body};\n",
-                       folder or {"fact": "facts", "reduce": "reduce", "view": "views"}[stage])
+                       folder or {"fact": "facts", "reduce": "reduce", "finish": "finish", "view": "views"}[stage])
 
 
 def test_the_shipped_rules_are_sorted_by_what_their_files_say_they_read():
@@ -71,7 +71,7 @@ def test_a_report_header_names_only_rules_and_tables():
 
 def test_each_stage_is_a_folder():
     for n, f in graph().items():
-        assert f.folder == {"fact": "facts", "reduce": "reduce", "view": "views"}[f.stage], n
+        assert f.folder == {"fact": "facts", "reduce": "reduce", "finish": "finish", "view": "views"}[f.stage], n
 
 
 def test_a_circle_is_an_error_naming_it():
@@ -98,6 +98,14 @@ def test_a_stage_must_match_its_folder_and_facts_read_only_facts():
         order([tksql.parse("a", "-- a: no stage\nSELECT 1", "views")], TABLES)
     with pytest.raises(RuleGraphError, match=r"a per-rank fact can use only other facts"):
         order([rule("v", "view"), rule("f", "fact", ["v"])], TABLES)
+    with pytest.raises(RuleGraphError, match=r"reduce/r\.sql: @uses f, a finish rule"):
+        order([rule("f", "finish"), rule("r", "reduce", ["f"])], TABLES)
+
+
+def test_a_finish_rule_comes_after_the_reduce_it_reads():
+    rules = [rule("v", "view", ["f"]), rule("f", "finish", ["r", "a"]), rule("r", "reduce", ["a"]),
+             rule("a", "fact", ["events"])]
+    assert order(rules, TABLES) == ["a", "r", "f", "v"]
 
 
 def test_the_order_is_a_topological_sort():

@@ -21,11 +21,15 @@ def check_path(path: str) -> None:
                        "run (or $TRACEKIT_CACHE) to a path without one")
 
 
-def bind_events(con, run: str | None = None, *, files: list[str] | None = None, rank: int | None = None) -> None:
-    """``events`` over every rank of ``run``, or over one rank's ``files`` (their rank given)."""
+def bind_events(con, run: str | None = None, *, files: list[str] | None = None, rank: int | None = None,
+                ranks: tuple[int, int] | None = None) -> None:
+    """``events`` over every rank of ``run`` (``ranks``: those from LO to HI only), or over one rank's
+    ``files`` (their rank given)."""
     if files is None:
+        where = f" WHERE rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}" if ranks else ""
         con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet("
-                    f"{sql_string(events_glob(run))}, hive_partitioning = true, hive_types = {{'rank': BIGINT}})")
+                    f"{sql_string(events_glob(run))}, hive_partitioning = true, hive_types = {{'rank': BIGINT}})"
+                    + where)
     else:
         con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
                     f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")

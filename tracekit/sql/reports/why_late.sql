@@ -8,8 +8,10 @@
 -- largest come first ($per_rank per rank, after the lead-up's own length). Ranks are ordered by the waiting
 -- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
 -- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
+-- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts): this query
+-- sums them over the instances.
 -- @stage report
--- @uses steps, gpu_kernels, collective_waits, collective_instances, stragglers, events
+-- @uses collective_instances, _lead_ups, _lead_up_parts, stragglers
 -- @column rank: the rank that arrived last
 -- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms
 -- @column instances: clean instances it arrived last at with a lead-up on every rank, count
@@ -18,44 +20,16 @@
 -- @column late_ms: its time in the late rank's lead-ups, summed over those instances, ms
 -- @column others_ms: its mean time in the other ranks' lead-ups, summed over those instances, ms
 -- @column diff_ms: late_ms − others_ms, ms (positive: the late rank spent longer on it)
-WITH c AS (
-    SELECT w.instance_key, w.rank, coalesce(g.launch_ts_ns, w.ts_ns) AS t1,
-           coalesce(g.launch_pid, e.pid) AS pid, coalesce(g.launch_tid, e.tid) AS tid
-    FROM collective_waits w
-    LEFT JOIN gpu_kernels g ON g.rank = w.rank AND g.event_index = w.event_index
-    LEFT JOIN events e ON g.rank IS NULL AND e.rank = w.rank AND e.event_index = w.event_index),
-lead_up AS (  -- [previous launch, this launch) on each rank; the rank's first: from the start of its step
-    SELECT c.*, coalesce(lag(c.t1) OVER (PARTITION BY c.rank ORDER BY c.t1, c.instance_key), st.ts_ns) AS t0
-    FROM c ASOF LEFT JOIN steps st ON st.rank = c.rank AND c.t1 >= st.ts_ns),
-inst AS (
+WITH inst AS (
     SELECT i.instance_key, i.last_rank, i.ranks_present
     FROM collective_instances i
     WHERE i.status = 'clean' AND i.ranks_present > 1
-      AND (SELECT count(*) FROM lead_up u WHERE u.instance_key = i.instance_key AND u.t0 IS NOT NULL) = i.ranks_present),
-win AS (SELECT u.* FROM lead_up u JOIN inst USING (instance_key) WHERE u.t0 < u.t1),
-cpu AS (
-    SELECT rank, name, ts_ns, dur_ns, pid, tid FROM events
-    WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation', 'python_function') AND name NOT LIKE 'ProfilerStep#%'),
-cpu_in AS (
-    SELECT w.instance_key, w.rank, 'cpu op' AS kind, x.name, sum(coalesce(x.dur_ns, 0)) AS ns
-    FROM cpu x ASOF JOIN win w ON w.rank = x.rank AND x.ts_ns >= w.t0
-    WHERE x.ts_ns < w.t1 AND x.pid = w.pid AND x.tid = w.tid
-    GROUP BY ALL),
-gpu_in AS (
-    SELECT w.instance_key, w.rank, 'kernel' AS kind, k.name, sum(k.dur_ns) AS ns
-    FROM (SELECT * FROM gpu_kernels WHERE kind <> 'comm' AND launch_ts_ns IS NOT NULL) k
-    ASOF JOIN win w ON w.rank = k.rank AND k.launch_ts_ns >= w.t0
-    WHERE k.launch_ts_ns < w.t1
-    GROUP BY ALL),
-x AS (
-    SELECT * FROM cpu_in UNION ALL SELECT * FROM gpu_in
-    UNION ALL SELECT instance_key, rank, 'lead-up', 'from the previous collective''s launch (or the step''s start) to this one''s', t1 - t0
-    FROM win),
+      AND (SELECT count(*) FROM _lead_ups u WHERE u.instance_key = i.instance_key AND u.t0_ns IS NOT NULL) = i.ranks_present),
 per AS (
     SELECT x.instance_key, inst.last_rank, x.kind, x.name,
            coalesce(sum(x.ns) FILTER (WHERE x.rank = inst.last_rank), 0) AS late_ns,
            coalesce(sum(x.ns) FILTER (WHERE x.rank <> inst.last_rank), 0) / (inst.ranks_present - 1) AS others_ns
-    FROM x JOIN inst USING (instance_key)
+    FROM _lead_up_parts x JOIN inst USING (instance_key)
     GROUP BY x.instance_key, inst.last_rank, inst.ranks_present, x.kind, x.name),
 n AS (SELECT last_rank, count(*) AS instances FROM inst GROUP BY last_rank),
 agg AS (

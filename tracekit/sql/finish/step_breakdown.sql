@@ -11,7 +11,7 @@
 -- launch), idle 'outside steps' (nothing runs, outside every step). Kernel families: tk_kernel_families
 -- (tracekit/kernel_families.csv; first pattern wins; no match: other). CPU-only (Gloo) ranks: the
 -- compute intervals are CPU ops (family other), the comm ones Gloo ops (comm_intervals).
--- @stage view
+-- @stage finish
 -- @uses gpu_kernels, comm_intervals, step_windows, comm_exposure, collective_waits, collective_instances
 -- @column rank: global rank
 -- @column step: ProfilerStep number (-1: outside every step's window)
