@@ -11,6 +11,7 @@ import pyarrow as pa
 from .render import to_html
 from .reports import get
 from .table_meta import note_of
+from .words import plural
 
 # the columns a table shows first where its report's own choice (Report.first) does not fit the section;
 # the rest are one click away
@@ -36,10 +37,10 @@ def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS)
     out = f'<div class="scroll">{to_html(shown)}</div>'
     left = []
     if t.num_rows > max_rows:
-        left.append(f"{t.num_rows - max_rows:,} more row{'s' if t.num_rows - max_rows != 1 else ''}")
+        left.append(plural(t.num_rows - max_rows, "more row", "more rows"))
     if len(cols) < t.num_columns:
         hidden = [c for c in t.column_names if c not in cols]
-        left.append(f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} ({', '.join(hidden)})")
+        left.append(f"{plural(len(hidden), 'more column', 'more columns')} ({', '.join(hidden)})")
     if left:
         out += (f"<details><summary>The whole table: {' and '.join(left)}</summary>"
                 f'<div class="scroll">{to_html(t)}</div></details>')

@@ -52,6 +52,7 @@ class Run:
             bind_events(self._db, self.path)
             bind_tables(self._db, self.path)
             define_base(self._db, self.size_buckets)
+            self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
         return self._db
 
     @property

@@ -205,3 +205,19 @@ def test_the_link_is_judged_per_link_kind(tmp_path):
     assert f"of about {0.8 * H100_NVLINK_GBPS:.0f} the link carries" in tp["change"]
     assert dp["finding"] == "exposed communication" and "bandwidth below" not in dp["change"]
     assert "across hosts" in dp["evidence"]
+
+
+def test_one_collective_is_said_in_the_singular(tmp_path):
+    """Two ranks, one step of 1 ms, one allreduce of 1,024 float32 (4 KiB) for 0.5 ms with nothing to hide
+    behind: 0.5 ms exposed per step, one collective (it read '1 collectives of 4 KiB mean')."""
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    for r in range(2):
+        evs = [step(1, 0, 1000)] + kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100, 500, launch=(50, 1),
+                                          **{"Collective name": "allreduce", "In msg nelems": 1024,
+                                             "Out msg nelems": 1024, "dtype": "Float", "Group size": 2})
+        write_trace(tmp_path / f"rank{r}.json", evs, header=dist(r, world=2))
+    (f,) = tracekit.advise(tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)).to_pylist()
+    assert f["evidence"].startswith("exposed 0.500 ms of 0.500 ms transfer per step; 1 collective of 4 KiB mean")

@@ -65,7 +65,33 @@ def test_ops_without_kernels_and_barriers_are_not_unsized(tmp_path):
     run = ingest(tmp_path, {0: (evs, dist(0, world=1))})
     f = findings(run)
     assert f["ops without kernels"]["finding"] == ("c10d ops and comm kernels per rank and collective differ: "
-                                                   "rank 0: 2 c10d allreduce ops, 1 kernels")
+                                                   "rank 0: 2 c10d allreduce ops, 1 kernel")
     assert run.sql("SELECT collective, bytes FROM collectives ORDER BY ts_ns").to_pylist() == [
         {"collective": "allreduce", "bytes": 256}, {"collective": "barrier", "bytes": None}]
     assert "no message sizes" not in f
+
+
+def test_one_of_a_thing_is_said_in_the_singular(tmp_path):
+    """A comm kernel with no args and no c10d op above it: known by its name only. One of them, one
+    sentence in the singular (it read '1 comm kernels are known by their name only')."""
+    evs = [step(1, 0, 1000)] + kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40, 5, launch=(12, 1))
+    f = findings(ingest(tmp_path, {0: (evs, dist(0, world=1))}))
+    assert f["NCCL kernels without metadata"]["finding"] == ("1 comm kernel is known by its name only (no args, "
+                                                             "no launching op)")
+
+
+def test_the_words_of_a_count_in_python_and_in_sql():
+    """tracekit.words and its SQL twin (tk_plural, tk_word in sql/words.sql) say a count alike."""
+    import duckdb
+
+    from tracekit import sql_files
+    from tracekit.words import plural, word
+
+    con = duckdb.connect()
+    con.execute(sql_files.load("", "words").text)
+    cases = [(1, "rank", "ranks", "1 rank"), (0, "rank", "ranks", "0 ranks"), (2, "rank has", "ranks have",
+             "2 ranks have"), (1024, "kernel", "kernels", "1,024 kernels")]
+    for n, one, many, want in cases:
+        assert plural(n, one, many) == want
+        assert con.execute("SELECT tk_plural(?, ?, ?)", [n, one, many]).fetchone()[0] == want
+    assert word(1, "its", "their") == "its" == con.execute("SELECT tk_word(1, 'its', 'their')").fetchone()[0]

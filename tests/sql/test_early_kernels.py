@@ -36,8 +36,9 @@ def test_early_kernels_belong_to_no_step(tmp_path):
     found = {r["check"]: r for r in tracekit.report(run, "doctor").to_pylist()}
     early = found["kernels launched before the profile"]
     assert (early["severity"], early["ranks"]) == ("info", "0")
-    assert early["finding"].startswith("1 GPU kernels (0.0 ms, 0.0 ms of it comm) ran inside the window but were "
-                                       "launched before the profiler started")
+    assert early["finding"].startswith("1 GPU kernel (0.0 ms, 0.0 ms of it comm) ran inside the window but was "
+                                       "launched before the profiler started (correlation ids below the first "
+                                       "recorded runtime call): it counts in the whole trace")
     assert "start profiling one step earlier" in early["fix"]
     missing = found["kernels without launch"]
-    assert missing["finding"].startswith("1 of 4 GPU kernels have no CPU launch event inside the profiled window")
+    assert missing["finding"].startswith("1 of 4 GPU kernels has no CPU launch event inside the profiled window")

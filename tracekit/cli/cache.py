@@ -6,6 +6,7 @@ import tracekit
 
 from .. import cache
 from ..render import emit
+from ..words import plural
 from .options import output_options
 
 
@@ -37,5 +38,5 @@ def clear_cmd():
     """Remove every cached run (traces and run directories elsewhere are not touched)."""
     done = tracekit.cache_clear()
     removed, busy = done["removed"], done["busy"]
-    left = f"; left {busy} that another tracekit process is writing or reading" if busy else ""
-    click.echo(f"{cache.root()}: removed {removed} cached runs{left}")
+    left = f"; left {busy:,} that another tracekit process is writing or reading" if busy else ""
+    click.echo(f"{cache.root()}: removed {plural(removed, 'cached run', 'cached runs')}{left}")

@@ -6,6 +6,7 @@ import tracekit
 
 from ..render import _chosen_columns, emit
 from ..reports import get
+from ..words import plural
 from .options import output_options, run_argument
 
 # severities, least to most severe; --fail-on LEVEL fails on LEVEL and every one after it
@@ -42,7 +43,7 @@ def doctor_cmd(run, fmt, output, fail_on):
         worse = LEVELS[LEVELS.index(fail_on):]
         n = sum(1 for s in table.column("severity").to_pylist() if s in worse)
         if n:
-            click.echo(f"doctor: {n} finding{'s' if n != 1 else ''} at {fail_on} or above (--fail-on {fail_on})",
+            click.echo(f"doctor: {plural(n, 'finding', 'findings')} at {fail_on} or above (--fail-on {fail_on})",
                        err=True)
             raise click.exceptions.Exit(FINDINGS_EXIT)
 

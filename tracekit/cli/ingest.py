@@ -54,6 +54,8 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
 
     import tracekit
 
+    from ..words import plural
+
     start = time.monotonic()
     if rederive:
         if len(paths) != 1 or out is not None:
@@ -73,7 +75,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
         return
     events = sum(i["events"] for i in m["inputs"])
     n = len(m["inputs"])
-    click.echo(f"{out}: {n:,} trace{'s' if n != 1 else ''}, {events:,} event{'s' if events != 1 else ''} in "
+    click.echo(f"{out}: {plural(n, 'trace', 'traces')}, {plural(events, 'event', 'events')} in "
                f"{time.monotonic() - start:.1f} s")
     for fail in m["failures"]:
         click.echo(f"skipped {fail['path']}: {fail['reason']}", err=True)

@@ -18,6 +18,7 @@ from .. import sql_files as _sql
 from ..comms.buckets import human_bytes
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
+from ..words import plural
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
@@ -119,7 +120,8 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
             notes.append("no clean matched instance: kernel time, waiting included, stands for the transfer")
         where = (f"group {g['group_label']} ({role}{', ' + link_kind if link_kind else ''}), {coll}, "
                  f"ranks {g['ranks']}")
-        evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; {n:,.0f} collectives of "
+        evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; "
+                    f"{plural(round(n), 'collective', 'collectives')} of "
                     f"{human_bytes(int(msg)) if msg else 'unknown size'} mean"
                     + (f", bus bandwidth {g['busbw_p50_gbps']:.2f} GB/s" if g["busbw_p50_gbps"] else "")
                     + (f"; {'; '.join(notes)}" if notes else ""))
@@ -167,8 +169,9 @@ def straggler_finding(run) -> list[dict]:
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
     conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
-    return [_finding(f"straggler: rank {s['rank']} arrives last", f"rank {s['rank']}, {s['times_last']} of "
-                     f"{s['instances']} instances", f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
+    return [_finding(f"straggler: rank {s['rank']} arrives last",
+                     f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
+                     f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
                      f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
                      s["cost_ms"], change, conf, "sql/reports/_advise_straggler.sql; sql/reports/why_late.sql")]
 
@@ -186,7 +189,8 @@ def pipeline_finding(run, rp) -> list[dict]:
     target = 4 * pp
     # the same work in more, smaller micro-batches: the bubble, (pp - 1) micro-batch slots, shrinks as 1/mb
     saving = bubble * (1 - mb / target) if mb < target else None
-    return [_finding("pipeline bubble", f"{len(rows)} pipeline ranks, {pp} stages, {mb} micro-batches",
+    return [_finding("pipeline bubble", f"{plural(len(rows), 'pipeline rank', 'pipeline ranks')}, "
+                     f"{plural(pp, 'stage', 'stages')}, {plural(mb, 'micro-batch', 'micro-batches')}",
                      f"stages idle {_ms(bubble)} per step (mean: starved, or waiting for their peer); a schedule "
                      f"of {mb} micro-batches over {pp} stages "
                      f"idles (pp-1)/(mb+pp-1) = {100 * (pp - 1) / (mb + pp - 1):.0f} % of the step",
@@ -279,7 +283,8 @@ def _advise(run) -> pa.Table:
         f["priority"] = i + 1
         f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
                            else 100 * f["saving_ms"] / step["step_ms"])
-    note = f"step {step['step_ms']:,.3f} ms (mean window, {step['steps']} steps x {step['ranks']} ranks); {COMBINES}"
+    note = (f"step {step['step_ms']:,.3f} ms (mean window, {plural(step['steps'], 'step', 'steps')} x "
+            f"{plural(step['ranks'], 'rank', 'ranks')}); {COMBINES}")
     if plan_note:
         note += f"; no plan finding: {plan_note}"
     table = pa.Table.from_pylist(found, schema=pa.schema(COLUMNS))

@@ -12,6 +12,7 @@ from decimal import Decimal
 import pyarrow as pa
 
 from ..table_meta import first_of, note_of
+from ..words import plural
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
@@ -181,7 +182,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     console.print(t)
     left = [c for c in columns if c not in keep]
     if left:
-        console.print(f"({len(left)} column{'s' if len(left) != 1 else ''} left out to fit {console.width} "
+        console.print(f"({plural(len(left), 'column', 'columns')} left out to fit {console.width} "
                       f"characters: {safe_text(', '.join(left))}; --columns picks columns, --format csv shows all)",
                       highlight=False, markup=False)
 

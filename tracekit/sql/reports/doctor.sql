@@ -78,61 +78,68 @@ dates AS (
     FROM tr LEFT JOIN gpu_kernels g USING (rank) GROUP BY tr.rank, tr.base_time_ns),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
-           format('{:,} of {:,} ranks of the world have no trace here', n, (SELECT n FROM world)) AS finding,
+           format('{:,} of {} of the world {} no trace here', n, tk_plural((SELECT n FROM world), 'rank', 'ranks'),
+                  tk_word(n, 'has', 'have')) AS finding,
            'ingest every rank''s trace: matching, skew and stragglers need all of them' AS fix
     FROM missing WHERE n > 0
     UNION ALL
     SELECT 'step sets differ', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} {} other steps than the rest ({})', count(*), CASE WHEN count(*) = 1 THEN 'rank profiled' ELSE 'ranks profiled' END, any_value(usual.steps)),
+           format('{} other steps than the rest ({})', tk_plural(count(*), 'rank profiled', 'ranks profiled'), any_value(usual.steps)),
            'profile the same steps on every rank (one torch.profiler.schedule for all)'
     FROM step_sets, usual WHERE step_sets.steps <> usual.steps HAVING count(*) > 0
     UNION ALL
     SELECT 'no ProfilerStep', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} {} no ProfilerStep: per-step figures are all step -1', count(*), CASE WHEN count(*) = 1 THEN 'rank has' ELSE 'ranks have' END),
+           format('{} no ProfilerStep: per-step figures are all step -1', tk_plural(count(*), 'rank has', 'ranks have')),
            'profile with torch.profiler.schedule and call prof.step() once per training step'
     FROM step_sets WHERE steps = '' HAVING count(*) > 0
     UNION ALL
     SELECT 'no message sizes', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} of {:,} collectives have no size (bytes and busbw NULL)', sum(unsized), sum(n)),
+           format('{:,} of {} {} no size (bytes and busbw NULL)', sum(unsized), tk_plural(sum(n), 'collective', 'collectives'),
+                  tk_word(sum(unsized), 'has', 'have')),
            'profile with record_shapes=True (newer PyTorch also records sizes on the NCCL kernels)'
     FROM sizes WHERE unsized > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'NCCL kernels without metadata', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} comm kernels are known by their name only (no args, no launching op)', sum(name_only)),
+           format('{} known by {} name only (no args, no launching op)',
+                  tk_plural(sum(name_only), 'comm kernel is', 'comm kernels are'), tk_word(sum(name_only), 'its', 'their')),
            'profile CPU activity too (ProfilerActivity.CPU) so that the launching ops are recorded'
     FROM sizes WHERE name_only > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} of {:,} GPU kernels have no CPU launch event inside the profiled window (dropped CPU events)',
-                  sum(no_launch), sum(n)),
+           format('{:,} of {} {} no CPU launch event inside the profiled window (dropped CPU events)',
+                  sum(no_launch), tk_plural(sum(n), 'GPU kernel', 'GPU kernels'), tk_word(sum(no_launch), 'has', 'have')),
            'profile fewer steps or fewer CPU events at once; their step comes from the kernel''s own time'
     FROM kernels WHERE no_launch > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'kernels launched before the profile', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{:,} GPU kernels ({} ms, {} ms of it comm) ran inside the window but were launched before the '
-                  'profiler started (correlation ids below the first recorded runtime call): they count in the '
-                  'whole trace and in no step (step -1), not in the first step',
-                  sum(early), round(sum(early_ns) / 1e6, 1), round(coalesce(sum(early_comm_ns), 0) / 1e6, 1)),
+           format('{} ({} ms, {} ms of it comm) ran inside the window but {} launched before the profiler started '
+                  '(correlation ids below the first recorded runtime call): {} in the whole trace and in no step '
+                  '(step -1), not in the first step', tk_plural(sum(early), 'GPU kernel', 'GPU kernels'),
+                  round(sum(early_ns) / 1e6, 1), round(coalesce(sum(early_comm_ns), 0) / 1e6, 1),
+                  tk_word(sum(early), 'was', 'were'), tk_word(sum(early), 'it counts', 'they count')),
            'nothing was dropped: this is the tail of the step before the profile; to see that step whole, start '
            'profiling one step earlier'
     FROM kernels WHERE early > 0 HAVING count(*) > 0
     UNION ALL
     SELECT 'clock offset', 'warning', '',
-           format('{:,} of {:,} matched collectives end further apart across ranks than the transfer lasts '
-                  '(up to {} us): the ranks'' clocks disagree', off, n, round(worst / 1e3, 1)),
+           format('{:,} of {} {} further apart across ranks than the transfer lasts (up to {} us): the ranks'' '
+                  'clocks disagree', off, tk_plural(n, 'matched collective', 'matched collectives'),
+                  tk_word(off, 'ends', 'end'), round(worst / 1e3, 1)),
            'compare skew only within a node, or align the clocks; start skews are not trustworthy here'
     FROM clocks WHERE off > 0
     UNION ALL
     SELECT 'hosts assumed', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank)[1:80],
-           format('{} ranks'' hosts are not in their traces: {}', count(*), string_agg(DISTINCT host_source, '; ')),
+           format('{}: {}', tk_plural(count(*), 'rank''s host is not in its trace', 'ranks'' hosts are not in their traces'),
+                  string_agg(DISTINCT host_source, '; ')),
            'give each rank''s host: tracekit ingest --hosts FILE (RANK HOST lines) or --hosts N (ranks per host), '
            'or profile with tracekit.profiler.trace_handler, which records it'
     FROM guessed HAVING count(*) > 0
     UNION ALL
     SELECT 'clocks aligned', 'info', '',
-           format('{} of {} hosts'' clocks are off the reference host''s ({}) by more than 10 us, up to {} us '
+           format('{:,} of {} {} off the reference host''s ({}) by more than 10 us, up to {} us '
                   '(uncertainty {} us): waits, skew, stragglers and the timeline use the aligned clocks',
-                  count(*) FILTER (WHERE abs(offset_ns) > 10000), count(*),
+                  count(*) FILTER (WHERE abs(offset_ns) > 10000), tk_plural(count(*), 'host''s clock', 'hosts'' clocks'),
+                  tk_word(count(*) FILTER (WHERE abs(offset_ns) > 10000), 'is', 'are'),
                   any_value(host) FILTER (WHERE status = 'reference'),
                   round(max(abs(offset_ns)) / 1e3, 1),
                   round(arg_max(uncertainty_ns, abs(offset_ns)) / 1e3, 1)),
@@ -140,24 +147,27 @@ findings AS (
     FROM offsets HAVING count(*) FILTER (WHERE abs(offset_ns) > 10000) > 0
     UNION ALL
     SELECT 'hosts not aligned', 'warning', '',
-           format('{} hosts share no clean collective with the reference host''s group: their clocks are '
-                  'raw ({})', count(*), string_agg(host, ', ' ORDER BY host)[1:200]),
+           format('{} no clean collective with the reference host''s group: {} raw ({})',
+                  tk_plural(count(*), 'host shares', 'hosts share'), tk_word(count(*), 'its clock is', 'their clocks are'),
+                  string_agg(host, ', ' ORDER BY host)[1:200]),
            'their waits, skew and stragglers against other hosts compare raw clocks; profile a collective '
            'that spans them (a global allreduce), or compare within a host'
     FROM offsets WHERE status = 'no shared collective' HAVING count(*) > 0
     UNION ALL
     SELECT 'unmatched collectives', 'warning', '',
-           format('{} collective instances are not clean: {}', sum(n), string_agg(format('{} {}', n, status), ', ')),
+           format('{} not clean: {}', tk_plural(sum(n), 'collective instance is', 'collective instances are'),
+                  string_agg(format('{:,} {}', n, status), ', ')),
            'see collective_instances.status; skew and stragglers leave them out'
     FROM unclean HAVING count(*) > 0
     UNION ALL
     SELECT 'trace cut short', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} GPU kernels were launched after the last ProfilerStep ended', sum(n)),
+           format('{} launched after the last ProfilerStep ended', tk_plural(sum(n), 'GPU kernel was', 'GPU kernels were')),
            'their time counts as step -1; profile whole steps'
     FROM tail HAVING count(*) > 0
     UNION ALL
     SELECT 'CUDA graphs', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
-           format('{} cudaGraphLaunch calls: their kernels share one launch', sum(n)),
+           format('{}: {} kernels share one launch', tk_plural(sum(n), 'cudaGraphLaunch call', 'cudaGraphLaunch calls'),
+                  tk_word(sum(n), 'its', 'their')),
            'per-kernel launch times and steps inside a graph come from the graph launch'
     FROM graphs HAVING count(*) > 0
     UNION ALL
@@ -184,17 +194,18 @@ findings AS (
     HAVING count(DISTINCT world_size) > 1 OR count(DISTINCT gpu_name) > 1 OR max(d.t) - min(d.t) > 3600000000000
     UNION ALL
     SELECT 'no communication found', 'warning', (SELECT string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank) FROM no_comm),
-           format('a job of {} ranks, but no GPU kernel of these ranks is a communication kernel tracekit knows{}',
-                  (SELECT greatest(max(world_size), count(*)) FROM tr),
+           format('a job of {}, but no GPU kernel of these ranks is a communication kernel tracekit knows{}',
+                  (SELECT tk_plural(greatest(max(world_size), count(*)), 'rank', 'ranks') FROM tr),
                   coalesce(': kernels that look like communication by name: '
-                           || (SELECT string_agg(format('{} ({} ms in {} kernels)', left(name, 80), round(ns / 1e6, 1), n), '; '
+                           || (SELECT string_agg(format('{} ({} ms in {})', left(name, 80), round(ns / 1e6, 1), tk_plural(n, 'kernel', 'kernels')), '; '
                                                  ORDER BY ns DESC) FROM comm_like), '')),
            'add their name patterns to a catalogue of your own (TRACEKIT_COMM_KERNELS, docs/definitions.md): until then comm, overlap and exposed count them as compute'
     WHERE EXISTS (SELECT 1 FROM no_comm)
     UNION ALL
     SELECT 'ops without kernels', 'info', string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)),
            'c10d ops and comm kernels per rank and collective differ: '
-           || string_agg(format('rank {}: {} c10d {} ops, {} kernels', rank, ops, coll, kernels), '; ' ORDER BY rank, coll),
+           || string_agg(format('rank {}: {} c10d {} {}, {}', rank, ops, coll, tk_word(ops, 'op', 'ops'),
+                             tk_plural(kernels, 'kernel', 'kernels')), '; ' ORDER BY rank, coll),
            'an op whose kernel ran outside the profile (or was never launched), several ops in one coalesced launch, '
            'or a kernel launched by no c10d op; the rows of collectives are the kernels, not the ops'
     FROM op_kernel HAVING count(*) > 0)
