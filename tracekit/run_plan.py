@@ -26,6 +26,7 @@ class RunPlan:
     plan: Plan | None
     source: str  # one sentence: where the plan comes from
     names: dict[int, dict[str, str]] = field(default_factory=dict)  # rank -> {pg_name: role} recorded
+    model_source: str = ""  # where the model comes from (a preset, --config, the recorded config), when known
 
     def role(self, rank, pg_name, pg_desc, group_size, collective) -> str:
         """DP, TP or PP for a collective's group, else 'unknown'."""

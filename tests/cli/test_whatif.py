@@ -156,3 +156,14 @@ def test_cli_prints_the_laws_and_draws_them(tmp_path, capsys):
     laws = {(f["collective"], f["kind"]) for f in json.loads(capsys.readouterr().out)}
     assert laws == {("allreduce", "DP"), ("allreduce", "TP"), ("sendrecv", "PP")}
     assert (tmp_path / "fit.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("extra, said", [
+    ([], "model and plan from the config recorded in the traces"),
+    (["--preset", "example", "--layers", "4"],
+     "model: preset example with --layers 4; plan from the config recorded in the traces")])
+def test_the_note_says_where_the_model_and_the_plan_come_from(capsys, extra, said):
+    """examples/traces/ddp records its config (DDP over 2 ranks): with --preset the model is the preset's
+    and only the plan is the recorded one (the note said 'plan from the config recorded' alone)."""
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), *extra, "--format", "json"]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == f"{said}; predicted: dp 2 x tp 1 x pp 1, zero 0"

@@ -175,7 +175,12 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     check_fits(rp.shape, target, world)
     rows = predicted_rows(ctx, target)
     table = _table(rows)
-    note = (f"{rp.source}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
+    where = rp.source
+    if rp.model_source.replace("model from ", "plan from ", 1) == rp.source:  # one source for both
+        where = rp.source.replace("plan from ", "model and plan from ", 1)
+    elif rp.model_source:
+        where = f"{rp.model_source}; {rp.source}"
+    note = (f"{where}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
             + (f", ep {target.ep}" if target.ep > 1 else ""))
     first = "group,collective,count,transfer_ms,measured_transfer_ms,exposed_ms,measured_exposed_ms,note"
     return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: first.encode()})
@@ -194,7 +199,9 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
     from ..run_plan import model_with
 
     rp = resolve(run, config)
+    recorded_shape = rp.shape is not None
     rp.shape = model_with(rp.shape, preset, model)
+    rp.model_source = _model_source(preset, config, recorded_shape, model)
     why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
     if why:
         raise TracekitError(f"whatif cannot predict this run: {why}")
@@ -202,6 +209,21 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
     for f in sorted(fit(run, rp=rp), key=lambda f: f["points"]):
         laws[(f["collective"], f["kind"])] = f
     return Context(rp, laws, measured(run, rp))
+
+
+def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> str:
+    """Where the model comes from, for the note: a preset, --config or the recorded config, and the model
+    flags over it (the plan's source is said apart: a preset has no plan)."""
+    if preset:
+        where = f"model: preset {preset}"
+    elif config is not None:
+        where = "model from --config"
+    elif recorded_shape:
+        where = "model from the config recorded in the traces"
+    else:
+        return ""
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in (model or {}).items() if v is not None]
+    return where + (f" with {', '.join(flags)}" if flags else "")
 
 
 def predicted_rows(ctx: Context, target) -> list[dict]:
