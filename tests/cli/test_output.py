@@ -65,7 +65,9 @@ def test_empty_reports_say_why(tmp_path, capsys):
     assert not (tmp_path / "p.png").exists()
 
 
-def test_schema_in_80_columns_keeps_the_meaning_and_leaves_the_type_out(one_rank, capsys):
+def test_schema_in_80_columns_keeps_every_column(one_rank, capsys):
+    """The meaning wraps (a long word folds) rather than a column being left out: at 80 characters the type
+    was dropped for `schema RUN collectives`, and type and meaning both for the full listing."""
     import pathlib
 
     from tracekit.commands.schema import schema_table
@@ -73,8 +75,35 @@ def test_schema_in_80_columns_keeps_the_meaning_and_leaves_the_type_out(one_rank
     # the meaning as the view's SQL documents it (-- @column ts_ns: ...), read from the file itself
     sql = (pathlib.Path(tracekit.__file__).parent / "sql" / "views" / "collectives.sql").read_text()
     (doc,) = [line.split(":", 1)[1].strip() for line in sql.splitlines() if line.startswith("-- @column ts_ns:")]
-    print_rich(schema_table(one_rank, "collectives"), None, Console(width=80, force_terminal=False))
-    out = capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 80
-    assert ["collectives", "ts_ns", *doc.split()] in [line.split() for line in out.splitlines()]
-    assert "(1 column left out to fit 80 characters: type;" in out
+    for name in ("collectives", None):
+        print_rich(schema_table(one_rank, name), None, Console(width=80, force_terminal=False))
+        lines = capsys.readouterr().out.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        assert lines[0].split() == ["object", "column", "type", "meaning"]
+        assert not any("left out to fit" in line for line in lines)
+        # the ts_ns row: collectives, ts_ns, BIGINT, then its meaning over this line and the ones under it
+        i = next(i for i, line in enumerate(lines) if line.split()[:2] == ["collectives", "ts_ns"])
+        words = lines[i].split()[3:]
+        for line in lines[i + 1:]:
+            if not line.startswith(" "):
+                break
+            words += line.split()
+        assert lines[i].split()[2] == "BIGINT" and words == doc.split()
+
+
+def test_cache_list_in_80_columns_keeps_every_column(tmp_path, monkeypatch, capsys):
+    """Paths are words longer than any column at 80 characters: folded, not the columns left out (the
+    cache list showed run and inputs only)."""
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    d = tmp_path / "a-directory-with-a-rather-long-name" / "another-long-directory-name"
+    d.mkdir(parents=True)
+    write_trace(d / "rank0_trace.json", [step(1, 0, 100)], header=dist(0, world=1))
+    tracekit.open(d)  # fills the cache
+    print_rich(tracekit.cache_list(), None, Console(width=80, force_terminal=False))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].split() == ["run", "inputs", "first_input", "mb", "last_used"]
+    assert not any("left out to fit" in line for line in lines)
+    # the path, read down its column (it has no space: each line holds one piece at the column's start)
+    start = lines[0].index("first_input")
+    assert "".join(line[start:].split()[0] for line in lines[2:] if line[start:].strip()) == str(d / "rank0_trace.json")

@@ -110,15 +110,15 @@ def _header_lines(name: str, width: int) -> str:
 
 def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int):
     """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
-    columns): headers wrapped at underscores, text cells wrapped at spaces, then the least needed columns
-    left out (those not among ``first``, rightmost first; never the first column). None when not even
-    one column fits."""
+    columns): headers wrapped at underscores, text cells wrapped at spaces (a longer word folded), then the
+    least needed columns left out (those not among ``first``, rightmost first; never the first column).
+    None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
     cell = {c: max([len(r[i]) for r in rows] or [0]) for i, c in enumerate(columns)}
-    word = {c: max([len(w) for r in rows for w in r[i].split()] or [0]) for i, c in enumerate(columns)}
     want = {c: max(cell[c], longest_part[c]) for c in columns}
-    # short labels (a size bucket, an instance) stay on one line; long free text wraps, to 16 at least
-    least = {c: want[c] if c in numeric or want[c] <= 24 else max(word[c], longest_part[c], 16) for c in columns}
+    # short labels (a size bucket, an instance) stay on one line; long text wraps, to 16 at least, and a word
+    # longer than that (a path, a dotted name) is folded across lines rather than the column left out
+    least = {c: want[c] if c in numeric or want[c] <= 24 else max(longest_part[c], 16) for c in columns}
     keep = list(columns)
     order = [c for c in reversed(columns[1:]) if c not in first] + [c for c in reversed(columns[1:]) if c in first]
     while True:
