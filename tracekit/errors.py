@@ -31,6 +31,10 @@ class QueryError(TracekitError):
     exit_code = 5
 
 
+class QueryTimeout(QueryError):
+    """A query stopped by its time limit (``tracekit sql --timeout``)."""
+
+
 # What a full or read-only disk looks like in the words of DuckDB, Arrow or the OS: never the input's fault.
 _DISK_ERRNOS = ("ENOSPC", "EDQUOT", "EROFS", "EFBIG", "EIO")
 

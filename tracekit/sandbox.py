@@ -22,7 +22,7 @@ import threading
 
 import duckdb
 
-from .errors import QueryError
+from .errors import QueryError, QueryTimeout
 
 # the statement kinds a read-only prompt runs (SUMMARIZE, DESCRIBE, SHOW, VALUES, FROM ... are SELECTs)
 _READ_ONLY = {duckdb.StatementType.SELECT}
@@ -141,7 +141,7 @@ def time_limit(con, seconds: float | None):
         yield
     except (duckdb.InterruptException, QueryError) as exc:
         if fired.is_set():
-            raise QueryError(f"the query was stopped after {seconds:g} s (--timeout); narrow it (WHERE, LIMIT) "
+            raise QueryTimeout(f"the query was stopped after {seconds:g} s (--timeout); narrow it (WHERE, LIMIT) "
                              "or give it longer with --timeout SECONDS (0: no limit)") from None
         if isinstance(exc, QueryError):
             raise

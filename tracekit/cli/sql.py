@@ -27,8 +27,8 @@ def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
     RUN is a run directory, or a trace file/directory (ingested into a cache first). By default the query
     can only read the run: SELECT statements and EXPLAIN of one, no file outside the run, no extension
     install, configuration locked, --memory and --timeout limits. The result is written as it is read
-    (csv, json, markdown and parquet hold one batch of rows in memory at a time). --unsafe lifts the
-    read-only limits.
+    (csv, json, markdown and parquet hold one batch of rows in memory at a time; the table shows the
+    first 10,000 rows and counts the rest). --unsafe lifts the read-only limits.
 
     \b
     Example:

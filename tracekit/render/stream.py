@@ -1,6 +1,7 @@
 """A query's result written batch by batch (csv, json, markdown, parquet): memory stays that of one batch,
 however many rows the result has. The text is what render's whole-table writers give for the same rows.
-A table for the terminal shows its first TABLE_ROWS rows (more is not read, nor worth reading there)."""
+A table for the terminal shows its first TABLE_ROWS rows (more is not worth reading there), then counts
+the rest, a batch at a time, to say how many rows it left out."""
 
 from __future__ import annotations
 
@@ -97,8 +98,8 @@ def _markdown(schema, batches, f, clean) -> int:
 
 
 def _table(schema, batches, out) -> int:
-    held, n = [], 0
-    for b in batches:  # (the query stops once the rows shown are in hand)
+    held, n, batches = [], 0, iter(batches)
+    for b in batches:
         held.append(b.slice(0, TABLE_ROWS - n))
         n += b.num_rows
         if n > TABLE_ROWS:
@@ -112,6 +113,21 @@ def _table(schema, batches, out) -> int:
     else:
         print_rich(table)
     if n > TABLE_ROWS:
-        print(f"(the first {TABLE_ROWS:,} rows; there are more: --format csv, json or parquet gives them all)",
+        total, stopped = _count_rest(batches, n)
+        of = f"more than {total:,} (counting stopped at --timeout)" if stopped else f"{total:,}"
+        print(f"({TABLE_ROWS:,} rows shown of {of}; --format csv, json or parquet gives them all)",
               file=sys.stderr)
     return min(n, TABLE_ROWS)
+
+
+def _count_rest(batches, n: int) -> tuple[int, bool]:
+    """The rows of the result, ``n`` of them read so far: the rest is counted, never held (one batch in
+    memory at a time); and whether the time limit stopped the counting (then the rows counted so far)."""
+    from ..errors import QueryTimeout
+
+    try:
+        for b in batches:
+            n += b.num_rows
+    except QueryTimeout:
+        return n, True
+    return n, False
