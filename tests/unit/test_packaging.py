@@ -29,7 +29,9 @@ def test_the_wheel_and_the_install_carry_the_one_version(tmp_path):
         names = set(z.namelist())
         meta = z.read(f"tracekit-{tracekit.__version__}.dist-info/METADATA").decode()
     assert f"Version: {tracekit.__version__}" in meta.splitlines()
-    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "tracekit").rglob("*") if p.suffix in (".sql", ".csv")}
+    # every module (tracekit/commands/ and the other packages), SQL file and CSV table
+    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "tracekit").rglob("*")
+               if p.suffix in (".py", ".sql", ".csv") and "__pycache__" not in p.parts}
     assert shipped and shipped <= names, sorted(shipped - names)
     # installed (dependencies from this interpreter's site-packages), run from outside the checkout
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
