@@ -14,9 +14,7 @@ import time
 
 from . import settings
 from .layout.manifest import read_manifest
-from .layout.versions import in_use, remove_run
-
-USED = ".last_used"  # touched whenever a cached run is opened
+from .layout.versions import in_use, lock_file, remove_run
 
 
 def root() -> str:
@@ -34,8 +32,10 @@ def _size(d: str) -> int:
 
 
 def _last_used(d: str) -> float:
+    """When the cached run ``d`` was last opened: the time of its writer's lock file (touched on every open:
+    beside the run, so that opening never writes into it), else of the run itself."""
     try:
-        return os.path.getmtime(os.path.join(d, USED))
+        return os.path.getmtime(lock_file(d))
     except OSError:
         return os.path.getmtime(d) if os.path.exists(d) else 0.0
 
@@ -58,9 +58,10 @@ def entries() -> list[dict]:
 
 
 def touch(run_dir: str) -> None:
+    """Mark the cached run ``run_dir`` as used now, for the least-recently-used eviction: its lock file's
+    time, never a file in the run (a run is not written by opening it)."""
     try:
-        with open(os.path.join(run_dir, USED), "w"):
-            pass
+        os.utime(lock_file(run_dir))
     except OSError:
         pass
 

@@ -115,3 +115,26 @@ def test_a_file_changed_just_before_it_was_read_is_always_hashed(tmp_path, monke
     hashed = _count_hashes(monkeypatch)
     tracekit.open(d)
     assert hashed == [str(d / "rank0.json")]
+
+
+def test_opening_a_cached_run_writes_nothing_into_it(tmp_path, monkeypatch):
+    """Opening traces a second time (API and CLI) reads their cached run: its version directory stays byte
+    for byte as it was, every file's time too (a '.last_used' file in it was rewritten on every open); the
+    least-recently-used order lives beside the run (test_cache_is_capped_least_recently_used_first)."""
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    traces = trace_dir(tmp_path / "t", 50)
+    first = tracekit.open(traces)
+    version = os.path.realpath(first.directory)
+    first.close()
+
+    def snapshot():
+        return {os.path.relpath(os.path.join(r, n), version): (os.stat(os.path.join(r, n)).st_mtime_ns,
+                                                               open(os.path.join(r, n), "rb").read())
+                for r, _, fs in os.walk(version) for n in fs}
+
+    before = snapshot()
+    again = tracekit.open(traces)
+    assert os.path.realpath(again.directory) == version  # (the cached run, not a new version)
+    again.close()
+    assert main(["report", str(traces), "summary", "--format", "csv"]) == 0
+    assert snapshot() == before

@@ -91,5 +91,5 @@ def test_clear_leaves_a_run_being_filled_and_its_lock(traces, own_cache, capsys)
     os.rmdir(os.path.join(building, "events"))
     os.rmdir(building)
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.endswith("removed 1 cached runs\n")
+    assert capsys.readouterr().out.endswith("removed 1 cached run\n")
     assert not os.path.lexists(out)

@@ -208,13 +208,19 @@ def hold_for_reading(version: str) -> int | None:
         return None
 
 
+def lock_file(out: str) -> str:
+    """The writer's lock file of run ``out``: ``.NAME.lock`` beside it (outside the run)."""
+    parent, name = os.path.split(out)
+    return os.path.join(parent, f".{name}.lock")
+
+
 def in_use(out: str) -> bool:
     """Run ``out`` is being written (its writer lock is held) or read (a version of it is held by a
     reader): not to be removed."""
     import fcntl
 
     parent, name = os.path.split(out)
-    lock = os.path.join(parent, f".{name}.lock")
+    lock = lock_file(out)
     versions = [os.path.join(parent, e) for e in _listdir(parent)
                 if (m := _LEFTOVER.match(e)) and m.group("ver") == name]
     for path, flags in [(lock, os.O_RDONLY)] + [(v, os.O_RDONLY | os.O_DIRECTORY) for v in versions]:
@@ -249,8 +255,8 @@ def writer_lock(out: str, wait_s: float = 0):
     import sys
     import time
 
-    parent, name = os.path.split(out)
-    path = os.path.join(parent, f".{name}.lock")
+    parent = os.path.dirname(out)
+    path = lock_file(out)
     try:
         os.makedirs(parent, exist_ok=True)
         f = open(path, "a+")
