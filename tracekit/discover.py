@@ -181,7 +181,9 @@ def pick_iteration(files: list[str], iteration: int | None) -> list[str]:
 
 
 def _list_cycles(cycles: dict[int, list[str]]) -> str:
-    return ", ".join(f"iteration_{n} ({len(fs)} files)" for n, fs in sorted(cycles.items()))
+    from .words import plural
+
+    return ", ".join(f"iteration_{n} ({plural(len(fs), 'file', 'files')})" for n, fs in sorted(cycles.items()))
 
 
 def check_unique_ranks(ranked: list[tuple[str, int]]) -> None:

@@ -18,6 +18,7 @@ from .layout.manifest import open_manifest
 from .layout.versions import hold_for_reading, left_aside
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
+from .words import plural
 
 
 class Run:
@@ -151,7 +152,8 @@ class Run:
         events = sum(i.get("events", 0) for i in inputs)
         ranks = sorted(i.get("rank") for i in inputs)
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
-        return f"Run({self.name!r}: {len(ranks)} ranks [{shown}], {events:,} events, {len(inputs)} inputs)"
+        return (f"Run({self.name!r}: {plural(len(ranks), 'rank', 'ranks')} [{shown}], "
+                f"{plural(events, 'event', 'events')}, {plural(len(inputs), 'input', 'inputs')})")
 
     def _repr_html_(self) -> str:
         """In Jupyter: the run's identity, its summary and the doctor's findings."""

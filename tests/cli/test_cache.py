@@ -46,7 +46,7 @@ def test_cache_is_capped_least_recently_used_first(tmp_path, monkeypatch, capsys
 
 def test_run_repr_says_what_it_holds(tmp_path):
     run = tracekit.ingest([trace_dir(tmp_path / "t", 3)], tmp_path / "run", jobs=1)
-    assert repr(run) == f"Run({str(tmp_path / 'run')!r}: 1 ranks [0], 3 events, 1 inputs)"
+    assert repr(run) == f"Run({str(tmp_path / 'run')!r}: 1 rank [0], 3 events, 1 input)"
 
 
 def test_report_help_lists_the_reports(capsys):

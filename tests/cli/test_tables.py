@@ -83,7 +83,7 @@ def test_several_cycles_name_a_directory_to_give(tmp_path):
     env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
     code, out, err = tk("report", "traces", "summary", cwd=tmp_path, env=env)
     assert code == 1
-    assert err == ("error: the inputs hold 2 profiling cycles: iteration_4 (1 files), iteration_8 (1 files). A run is "
+    assert err == ("error: the inputs hold 2 profiling cycles: iteration_4 (1 file), iteration_8 (1 file). A run is "
                    "one cycle: give one cycle's directory (e.g. traces/iteration_8) instead, or ingest with "
                    "`tracekit ingest --iteration N` (torch.profiler.schedule(..., repeat=1) records one cycle)\n")
     code, out, err = tk("report", "traces/iteration_8", "summary", "--format", "csv", cwd=tmp_path, env=env)

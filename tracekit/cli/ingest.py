@@ -71,7 +71,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
     m = run.manifest
     if run.up_to_date:
         n = len(m["inputs"]) + len(m["failures"])
-        click.echo(f"{out}: up to date ({n} inputs unchanged); use --force to rebuild")
+        click.echo(f"{out}: up to date ({plural(n, 'input', 'inputs')} unchanged); use --force to rebuild")
         return
     events = sum(i["events"] for i in m["inputs"])
     n = len(m["inputs"])

@@ -5,6 +5,7 @@ import click
 import tracekit
 
 from ..errors import TracekitError
+from ..words import plural
 from .options import check_output, run_argument
 
 
@@ -32,8 +33,10 @@ def timeline_cmd(run, out, steps, kernels_only, ranks):
     """
     check_output(out)
     counts = tracekit.timeline(run, out, _range("--steps", steps), kernels_only, _range("--ranks", ranks))
-    click.echo(f"{out}: {counts['kernels']:,} kernels, {counts['cpu_ops']:,} CPU ops, "
-               f"{counts['instances']:,} collective instances, {counts['exposed']:,} exposed slices; "
+    click.echo(f"{out}: {plural(counts['kernels'], 'kernel', 'kernels')}, "
+               f"{plural(counts['cpu_ops'], 'CPU op', 'CPU ops')}, "
+               f"{plural(counts['instances'], 'collective instance', 'collective instances')}, "
+               f"{plural(counts['exposed'], 'exposed slice', 'exposed slices')}; "
                "open it in https://ui.perfetto.dev or chrome://tracing")
 
 
