@@ -56,6 +56,15 @@ def test_the_next_ingest_puts_the_run_back(moved_aside):
     assert not list(moved_aside.parent.glob("r.old-*"))
 
 
+def test_rederive_puts_the_run_back_and_derives_it(moved_aside, capsys):
+    """--rederive is a writer: under the lock it puts the run back, then derives it (it said 'not a
+    tracekit run' once the open path stopped putting it back)."""
+    assert main(["ingest", "--rederive", str(moved_aside)]) == 0, capsys.readouterr().err
+    assert (moved_aside / "manifest.json").is_file() and not list(moved_aside.parent.glob("r.old-*"))
+    assert main(["sql", str(moved_aside), "SELECT count(*) AS n FROM gpu_kernels", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == ["n", "1"]  # the trace's one kernel
+
+
 def test_a_failed_open_leaves_a_dead_ingests_leftovers_alone(tmp_path, capsys):
     """A run that is not there, beside what a dead ingest left (an unfinished version, a half-built
     directory, a link it never switched): opening fails in one line and every leftover stays as it was

@@ -16,7 +16,7 @@ from ..derive import derive_rank, reduce_run
 from ..errors import RunError
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import EVENTS_DIR, TABLE_FILES, place_facts, rank_parts, table_path
-from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
+from ..layout.versions import discard, left_aside, recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 
 
@@ -41,7 +41,7 @@ def _share_inputs(src: str, dst: str) -> None:
 def rederive_run(run: str) -> None:
     """Derive the facts of run ``run`` again from its events, as a new version switched in whole."""
     out = resolve_output(os.path.abspath(run))
-    if read_manifest(out) is None:
+    if read_manifest(out) is None and left_aside(out) is None:  # (one a killed swap left aside: put back below)
         raise RunError(f"{run}: not a tracekit run (no readable manifest.json); --rederive takes a run directory")
     try:
         with writer_lock(out):
