@@ -95,3 +95,24 @@ def test_the_words_of_a_count_in_python_and_in_sql():
         assert plural(n, one, many) == want
         assert con.execute("SELECT tk_plural(?, ?, ?)", [n, one, many]).fetchone()[0] == want
     assert word(1, "its", "their") == "its" == con.execute("SELECT tk_word(1, 'its', 'their')").fetchone()[0]
+
+
+def test_a_trace_cut_short_and_cuda_graphs(tmp_path):
+    # rank 0: ProfilerStep#1 spans 0-1000 us; one kernel launched inside it, one launched at 1000 (the
+    # step's end) and one at 1500: two launched at or after the last step ended. Rank 1 calls
+    # cudaGraphLaunch three times beside a kernel, rank 2 twice and runs no kernel at all.
+    def graph_launch(ts):
+        return cpu_op("cudaGraphLaunch", ts, 5, cat="cuda_runtime")
+
+    r0 = [step(1, 0, 1000)] + kernel("sm90_xmma_gemm_bf16bf16", 100, 50, launch=(90, 1))
+    r0 += kernel("sm90_xmma_gemm_bf16bf16", 1010, 50, launch=(1000, 1))
+    r0 += kernel("sm90_xmma_gemm_bf16bf16", 1510, 50, launch=(1500, 1))
+    r1 = [step(1, 0, 1000), graph_launch(10), graph_launch(300), graph_launch(600)]
+    r1 += kernel("sm90_xmma_gemm_bf16bf16", 100, 50, launch=(90, 1))
+    r2 = [step(1, 0, 1000), graph_launch(20), graph_launch(400)]
+    run = ingest(tmp_path, {r: (evs, dist(r, world=3)) for r, evs in enumerate([r0, r1, r2])})
+    f = findings(run)
+    assert (f["trace cut short"]["severity"], f["trace cut short"]["ranks"]) == ("info", "0")
+    assert f["trace cut short"]["finding"] == "2 GPU kernels were launched after the last ProfilerStep ended"
+    assert (f["CUDA graphs"]["severity"], f["CUDA graphs"]["ranks"]) == ("info", "1,2")
+    assert f["CUDA graphs"]["finding"] == "5 cudaGraphLaunch calls: their kernels share one launch"

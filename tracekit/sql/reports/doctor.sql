@@ -1,7 +1,7 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
 -- nothing to report gives one row: check 'all', severity 'ok'.
 -- @stage report
--- @uses comm_ops, steps, gpu_kernels, _collectives, collective_instances, clock_offsets, events, traces
+-- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
 -- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
@@ -21,13 +21,10 @@ step_sets AS (
     SELECT tr.rank, coalesce(string_agg(CAST(s.step AS VARCHAR), ',' ORDER BY s.step), '') AS steps
     FROM tr LEFT JOIN steps s USING (rank) GROUP BY tr.rank),
 usual AS (SELECT mode(steps) AS steps FROM step_sets),
+-- the per-rank counts of kernels and events, counted at ingest (rank_checks: one row per rank)
 kernels AS (
-    SELECT rank, count(*) FILTER (WHERE launch_status = 'missing' AND cat = 'kernel') AS no_launch,
-           count(*) FILTER (WHERE launch_status = 'before window' AND cat = 'kernel') AS early,
-           sum(dur_ns) FILTER (WHERE launch_status = 'before window' AND cat = 'kernel') AS early_ns,
-           sum(dur_ns) FILTER (WHERE launch_status = 'before window' AND kind = 'comm') AS early_comm_ns,
-           count(*) FILTER (WHERE cat = 'kernel') AS n
-    FROM gpu_kernels GROUP BY rank),
+    SELECT rank, no_launch_kernels AS no_launch, early_kernels AS early, early_ns, early_comm_ns, kernels AS n
+    FROM rank_checks),
 sizes AS (  -- a barrier carries no payload, a sync or EP kernel no size record_shapes could give: not unsized
     SELECT rank, count(*) FILTER (WHERE bytes IS NULL AND collective <> 'barrier'
                                         AND coalesce(comm_kind, '') NOT IN ('sync', 'ep_dispatch', 'ep_combine')) AS unsized,
@@ -36,34 +33,29 @@ sizes AS (  -- a barrier carries no payload, a sync or EP kernel no size record_
 clocks AS (  -- NCCL kernels of one instance end together when the clocks agree (Gloo ops on CPU need not)
     SELECT count(*) FILTER (WHERE end_skew_ns > transfer_ns) AS off, max(end_skew_ns) AS worst, count(*) AS n
     FROM collective_instances
-    WHERE status = 'clean' AND EXISTS (SELECT 1 FROM gpu_kernels WHERE kind = 'comm')),
+    WHERE status = 'clean' AND EXISTS (SELECT 1 FROM rank_checks WHERE comm_kernels > 0)),
 unclean AS (  -- on a one-rank run every instance is a single rank: nothing to say
     SELECT status, count(*) AS n FROM collective_instances
     WHERE status <> 'clean' AND NOT (status = 'single rank' AND (SELECT count(*) FROM tr) = 1) GROUP BY status),
 tail AS (  -- GPU time after the last ProfilerStep's span: the profile stopped inside a step's work
-    SELECT k.rank, count(*) AS n FROM gpu_kernels k
-    JOIN (SELECT rank, max(end_ns) AS last_end FROM steps GROUP BY rank) l USING (rank)
-    WHERE k.launch_ts_ns >= l.last_end GROUP BY k.rank),
-graphs AS (SELECT rank, count(*) AS n FROM events WHERE ph = 'X' AND name = 'cudaGraphLaunch' GROUP BY rank),
+    SELECT rank, tail_kernels AS n FROM rank_checks WHERE tail_kernels > 0),
+graphs AS (SELECT rank, graph_launches AS n FROM rank_checks WHERE graph_launches > 0),
 guessed AS (  -- hosts that no trace and no --hosts named: assumed from deviceProperties, or unknown
     SELECT rank, host_source FROM traces
     WHERE (host_source LIKE 'assumed%' OR host IS NULL) AND (SELECT count(*) FROM tr) > 1),
 offsets AS (SELECT * FROM clock_offsets WHERE host IS NOT NULL),
 -- a multi-rank job whose GPU ranks run no kernel the catalogue knows: what looks like communication
 no_comm AS (
-    SELECT rank FROM gpu_kernels GROUP BY rank
-    HAVING count(*) FILTER (WHERE kind = 'comm') = 0 AND count(*) FILTER (WHERE cat = 'kernel') > 0
-       AND (SELECT greatest(max(world_size), count(*)) FROM tr) > 1),
-comm_like AS (
-    SELECT name, count(*) AS n, sum(dur_ns) AS ns FROM gpu_kernels
-    WHERE rank IN (SELECT rank FROM no_comm) AND kind = 'compute'
-      AND regexp_matches(lower(name), 'all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|broadcast|barrier|shmem|notify|send|recv|p2p|comm|cross_device')
-    GROUP BY name ORDER BY ns DESC LIMIT 3),
+    SELECT rank FROM rank_checks
+    WHERE comm_kernels = 0 AND kernels > 0 AND (SELECT greatest(max(world_size), count(*)) FROM tr) > 1),
+comm_like AS (  -- their compute kernels whose names look like communication (comm_like_kernels)
+    SELECT name, sum(kernels) AS n, sum(ns) AS ns FROM comm_like_kernels
+    WHERE rank IN (SELECT rank FROM no_comm) GROUP BY name ORDER BY ns DESC LIMIT 3),
 -- per rank and collective: c10d ops against the comm kernels of that collective (GPU ranks)
 op_counts AS (
     SELECT rank, tk_collective(name) AS coll, count(*) AS ops FROM comm_ops
     WHERE name LIKE 'c10d::%' AND tk_collective(name) IS NOT NULL AND name NOT LIKE '%coalesced%'
-      AND rank IN (SELECT DISTINCT rank FROM gpu_kernels WHERE kind = 'comm')
+      AND rank IN (SELECT rank FROM rank_checks WHERE comm_kernels > 0)
     GROUP BY ALL),
 kernel_counts AS (
     SELECT rank, collective AS coll, count(*) AS kernels FROM _collectives
@@ -74,8 +66,9 @@ op_kernel AS (
     WHERE o.ops <> coalesce(k.kernels, 0)),
 -- when each trace was recorded: baseTimeNanoseconds, else its first kernel when the clock is the epoch's
 dates AS (
-    SELECT tr.rank, coalesce(tr.base_time_ns, CASE WHEN min(g.ts_ns) > 1000000000000000000 THEN min(g.ts_ns) END) AS t
-    FROM tr LEFT JOIN gpu_kernels g USING (rank) GROUP BY tr.rank, tr.base_time_ns),
+    SELECT tr.rank, coalesce(tr.base_time_ns, CASE WHEN c.first_kernel_ts_ns > 1000000000000000000
+                                                   THEN c.first_kernel_ts_ns END) AS t
+    FROM tr LEFT JOIN rank_checks c USING (rank)),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
            format('{:,} of {} of the world {} no trace here', n, tk_plural((SELECT n FROM world), 'rank', 'ranks'),

@@ -1,0 +1,19 @@
+-- comm_like_kernels: on a rank where no GPU kernel is a communication kernel tracekit knows (and some
+-- kernel ran), the compute kernels whose name looks like communication (allreduce, all_gather, dispatch,
+-- send, shmem, ...), by name: what doctor's 'no communication found' names. No rows on a rank with a
+-- known comm kernel.
+-- @stage fact
+-- @uses gpu_kernels
+-- @column rank: global rank
+-- @column name: kernel name
+-- @column kernels: kernels of that name on the rank, count
+-- @column ns: their time, ns
+CREATE OR REPLACE VIEW comm_like_kernels AS
+WITH no_comm AS (
+    SELECT rank FROM gpu_kernels GROUP BY rank
+    HAVING count(*) FILTER (WHERE kind = 'comm') = 0 AND count(*) FILTER (WHERE cat = 'kernel') > 0)
+SELECT rank, name, count(*) AS kernels, CAST(sum(dur_ns) AS BIGINT) AS ns
+FROM gpu_kernels
+WHERE rank IN (SELECT rank FROM no_comm) AND kind = 'compute'
+  AND regexp_matches(lower(name), 'all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|broadcast|barrier|shmem|notify|send|recv|p2p|comm|cross_device')
+GROUP BY rank, name;
