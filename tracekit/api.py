@@ -135,9 +135,14 @@ def sql(run, query: str, *, timeout: float | None = DEFAULT_TIMEOUT_S,
     """Run ``query`` (DuckDB SQL) over a run -> a Result read as it is consumed (``.schema``, iteration over
     pyarrow.RecordBatch, ``.read_all()`` for a pyarrow.Table; ``with`` closes it). By default it can only
     read the run (SELECT and EXPLAIN of one, no file outside the run, configuration locked) within
-    ``memory_mb`` and ``timeout`` seconds (None or 0: no limit); ``unsafe`` lifts the read-only limits."""
+    ``memory_mb`` and ``timeout`` seconds (None or 0: no limit); ``unsafe`` lifts the read-only limits.
+    A Run given is left as it was: the query runs on a connection of its own to the same version."""
     from .commands.sql import Result
 
+    if isinstance(run, Run):  # the limits (and the close at the end) must not reach the caller's Run
+        own = Run(run.path, size_buckets=run.size_buckets)
+        own.name = run.name
+        run = own
     return Result(_run(run), query, timeout, memory_mb, unsafe)
 
 

@@ -230,3 +230,18 @@ def test_a_query_starting_with_a_comment_is_a_query(run, capsys):
     """`-- note` opens a SQL comment, not an option (the fuzzer found click's usage error)."""
     assert main(["sql", str(run), "-- how many\nSELECT count(*) AS n FROM events", "--format", "csv"]) == 0
     assert capsys.readouterr().out == "n\n1\n"
+
+
+def test_the_api_leaves_a_run_it_is_given_as_it_was(tmp_path):
+    """tracekit.sql on a Run: the read-only limits and the close apply to a connection of its own; the
+    caller's Run still answers, and may still read a file outside the run (its own connection is not
+    locked down)."""
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    write_trace(tmp_path / "t.json", [step(1, 0, 100)] + kernel("gemm", 10, 5), header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
+    assert tracekit.sql(run, "SELECT count(*) AS n FROM gpu_kernels").read_all().to_pylist() == [{"n": 1}]
+    (tmp_path / "other.csv").write_text("a\n7\n")
+    assert run.sql(f"SELECT a FROM read_csv('{tmp_path / 'other.csv'}')").to_pylist() == [{"a": 7}]
