@@ -77,14 +77,19 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
 
 def report(run, name: str, buckets=None, **params):
     """Run the report ``name`` (see ``tracekit.reports.REGISTRY``) on a Run or a path -> pyarrow.Table.
-    ``buckets``: size-bucket edges in bytes (a list, or text such as "1KiB,64KiB,1MiB") for a path opened
-    here [default: powers of two]; ``params``: the report's own (``by``, ``limit``, ...)."""
+    ``buckets``: size-bucket edges in bytes (a list, or text such as "1KiB,64KiB,1MiB") [default: the
+    run's, powers of two unless opened with others]; ``params``: the report's own (``by``, ``limit``, ...)."""
     from .reports import run_report
 
-    if buckets is not None and not isinstance(run, Run):
+    if buckets is not None:
         from .comms.buckets import parse_edges
 
-        run = open(run, size_buckets=parse_edges(buckets) if isinstance(buckets, str) else list(buckets))
+        edges = parse_edges(buckets) if isinstance(buckets, str) else [int(b) for b in buckets]
+        if isinstance(run, Run):  # the caller's Run keeps its own edges: these on a Run of the same version
+            named, run = run.name, Run(run.path, size_buckets=edges)
+            run.name = named
+        else:
+            run = open(run, size_buckets=edges)
     return run_report(_run(run), name, **params)
 
 

@@ -107,3 +107,14 @@ def test_cache_list_in_80_columns_keeps_every_column(tmp_path, monkeypatch, caps
     # the path, read down its column (it has no space: each line holds one piece at the column's start)
     start = lines[0].index("first_input")
     assert "".join(line[start:].split()[0] for line in lines[2:] if line[start:].strip()) == str(d / "rank0_trace.json")
+
+
+def test_report_buckets_apply_to_a_run_and_to_a_path(one_rank):
+    """One allreduce of 123,457 float32: 493,828 bytes, in [256 KiB, 512 KiB) by powers of two and in
+    [64 KiB, 1 MiB) with the edges 64KiB,1MiB; a Run given keeps its own edges (they were ignored)."""
+    def buckets(run, edges):
+        return [r["size_bucket"] for r in tracekit.report(run, "collectives", buckets=edges).to_pylist()]
+
+    assert buckets(one_rank, None) == ["256 KiB–512 KiB"]
+    assert buckets(one_rank, "64KiB,1MiB") == buckets(one_rank.directory, [65536, 1048576]) == ["64 KiB–1 MiB"]
+    assert buckets(one_rank, None) == ["256 KiB–512 KiB"]
