@@ -45,3 +45,25 @@ def test_kernels_only_and_a_step_range(tmp_path):
     (n,) = run.con.execute("SELECT count(*) FROM gpu_kernels WHERE step = 5 AND kind IN ('comm', 'compute')").fetchone()
     assert sum(1 for e in evs if e["ph"] == "X" and e.get("cat") == "kernel") == n > 0
     assert not [e for e in evs if e["ph"] == "X" and e.get("cat") == "cpu_op"]
+
+
+def test_a_rank_range_holds_those_ranks_events_and_no_other(tmp_path):
+    # --ranks 2:3 reads ranks 2 and 3 (their own events files): every CPU-side complete event and every
+    # kernel their raw traces hold, and nothing of another rank
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    cpu, kernels = {}, {}
+    for f in sorted(d.glob("*.json")):
+        doc = json.loads(f.read_text())
+        r = doc["distributedInfo"]["rank"]
+        xs = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        cpu[r] = sum(1 for e in xs if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"))
+        kernels[r] = sum(1 for e in xs if e.get("cat") == "kernel")
+    tracekit.ingest([d], tmp_path / "run", jobs=2)
+    out = tmp_path / "two.json"
+    assert main(["timeline", str(tmp_path / "run"), "-o", str(out), "--ranks", "2:3"]) == 0
+    evs = json.loads(out.read_text())["traceEvents"]
+    assert {e["pid"] for e in evs} == {2, 3}
+    for r in (2, 3):
+        mine = [e for e in evs if e["ph"] == "X" and e["pid"] == r and e["tid"] < 900000]
+        assert sum(1 for e in mine if e["tid"] >= 200000) == cpu[r] > 0, r
+        assert sum(1 for e in mine if e.get("cat") == "kernel") == kernels[r] > 0, r

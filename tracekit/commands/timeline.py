@@ -14,17 +14,21 @@ hosts line up; a run ingested with --no-align shows the raw clocks. The output i
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import itertools
 import json
 import os
 import shutil
 import tempfile
+from json.encoder import encode_basestring_ascii
 
 import duckdb
 
 from .. import settings
 from ..errors import TracekitError
+from ..layout.bind import rank_events
+from ..layout.paths import rank_parts
 
 # every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are
 ALIGNED = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"
@@ -36,15 +40,35 @@ def _us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}" if ns >= 0 else f"-{_us(-ns)}"
 
 
+def _js(value) -> str:
+    """json.dumps(value), quicker for a string (what json.dumps runs for one, without its dispatch)."""
+    return encode_basestring_ascii(value) if type(value) is str else json.dumps(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _js_name(value) -> str:
+    """_js of a name: kernel and op names repeat (a few thousand distinct in millions of events)."""
+    return _js(value)
+
+
 def _ev(ph: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int | None = None, cat: str = "",
-        args: dict | None = None, extra: str = "") -> str:
-    out = (f'{{"ph":"{ph}","cat":{json.dumps(cat)},"name":{json.dumps(name)},"pid":{pid},"tid":{tid},'
+        args: dict | None = None, extra: str = "", args_text: str | None = None) -> str:
+    """One event as JSON (``args_text``: the args already written as JSON, json.dumps(args, default=str))."""
+    out = (f'{{"ph":"{ph}","cat":{_js_name(cat)},"name":{_js_name(name)},"pid":{pid},"tid":{tid},'
            f'"ts":{_us(ts_ns)}')
     if dur_ns is not None:
         out += f',"dur":{_us(max(dur_ns, 0))}'
     if args:
-        out += ',"args":' + json.dumps(args, default=str)
+        args_text = json.dumps(args, default=str)
+    if args_text:
+        out += ',"args":' + args_text
     return out + extra + "}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _kernel_args(kind, step) -> str:
+    """A kernel's args as _ev writes {"kind": kind, "step": step}: few distinct pairs in a run."""
+    return json.dumps({"kind": kind, "step": step}, default=str)
 
 
 def _meta(pid: int, tid: int | None, name: str) -> str:
@@ -63,6 +87,17 @@ def _spans(numbers: list[int]) -> str:
             out.append(str(start) if start == n else f"{start}-{n}")
             start = None
     return ", ".join(out)
+
+
+def _gzip_open(path: str, mode: str):
+    """A .gz to write: ISA-L's igzip (python-isal, a dependency) at its default level, ten times quicker than
+    zlib's level 9 (gzip.open's default: most of a 64-rank timeline's time went into it) for a file about
+    half again as large; zlib at its own default level where python-isal is missing."""
+    try:
+        from isal import igzip
+    except ImportError:
+        return gzip.open(path, mode, compresslevel=6)
+    return igzip.open(path, mode)
 
 
 def _check_steps(run, lo: int, hi: int) -> None:
@@ -90,7 +125,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
     in_range = ("TRUE" if steps is None else f"step BETWEEN {int(lo)} AND {int(hi)}") + f" AND {in_ranks}"
     kinds = "kind IN ('comm', 'compute')" if kernels_only else "kind IN ('comm', 'compute', 'memory', 'other')"
     counts = {"kernels": 0, "cpu_ops": 0, "exposed": 0, "instances": 0, "flows": 0, "stragglers": 0}
-    opener = gzip.open if out.endswith(".gz") else open
+    opener = _gzip_open if out.endswith(".gz") else open
     tmp = f"{out}.tmp-{os.getpid()}"
     first = [True]
     try:
@@ -117,17 +152,18 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 if key not in tracks:
                     tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
                     put(_meta(rank, tracks[key], key[1]))
-                put(_ev("X", name, rank, tracks[key], ts, dur, cat=cat, args={"kind": kind, "step": step}))
+                put(_ev("X", name, rank, tracks[key], ts, dur, cat=cat, args_text=_kernel_args(kind, step)))
                 counts["kernels"] += 1
             if not kernels_only:
                 span = "TRUE" if steps is None else (
                     f"EXISTS (SELECT 1 FROM steps s WHERE s.rank = e.rank AND s.step BETWEEN {int(lo)} AND {int(hi)} "
                     "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
-                q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM events e "
+                # each rank's events from its own files: a few ranks of a big run never open every rank's
+                q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM ({{events}}) e "
                      "JOIN rank_clocks k USING (rank) WHERE ph = 'X' "
-                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} AND rank = $rank "
+                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} "
                      "ORDER BY ts_ns")
-                for rank, pid, tid, name, cat, ts, dur in _per_rank(run, q, shown):
+                for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown):
                     key = (rank, f"CPU {pid} thread {tid}")
                     if key not in tracks:
                         tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
@@ -208,6 +244,17 @@ def _per_rank(run, query: str, ranks: list[int]):
     """The rows of ``query`` (which takes $rank) for each rank in turn."""
     for rank in ranks:
         yield from _rows(run, query, params={"rank": rank})
+
+
+def _per_rank_events(run, query: str, ranks: list[int]):
+    """The rows of ``query`` (which reads {events}) for each rank in turn, {events} that rank's own files."""
+    for rank in ranks:
+        try:
+            files = rank_parts(run.path, rank)
+        except FileNotFoundError:  # a rank whose trace held no event
+            continue
+        if files:
+            yield from _rows(run, query.format(events=rank_events(files, rank)))
 
 
 def _rows(run, query: str, batch: int = 50000, params: dict | None = None):

@@ -31,8 +31,14 @@ def bind_events(con, run: str | None = None, *, files: list[str] | None = None, 
                     f"{sql_string(events_glob(run))}, hive_partitioning = true, hive_types = {{'rank': BIGINT}})"
                     + where)
     else:
-        con.execute(f"CREATE VIEW events AS SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
-                    f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
+        con.execute(f"CREATE VIEW events AS {rank_events(files, rank)}")
+
+
+def rank_events(files: list[str], rank: int) -> str:
+    """A query of one rank's events from its own files (layout.paths.rank_parts), the columns of ``events``:
+    what reads a few ranks of a big run opens only their files, not every rank's."""
+    return (f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
+            f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
 
 
 def bind_tables(con, run: str, names=("traces", "process_groups"), *, materialize: bool = False) -> None:
