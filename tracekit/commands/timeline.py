@@ -23,8 +23,6 @@ import shutil
 import tempfile
 from json.encoder import encode_basestring_ascii
 
-import duckdb
-
 from .. import settings
 from ..errors import TracekitError
 from ..layout.bind import rank_events
@@ -129,7 +127,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
     tmp = f"{out}.tmp-{os.getpid()}"
     first = [True]
     try:
-        with _bounded(run.con, os.path.dirname(os.path.abspath(out))), opener(tmp, "wt") as f:
+        with _bounded(run, os.path.dirname(os.path.abspath(out))) as run, opener(tmp, "wt") as f:
             def put(text: str) -> None:
                 f.write(("" if first[0] else ",\n") + text)
                 first[0] = False
@@ -218,25 +216,30 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
 
 
 @contextlib.contextmanager
-def _bounded(con, near: str):
-    """``con`` within settings.derive_memory_mb() of memory, spilling past it to a directory made beside
-    the output (removed after); the connection's own settings are back afterwards. A connection whose
-    configuration is locked (the read-only prompt's) keeps its own limit, which is bounded already."""
+def _bounded(run, near: str):
+    """A Run of its own on the version ``run`` reads, within settings.derive_memory_mb() of memory, spilling
+    past it to a directory made beside the output; closed, and the directory removed, after. Not ``run``'s
+    own connection: DuckDB cannot switch a temporary directory back once it has spilled there ("Cannot
+    switch temporary directory after the current one has been used": the timeline of a run that spilled
+    ended in an internal error), and the caller's Run keeps its settings. At least 64 MB per DuckDB thread."""
+    from ..store import Run
+
     spill = tempfile.mkdtemp(prefix=".tracekit-timeline-", dir=near)
+    own = None
     try:
-        old = con.execute("SELECT current_setting('memory_limit'), current_setting('temp_directory')").fetchone()
-        try:
-            con.execute(f"SET memory_limit = '{settings.derive_memory_mb()}MB'")
-            con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
-        except duckdb.Error:
-            old = None
-        try:
-            yield
-        finally:
-            if old is not None:
-                con.execute(f"SET memory_limit = '{old[0]}'")
-                con.execute("SET temp_directory = '" + old[1].replace("'", "''") + "'")
+        own = Run(run.path, size_buckets=run.size_buckets)
+        own.name = run.name
+        budget = settings.derive_memory_mb()
+        own.con.execute(f"SET memory_limit = '{budget}MB'")
+        # a sort needs some memory per thread whatever it spills: 64 MB on two threads ran out of it (250k
+        # CPU ops of one rank), on one thread 1M passed; so at least 64 MB a thread
+        (threads,) = own.con.execute("SELECT current_setting('threads')").fetchone()
+        own.con.execute(f"SET threads = {max(1, min(int(threads), budget // 64))}")
+        own.con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
+        yield own
     finally:
+        if own is not None:
+            own.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
