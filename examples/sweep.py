@@ -21,7 +21,6 @@ sys.path.insert(0, str(HERE.parent))
 
 import tracekit
 from tracekit.commands import plot as tkplot
-from tracekit.commands.validate import validate
 
 SCHEMES = {"ddp": 2, "zero1": 2, "fsdp": 2, "tp": 2, "tp-sp": 2, "pp": 2}
 
@@ -46,7 +45,7 @@ def train(scheme: str, out: pathlib.Path, **dims) -> pathlib.Path:
 
 def measure(scheme, out, **dims) -> tuple[dict, object]:
     run = tracekit.open(train(scheme, out, **dims))
-    rows = validate(run).to_pylist()
+    rows = tracekit.validate(run).to_pylist()
     total = sum(r["measured_bytes"] for r in rows)
     return {"scheme": scheme, **dims, "measured_bytes": total,
             "predicted_bytes": sum(r["predicted_bytes"] for r in rows), "rows": rows}, run

@@ -1,6 +1,6 @@
 """The HTML pieces of a run's report: a report's table (its first columns and rows, the rest one click
 away), a note, the run's identity; and a run in Jupyter (Run._repr_html_). The page itself, with its
-charts and advice, is html_report.py."""
+charts and advice, is commands/html.py."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 import tracekit
-from tracekit.commands.validate import validate
 
 pytest.importorskip("torch", reason="the example trains a model")
 pytestmark = pytest.mark.slow  # torchrun, 2 ranks
@@ -50,7 +49,7 @@ def test_moe_example_validates_exactly(tmp_path):
     # by hand, per rank and MoE layer: E int64 counts, then 4 all-to-alls of B*T*K routed rows of C floats
     assert total == 2 * LAYERS * (E * 8 + 4 * B * T * K * C * 4)
     assert len(splits) == 2 * LAYERS * 4 and any(len(set(s)) > 1 for s in splits)  # routing: uneven splits
-    rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
+    rows = tracekit.validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
     got = {(r["collective"], r["group"]): r for r in rows}
     assert set(got) == {("alltoall", "EP"), ("allreduce", "DP")}
     assert got["alltoall", "EP"]["measured_bytes"] == total

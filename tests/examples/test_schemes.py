@@ -8,7 +8,6 @@ import sys
 import pytest
 
 import tracekit
-from tracekit.commands.validate import validate
 
 torch = pytest.importorskip("torch", reason="the examples need torch (pip install torch==2.13.0)")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -31,7 +30,7 @@ def test_scheme_validates_exactly(scheme, nproc, tmp_path):
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.json.gz"))
     assert files == [f"iteration_3/rank{r}_trace.json.gz" for r in range(nproc)]  # the hook's template
     run = tracekit.ingest([out], tmp_path / "run", jobs=1)
-    rows = validate(run).to_pylist()
+    rows = tracekit.validate(run).to_pylist()
     assert rows, "no collectives predicted or measured"
     for r in rows:
         assert r["group"] in ("DP", "TP", "PP"), r
@@ -42,7 +41,7 @@ def test_scheme_validates_exactly(scheme, nproc, tmp_path):
 
 def test_pipeline_gpipe_schedule_too(tmp_path):
     out = train("pp", 2, tmp_path / "gpipe", "--schedule", "gpipe", "--micro-batches", "4")
-    rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
+    rows = tracekit.validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
     assert {(r["collective"], r["measured_count"], r["bytes_error_pct"]) for r in rows} == \
         {("send", 8, 0.0), ("recv", 8, 0.0)}
 
@@ -59,7 +58,7 @@ def test_readme_validate_sample_is_what_the_default_command_prints(tmp_path):
                            str(ROOT / "examples" / "gpt" / "train.py"), "--parallel", "fsdp", "--trace-dir", str(out)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
+    rows = tracekit.validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
     printed = [[r["collective"], r["group"], f"{r['predicted_count']}", f"{r['measured_count']}",
                 f"{r['count_error_pct']:.3f}", f"{r['predicted_bytes']:,}", f"{r['measured_bytes']:,}",
                 f"{r['bytes_error_pct']:.3f}"] for r in rows]
@@ -81,7 +80,7 @@ def test_compiled_model_runs_functional_collectives_and_validates_exactly(tmp_pa
         assert names["Torch-Compiled Region: 0/0"] == 1
         assert names["_c10d_functional::all_reduce"] == names["gloo:all_reduce"] == 12
         assert trace["tracekit_config"]["plan"]["compile"] == "aot_eager"
-    rows = validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
+    rows = tracekit.validate(tracekit.ingest([out], tmp_path / "run", jobs=1)).to_pylist()
     assert [(r["collective"], r["group"], r["measured_count"], r["bytes_error_pct"]) for r in rows] == \
         [("allreduce", "TP", 24, 0.0)]
     # bytes by hand: 24 allreduces of a (4, 32, 64) float32 activation

@@ -8,7 +8,6 @@ import pathlib
 import pytest
 
 import tracekit
-from tracekit.commands.validate import validate
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir())
@@ -58,7 +57,7 @@ def test_ddp_summary_comm_is_the_union_of_the_jobs_gloo_ops(tmp_path):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_example_validates_exactly(name, tmp_path):
     run = tracekit.ingest([ROOT / "examples" / "traces" / name], tmp_path / "run", jobs=1)
-    rows = validate(run).to_pylist()
+    rows = tracekit.validate(run).to_pylist()
     assert rows
     for r in rows:
         assert r["measured_count"] == r["predicted_count"] > 0, r
