@@ -7,6 +7,7 @@ rules than this tracekit's is refused, with the command that derives them again 
 from __future__ import annotations
 
 import os
+import shutil
 
 import duckdb
 import pyarrow as pa
@@ -50,6 +51,15 @@ class Run:
             self._db = duckdb.connect()
             # no progress bar: DuckDB draws it on stdout, into the data of a long query piped elsewhere
             self._db.execute("SET enable_progress_bar = false")
+            # a query past the memory limit spills to a private directory (made only then, removed on close):
+            # by default DuckDB writes ./.tmp, into the run itself when a user stands in it
+            import tempfile
+            import uuid
+            import weakref
+
+            spill = os.path.join(tempfile.gettempdir(), f"tracekit-spill-{uuid.uuid4().hex[:12]}")
+            self._db.execute("SET temp_directory = ?", [spill])
+            self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             bind_events(self._db, self.path)
             bind_tables(self._db, self.path)
             define_base(self._db, self.size_buckets)
@@ -179,6 +189,8 @@ class Run:
             self._db.close()
         if getattr(self, "_remove_spill", None):
             self._remove_spill()
+        if getattr(self, "_remove_own_spill", None):
+            self._remove_own_spill()
 
     def __enter__(self):
         return self

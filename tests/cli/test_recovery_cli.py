@@ -90,3 +90,23 @@ def test_a_path_that_is_not_there_is_still_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nothing"), "summary"]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and "Traceback" not in err
+
+
+def test_a_query_that_spills_writes_nothing_into_the_run(moved_aside, monkeypatch):
+    """A query past the memory limit spills; by default DuckDB spills to ./.tmp, which is inside the run
+    when a user stands in it. The spill goes to a private directory, gone once the run is closed."""
+    import tracekit
+
+    assert main(["ingest", str(moved_aside.parent / "rank0.json"), "-o", str(moved_aside)]) == 0  # a run again
+    run = tracekit.open(moved_aside)
+    monkeypatch.chdir(run.path)
+    before = _listing(run.path)
+    run.sql("SET memory_limit = '30MB'; SET threads = 1")
+    query = ("SELECT count(*) AS n FROM (SELECT i::VARCHAR || 'xxxxxxxxxxxxxxxxxxxx' AS s FROM range(2000000) t(i) "
+             "ORDER BY hash(i))")
+    assert run.sql(query).to_pylist() == [{"n": 2_000_000}]
+    assert _listing(run.path) == before  # (DuckDB removes its .tmp when the connection closes: look before)
+    (spill,) = run.sql("SELECT current_setting('temp_directory') AS d").to_pylist()
+    assert os.path.isdir(spill["d"])  # it did spill
+    run.close()
+    assert not os.path.exists(spill["d"])
