@@ -28,8 +28,11 @@ from ..errors import TracekitError
 from ..layout.bind import rank_events
 from ..layout.paths import rank_parts
 
-# every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are
-ALIGNED = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"
+# every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are:
+# the rank's row of rank_clocks, read once and given to each rank's queries as parameters (a join with the
+# view in every query cost as much as the query)
+CLOCK = "CAST($offset_ns AS BIGINT), CAST($drift_ppm AS DOUBLE), CAST($ref_ns AS BIGINT)"
+ALIGNED = f"tk_aligned(ts_ns, {CLOCK})"
 EXPOSED_TID = 900001
 INSTANCE_TID = 900002
 
@@ -141,11 +144,14 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 put(_meta(rank, None, f"rank {rank}"))
                 put(_meta(rank, EXPOSED_TID, "tracekit: exposed communication"))
                 put(_meta(rank, INSTANCE_TID, "tracekit: collective instances"))
-            # rank by rank, each sorted by DuckDB within timeline_memory() (spilling past it): the memory
-            # of a 43M-event run is not the memory of sorting all its events at once
+            # rank by rank, each sorted by DuckDB within timeline_memory() (spilling past it): the memory of a
+            # 43M-event run is not the memory of sorting all its events at once; events at one time come in
+            # their order in the trace (event_index), whatever order the files were read in
+            clocks = {r: {"offset_ns": o, "drift_ppm": d, "ref_ns": ref} for r, o, d, ref in run.con.execute(
+                f"SELECT rank, offset_ns, drift_ppm, ref_ns FROM rank_clocks WHERE {in_ranks}").fetchall()}
             q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED} AS ts_ns, dur_ns, step FROM gpu_kernels "
-                 f"JOIN rank_clocks k USING (rank) WHERE {kinds} AND {in_range} AND rank = $rank ORDER BY ts_ns")
-            for rank, device, stream, name, cat, kind, ts, dur, step in _per_rank(run, q, shown):
+                 f"WHERE {kinds} AND {in_range} AND rank = $rank ORDER BY ts_ns, event_index")
+            for rank, device, stream, name, cat, kind, ts, dur, step in _per_rank(run, q, shown, clocks):
                 key = (rank, f"GPU {device} stream {stream}")
                 if key not in tracks:
                     tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
@@ -153,15 +159,12 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 put(_ev("X", name, rank, tracks[key], ts, dur, cat=cat, args_text=_kernel_args(kind, step)))
                 counts["kernels"] += 1
             if not kernels_only:
-                span = "TRUE" if steps is None else (
-                    f"EXISTS (SELECT 1 FROM steps s WHERE s.rank = e.rank AND s.step BETWEEN {int(lo)} AND {int(hi)} "
-                    "AND e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns)")
                 # each rank's events from its own files: a few ranks of a big run never open every rank's
                 q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM ({{events}}) e "
-                     "JOIN rank_clocks k USING (rank) WHERE ph = 'X' "
-                     f"AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND {span} "
-                     "ORDER BY ts_ns")
-                for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown):
+                     "WHERE ph = 'X' AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') "
+                     "AND {span} ORDER BY ts_ns, e.event_index")
+                spans = None if steps is None else _step_spans(run, int(lo), int(hi), in_ranks)
+                for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown, clocks, spans):
                     key = (rank, f"CPU {pid} thread {tid}")
                     if key not in tracks:
                         tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
@@ -169,10 +172,10 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     put(_ev("X", name or "", rank, tracks[key], ts, dur, cat=cat or ""))
                     counts["cpu_ops"] += 1
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
-            q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
-                 "FROM comm_segments JOIN rank_clocks k USING (rank) WHERE comm_active > 0 AND compute_active = 0 "
+            q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, {CLOCK}) AS end_ns "
+                 "FROM comm_segments WHERE comm_active > 0 AND compute_active = 0 "
                  f"AND {seg_range} AND rank = $rank ORDER BY ts_ns")
-            for rank, ts, end in _merged(_per_rank(run, q, shown)):
+            for rank, ts, end in _merged(_per_rank(run, q, shown, clocks)):
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
             _instances(run, put, counts, steps, ranks)
@@ -243,21 +246,34 @@ def _bounded(run, near: str):
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _per_rank(run, query: str, ranks: list[int]):
-    """The rows of ``query`` (which takes $rank) for each rank in turn."""
+def _per_rank(run, query: str, ranks: list[int], clocks: dict):
+    """The rows of ``query`` (which takes $rank and the rank's clock, CLOCK) for each rank in turn."""
     for rank in ranks:
-        yield from _rows(run, query, params={"rank": rank})
+        yield from _rows(run, query, params={"rank": rank, **clocks[rank]})
 
 
-def _per_rank_events(run, query: str, ranks: list[int]):
-    """The rows of ``query`` (which reads {events}) for each rank in turn, {events} that rank's own files."""
+def _step_spans(run, lo: int, hi: int, in_ranks: str) -> dict:
+    """rank -> the CPU spans [ts_ns, end_ns) of its steps lo to hi, raw clock."""
+    out: dict = {}
+    for rank, ts, end in run.con.execute(f"SELECT rank, ts_ns, end_ns FROM steps WHERE step BETWEEN {lo} AND {hi} "
+                                         f"AND {in_ranks} ORDER BY rank, ts_ns").fetchall():
+        out.setdefault(rank, []).append((ts, end))
+    return out
+
+
+def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dict | None):
+    """The rows of ``query`` for each rank in turn: {events} that rank's own files, {span} its events inside
+    one of its ``spans`` (every event when None), the parameters its clock."""
     for rank in ranks:
         try:
             files = rank_parts(run.path, rank)
         except FileNotFoundError:  # a rank whose trace held no event
             continue
-        if files:
-            yield from _rows(run, query.format(events=rank_events(files, rank)))
+        if not files or (spans is not None and rank not in spans):
+            continue
+        span = "TRUE" if spans is None else " OR ".join(
+            f"(e.ts_ns >= {int(a)} AND e.ts_ns < {int(b)})" for a, b in spans[rank])
+        yield from _rows(run, query.format(events=rank_events(files, rank), span=f"({span})"), params=clocks[rank])
 
 
 def _rows(run, query: str, batch: int = 50000, params: dict | None = None):
