@@ -62,15 +62,16 @@ def overlap(rows: list[dict], x: str, x_title: str) -> dict | None:
     return {"data": data, "layout": _layout(x_title, "ms", barmode="group")}
 
 
-def skew_heatmap(rows: list[dict], limit: int = 60) -> dict | None:
+def skew_heatmap(rows: list[dict], limit: int = 60, ranks: list[int] | None = None) -> dict | None:
     """Rank x collective instance (labelled as the skew table labels it, in time order): how long each
-    rank waited for the last to arrive, µs. Rows: instance_key, first_start_ns, rank, wait_ns."""
+    rank waited for the last to arrive, µs. Rows: instance_key, first_start_ns, rank, wait_ns (those of
+    the first ``limit`` instances are drawn); ``ranks``: the chart's rows (default: the ranks in ``rows``)."""
     if not rows:
         return None
     order = sorted({(r["first_start_ns"], r["instance_key"]) for r in rows})[:limit]
     keys = [k for _, k in order]
     col = {k: i for i, k in enumerate(keys)}
-    ranks = sorted({r["rank"] for r in rows})
+    ranks = sorted(ranks if ranks is not None else {r["rank"] for r in rows})
     row = {rk: i for i, rk in enumerate(ranks)}
     z = [[None] * len(keys) for _ in ranks]
     for r in rows:

@@ -31,8 +31,15 @@ if(!d.querySelector(".main-svg")){console.error("chart failed to draw: "+d.id)}}
 BY_STEP_SQL = """SELECT step, sum(overlap_ns) / 1e6 AS overlap_ms, sum(exposed_comm_ns) / 1e6 AS exposed_comm_ms,
        sum(compute_ns) / 1e6 AS compute_ms
 FROM comm_overlap WHERE step IS NOT NULL GROUP BY step ORDER BY step"""
-WAITS_SQL = """SELECT i.instance_key, i.first_start_ns, w.rank, w.wait_ns FROM collective_waits w
-JOIN collective_instances i USING (instance_key) WHERE i.status = 'clean' ORDER BY i.first_start_ns, w.rank"""
+# the skew chart's cells: the waits of the first HEATMAP_INSTANCES clean instances only (what it draws), and
+# its rows: every rank of a clean instance (a rank only in later instances still has its row)
+WAITS_SQL = """WITH shown AS (SELECT instance_key, first_start_ns FROM collective_instances WHERE status = 'clean'
+                ORDER BY first_start_ns, instance_key LIMIT $limit)
+SELECT s.instance_key, s.first_start_ns, w.rank, w.wait_ns FROM collective_waits w JOIN shown s USING (instance_key)
+ORDER BY s.first_start_ns, w.rank"""
+WAIT_RANKS_SQL = """SELECT DISTINCT w.rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
+WHERE i.status = 'clean' ORDER BY w.rank"""
+HEATMAP_INSTANCES = 60
 
 def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
     return figures.div(fig, div_id) if fig is not None else why(nothing)
@@ -75,7 +82,8 @@ def sections(run) -> list[tuple[str, str]]:
     out.append(("Exposed communication by process group", report_html(run, "exposed", by="group")[1]))
     skew, body = report_html(run, "skew")
     out.append(("Skew across ranks (most skewed first)", body + _chart(
-        figures.skew_heatmap(run.sql(WAITS_SQL).to_pylist()), "skew",
+        figures.skew_heatmap(run.sql(WAITS_SQL, {"limit": HEATMAP_INSTANCES}).to_pylist(), HEATMAP_INSTANCES,
+                             ranks=run.sql(WAIT_RANKS_SQL).column("rank").to_pylist()), "skew",
         "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
     try:
         rows = validate(run)
