@@ -6,9 +6,13 @@ constants, not from tracekit)."""
 
 import os
 
+import pytest
+
 import tests.cli.test_planted as planted
 import tests.sql.test_breakdown as hand
+import tracekit
 import tracekit.derive
+from tests.conftest import shared_traces
 
 
 def one_rank_a_partition(monkeypatch):
@@ -31,3 +35,83 @@ def test_the_planted_slow_op_with_one_rank_a_partition(tmp_path, monkeypatch):
     one_rank_a_partition(monkeypatch)
     planted.test_the_straggler_explanation_names_the_planted_slow_op(tmp_path)
     assert len(finish_files(tmp_path / "run-slow", "_lead_up_parts")) == 4
+
+
+CPU_CATS = ("cpu_op", "user_annotation", "python_function")
+
+
+def why_late_by_hand(run):
+    """why_late's late and others' times per (late rank, kind, name), worked out here in Python from the
+    events, the kernels and the matched instances, as docs/definitions.md defines them: each rank's
+    lead-up to a collective runs from its previous collective's launch (the first: its step's start) to
+    this one's; in it, the launching thread's CPU ops and the non-comm kernels launched, by name."""
+    from collections import defaultdict
+
+    waits = run.sql("SELECT instance_key, rank, event_index, ts_ns FROM collective_waits").to_pylist()
+    kernels = run.sql("SELECT rank, event_index, name, kind, dur_ns, launch_ts_ns, launch_pid, launch_tid "
+                      "FROM gpu_kernels").to_pylist()
+    by_index = {(k["rank"], k["event_index"]): k for k in kernels}
+    events = run.sql("SELECT rank, event_index, name, cat, ph, ts_ns, dur_ns, pid, tid FROM events").to_pylist()
+    ev_index = {(e["rank"], e["event_index"]): e for e in events}
+    steps = defaultdict(list)
+    for s in run.sql("SELECT rank, ts_ns FROM steps").to_pylist():
+        steps[s["rank"]].append(s["ts_ns"])
+    insts = run.sql("SELECT instance_key, last_rank, ranks_present FROM collective_instances "
+                    "WHERE status = 'clean' AND ranks_present > 1").to_pylist()
+    lead = defaultdict(list)  # rank -> [(t1, instance_key, pid, tid)]
+    for w in waits:
+        k = by_index.get((w["rank"], w["event_index"]))
+        if k is not None:
+            t1 = k["launch_ts_ns"] if k["launch_ts_ns"] is not None else w["ts_ns"]
+            pid, tid = k["launch_pid"], k["launch_tid"]
+        else:
+            e = ev_index[(w["rank"], w["event_index"])]
+            t1, pid, tid = w["ts_ns"], e["pid"], e["tid"]
+        lead[w["rank"]].append((t1, w["instance_key"], pid, tid))
+    window = {}  # (instance_key, rank) -> (t0, t1, pid, tid)
+    for rank, rows in lead.items():
+        prev = None
+        for t1, key, pid, tid in sorted(rows, key=lambda r: (r[0], r[1])):
+            t0 = prev if prev is not None else max((s for s in steps[rank] if s <= t1), default=None)
+            window[(key, rank)] = (t0, t1, pid, tid)
+            prev = t1
+    out = defaultdict(lambda: [0.0, 0.0])  # (late rank, kind, name) -> [late ns, others ns]
+    count = defaultdict(int)
+    for inst in insts:
+        key, last, n = inst["instance_key"], inst["last_rank"], inst["ranks_present"]
+        mine = {r: w for (k, r), w in window.items() if k == key}
+        if sum(w[0] is not None for w in mine.values()) != n:
+            continue
+        count[last] += 1
+        per = defaultdict(lambda: [0, 0])  # (kind, name) -> [late, others' sum]
+        for rank, (t0, t1, pid, tid) in mine.items():
+            if not t0 < t1:
+                continue
+            side = 0 if rank == last else 1
+            per[("lead-up", None)][side] += t1 - t0
+            for e in events:
+                if (e["rank"] == rank and e["ph"] == "X" and e["cat"] in CPU_CATS and e["pid"] == pid
+                        and e["tid"] == tid and t0 <= e["ts_ns"] < t1 and not e["name"].startswith("ProfilerStep#")):
+                    per[("cpu op", e["name"])][side] += e["dur_ns"] or 0
+            for k in kernels:
+                if (k["rank"] == rank and k["kind"] != "comm" and k["launch_ts_ns"] is not None
+                        and t0 <= k["launch_ts_ns"] < t1):
+                    per[("kernel", k["name"])][side] += k["dur_ns"]
+        for (kind, name), (late, others) in per.items():
+            out[(last, kind, name)][0] += late
+            out[(last, kind, name)][1] += others / (n - 1)
+    return out, count
+
+
+def test_why_late_on_the_dlrm_job_equals_a_recomputation_by_hand_with_partitions_of_three(tmp_path, monkeypatch):
+    monkeypatch.setattr(tracekit.derive, "FINISH_RANKS", 3)  # 8 ranks: partitions 0-2, 3-5, 6-7
+    run = tracekit.ingest([shared_traces() / "param_dlrm_kineto_8rank"], tmp_path / "run", jobs=1)
+    assert len(finish_files(tmp_path / "run", "_lead_up_sums")) == 3
+    expected, count = why_late_by_hand(run)
+    rows = tracekit.report(run, "why_late", per_rank=1000).to_pylist()
+    assert {r["rank"] for r in rows} == set(count) and len(count) >= 2  # several late ranks (4, 5, 7)
+    assert len(rows) == sum(1 for k in expected if k[0] in count)  # every name, none twice
+    for r in rows:
+        late, others = expected[(r["rank"], r["kind"], None if r["kind"] == "lead-up" else r["name"])]
+        assert r["instances"] == count[r["rank"]]
+        assert (r["late_ms"], r["others_ms"]) == pytest.approx((late / 1e6, others / 1e6), rel=1e-9, abs=1e-12)

@@ -8,10 +8,10 @@
 -- largest come first ($per_rank per rank, after the lead-up's own length). Ranks are ordered by the waiting
 -- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
 -- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
--- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts): this query
--- sums them over the instances.
+-- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts), and summed
+-- per instance over each partition of ranks (_lead_up_sums, _lead_up_ranks): this query adds those up.
 -- @stage report
--- @uses collective_instances, _lead_ups, _lead_up_parts, stragglers
+-- @uses collective_instances, _lead_up_ranks, _lead_up_sums, stragglers
 -- @column rank: the rank that arrived last
 -- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms
 -- @column instances: clean instances it arrived last at with a lead-up on every rank, count
@@ -24,12 +24,11 @@ WITH inst AS (
     SELECT i.instance_key, i.last_rank, i.ranks_present
     FROM collective_instances i
     WHERE i.status = 'clean' AND i.ranks_present > 1
-      AND (SELECT count(*) FROM _lead_ups u WHERE u.instance_key = i.instance_key AND u.t0_ns IS NOT NULL) = i.ranks_present),
-per AS (
-    SELECT x.instance_key, inst.last_rank, x.kind, x.name,
-           coalesce(sum(x.ns) FILTER (WHERE x.rank = inst.last_rank), 0) AS late_ns,
-           coalesce(sum(x.ns) FILTER (WHERE x.rank <> inst.last_rank), 0) / (inst.ranks_present - 1) AS others_ns
-    FROM _lead_up_parts x JOIN inst USING (instance_key)
+      AND (SELECT sum(u.ranks) FROM _lead_up_ranks u WHERE u.instance_key = i.instance_key) = i.ranks_present),
+per AS (  -- the others' time: every rank's less the late rank's (integer ns: exact)
+    SELECT x.instance_key, inst.last_rank, x.kind, x.name, sum(x.late_ns) AS late_ns,
+           (sum(x.ns) - sum(x.late_ns)) / (inst.ranks_present - 1) AS others_ns
+    FROM _lead_up_sums x JOIN inst USING (instance_key)
     GROUP BY x.instance_key, inst.last_rank, inst.ranks_present, x.kind, x.name),
 n AS (SELECT last_rank, count(*) AS instances FROM inst GROUP BY last_rank),
 agg AS (
