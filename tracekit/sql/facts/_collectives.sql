@@ -10,6 +10,12 @@ WITH ck AS (
            g.launch_ts_ns, g.launch_pid, g.launch_tid, g.comm_library, g.comm_kind, g.comm_collective
     FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
+-- tk_collective (two regular expressions) once per distinct name, not once per row that names it
+coll_of AS MATERIALIZED (
+    SELECT s, tk_collective(s) AS c
+    FROM (SELECT name AS s FROM comm_ops UNION SELECT collective_name FROM comm_ops
+          UNION SELECT name FROM ck UNION SELECT collective_name FROM ck)
+    WHERE s IS NOT NULL),
 -- the launching stack: the comm ops of the launching thread whose span holds the launch. A range join;
 -- done plainly, every launch meets every op of its thread (quadratic in the trace's length: 6 s for a
 -- 1 GB trace), so both sides also meet in a 1 ms time bucket: an op is listed under each bucket its span
@@ -38,13 +44,14 @@ coal AS (
     WHERE o.name = 'nccl:coalesced' GROUP BY ALL),
 coal_prev AS (SELECT c.*, lag(c_ts) OVER (PARTITION BY rank, pid, tid ORDER BY c_ts) AS prev_ts FROM coal c),
 members AS (
-    SELECT c.rank, c.event_index, tk_collective(o.name) AS coll, o.shape_in_nelems AS n_in,
+    SELECT c.rank, c.event_index, cn.c AS coll, o.shape_in_nelems AS n_in,
            o.shape_out_nelems AS n_out, d.canonical AS dt
     FROM coal_prev c
     JOIN comm_ops o ON o.rank = c.rank AND o.pid = c.pid AND o.tid = c.tid AND o.end_ns <= c.c_ts
                    AND (c.prev_ts IS NULL OR o.ts_ns > c.prev_ts)
     LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
-    WHERE o.name LIKE 'c10d::%' AND tk_collective(o.name) IS NOT NULL
+    LEFT JOIN coll_of cn ON cn.s = o.name
+    WHERE o.name LIKE 'c10d::%' AND cn.c IS NOT NULL
       AND o.event_index NOT IN (SELECT op_index FROM stack WHERE stack.rank = o.rank)),
 batch AS (
     SELECT rank, event_index, bool_and(coll IN ('send', 'recv')) AS p2p,
@@ -63,8 +70,7 @@ link AS (
                     'dtype': o.dtype, 'gs': o.group_size, 'pg': o.pg_name, 'desc': o.pg_desc,
                     'ranks': o.pg_ranks, 'seq': o.seq, 'cid': o.comms_id, 'src': o.src_rank,
                     'dst': o.dst_rank}, o.ts_ns) FILTER (WHERE o.collective_name IS NOT NULL) AS a,
-           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms'
-                                             AND tk_collective(o.name) IS NOT NULL) AS op_name,
+           arg_max(o.name, o.ts_ns) FILTER (WHERE o.name <> 'record_param_comms' AND cn.c IS NOT NULL) AS op_name,
            bool_or(o.name <> 'record_param_comms') AS has_op,
            arg_max({'i': o.shape_in_nelems, 'o': o.shape_out_nelems, 'dt': d.canonical}, o.ts_ns)
                FILTER (WHERE o.shape_in_nelems IS NOT NULL AND o.shape_out_nelems IS NOT NULL) AS both,
@@ -77,6 +83,7 @@ link AS (
     JOIN stack st ON st.rank = ck.rank AND st.event_index = ck.event_index
     JOIN comm_ops o ON o.rank = st.rank AND o.event_index = st.op_index
     LEFT JOIN tk_dtypes d ON d.spelling = o.shape_dtype
+    LEFT JOIN coll_of cn ON cn.s = o.name
     GROUP BY ALL),
 -- the dtype a kernel's name spells (NCCL's ..._Sum_f32_RING_LL): the spellings tk_dtypes marks as
 -- kernel-name suffixes, between '_' and '_', '(' or the end; once per distinct name
@@ -87,8 +94,8 @@ name_dtype AS (
           FROM tk_dtypes WHERE kernel_suffix) p),
 gpu AS (
     SELECT ck.rank, ck.step, ck.stream, ck.ts_ns, ck.dur_ns, ck.end_ns, ck.name AS kernel_name,
-           coalesce(b.coll, tk_collective(ck.collective_name), tk_collective(l.a.coll), tk_collective(l.op_name),
-                    ck.comm_collective, CASE WHEN ck.comm_kind IN ('collective', 'p2p') THEN tk_collective(ck.name) END,
+           coalesce(b.coll, c_arg.c, c_op_arg.c, c_op.c,
+                    ck.comm_collective, CASE WHEN ck.comm_kind IN ('collective', 'p2p') THEN c_name.c END,
                     CASE WHEN ck.comm_kind IN ('ep_dispatch', 'ep_combine', 'sync') THEN ck.comm_kind END,
                     'unknown') AS collective,
            ck.comm_library AS library, ck.comm_kind,
@@ -109,7 +116,11 @@ gpu AS (
            ck.event_index
     FROM ck LEFT JOIN link l ON l.rank = ck.rank AND l.event_index = ck.event_index
     LEFT JOIN batch b ON b.rank = ck.rank AND b.event_index = ck.event_index
-    LEFT JOIN name_dtype nd ON nd.name = ck.name),
+    LEFT JOIN name_dtype nd ON nd.name = ck.name
+    LEFT JOIN coll_of c_arg ON c_arg.s = ck.collective_name
+    LEFT JOIN coll_of c_op_arg ON c_op_arg.s = l.a.coll
+    LEFT JOIN coll_of c_op ON c_op.s = l.op_name
+    LEFT JOIN coll_of c_name ON c_name.s = ck.name),
 -- Gloo ops do not name their process group (PyTorch 2.13 records neither the group nor
 -- record_param_comms for them), but each group has worker threads of its own. Where the trace's config
 -- lists them (tracekit_config.gloo_threads: thread id -> group name, from
