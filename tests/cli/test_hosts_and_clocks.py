@@ -153,3 +153,13 @@ def test_link_kinds_and_per_link_laws(skewed):
             true_us = law["latency_us"] + nbytes * factor / (law["bus_gbps"] * 1e3)
             fitted_us = f["latency_us"] + nbytes * factor / (f["bus_gbps"] * 1e3)
             assert fitted_us == pytest.approx(true_us, rel=0.02), f
+
+
+def test_identity_says_one_host_in_the_singular(tmp_path):
+    """Four ranks, two per host: host1's clock is aligned to host0's, one host (it read '1 hosts aligned')."""
+    synth.main(["--ranks", "4", "--plan", "dp4", "--steps", "2", "--gpus-per-host", "2", "--clock-offset-us", "300",
+                "-o", str(tmp_path / "t")])
+    rows = {r["item"]: r["value"] for r in tracekit.report(tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=2),
+                                                            "identity").to_pylist()}
+    assert rows["hosts"] == "2 hosts: host0, host1"
+    assert rows["clocks"].startswith("1 host aligned to the first host's clock (largest offset ")

@@ -192,7 +192,7 @@ def pipeline_finding(run, rp) -> list[dict]:
     return [_finding("pipeline bubble", f"{plural(len(rows), 'pipeline rank', 'pipeline ranks')}, "
                      f"{plural(pp, 'stage', 'stages')}, {plural(mb, 'micro-batch', 'micro-batches')}",
                      f"stages idle {_ms(bubble)} per step (mean: starved, or waiting for their peer); a schedule "
-                     f"of {mb} micro-batches over {pp} stages "
+                     f"of {plural(mb, 'micro-batch', 'micro-batches')} over {plural(pp, 'stage', 'stages')} "
                      f"idles (pp-1)/(mb+pp-1) = {100 * (pp - 1) / (mb + pp - 1):.0f} % of the step",
                      saving, f"more micro-batches ({mb} -> {target}) or an interleaved 1F1B schedule"
                      if saving else "already 4 micro-batches per stage or more: interleaved 1F1B", "medium",

@@ -49,15 +49,16 @@ SELECT item, value FROM (
            || CASE WHEN world IS NOT NULL AND world <> n THEN ' of a world of ' || format('{:,d}', world) ELSE '' END
            AS value FROM ranks
     UNION ALL SELECT 2, 'hosts', CASE WHEN n = 0 THEN 'not recorded in the traces'
-                                      ELSE format('{:,d}', n) || CASE WHEN n = 1 THEN ' host: ' ELSE ' hosts: ' END || names END
+                                      ELSE tk_plural(n, 'host', 'hosts') || ': ' || names END
               FROM hosts
     UNION ALL SELECT 2.1, 'hosts known from', coalesce(t, 'nothing') FROM how
     UNION ALL SELECT 2.2, 'clocks', CASE WHEN off THEN 'raw, as recorded (--no-align)'
                                          WHEN aligned = 0 AND lost = 0 THEN 'one host: one clock'
-                                         ELSE format('{} hosts aligned to the first host''s clock (largest offset {} us)',
-                                                     aligned, round(coalesce(worst, 0) / 1e3, 1))
-                                              || CASE WHEN lost > 0 THEN format('; {} hosts share no collective with it: '
-                                                                                'raw', lost) ELSE '' END END
+                                         ELSE format('{} aligned to the first host''s clock (largest offset {} us)',
+                                                     tk_plural(aligned, 'host', 'hosts'), round(coalesce(worst, 0) / 1e3, 1))
+                                              || CASE WHEN lost > 0 THEN format('; {} no collective with it: raw',
+                                                                                tk_plural(lost, 'host shares', 'hosts share'))
+                                                 ELSE '' END END
               FROM clk
     UNION ALL SELECT 3, 'GPUs', coalesce(names, 'none recorded (a CPU run, or traces without deviceProperties)') FROM gpus
     UNION ALL SELECT 4, 'backend', coalesce(backend, 'not recorded (no distributedInfo)') FROM versions
