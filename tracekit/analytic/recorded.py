@@ -19,10 +19,13 @@ def read_config(metadata: dict) -> dict | None:
 
 
 def recorded_configs(run) -> dict[int, dict]:
-    """rank -> the config tracekit.profiler recorded in that rank's trace."""
+    """rank -> the config tracekit.profiler recorded in that rank's trace. Only the config's key is read
+    out of each rank's metadata (by DuckDB): parsing every rank's whole metadata in Python took a second
+    at 4,096 ranks, for a job that recorded no config."""
     out = {}
-    for r in run.sql("SELECT rank, metadata FROM traces ORDER BY rank").to_pylist():
-        cfg = read_config(json.loads(r["metadata"]))
+    for r in run.sql(f"SELECT rank, json_extract(metadata, '$.{CONFIG_KEY}') AS cfg FROM traces "
+                     "WHERE cfg IS NOT NULL ORDER BY rank").to_pylist():
+        cfg = read_config({CONFIG_KEY: json.loads(r["cfg"])})
         if cfg is not None:
             out[r["rank"]] = cfg
     return out
