@@ -194,6 +194,17 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
 
         _materialize_all(con, FACTS, parquet_of, fail)
         reduce_on(con, parquet_of, fail, align, timings)
+        (lo, hi), = con.execute("SELECT min(rank), max(rank) FROM traces").fetchall()
+        if FINISHED and hi - lo + 1 <= FINISH_RANKS:  # one partition: the finish here, not on a connection of its own
+            start = time.perf_counter()
+            for name in FINISHED:
+                os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+            for name in views_for(FINISHED):
+                con.execute(_sql.load("views", name).text)
+            con.execute("SET threads = 1")  # as finish_run's connections: the same sums in the same order
+            _materialize_all(con, FINISHED, parquet_of, fail)
+            if timings is not None:
+                timings["finish_s"] = round(time.perf_counter() - start, 3)
 
 
 def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
@@ -300,9 +311,10 @@ def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) ->
     finally:
         if con is not None:
             con.close()
-    start = time.perf_counter()
-    finish_run(run_dir)
-    timings["finish_s"] = round(time.perf_counter() - start, 3)
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in FINISHED):  # (derive_run did it)
+        start = time.perf_counter()
+        finish_run(run_dir)
+        timings["finish_s"] = round(time.perf_counter() - start, 3)
 
 
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
