@@ -16,7 +16,8 @@ WITH win AS (
     WHERE i.status = 'clean' AND i.ranks_present > 1 AND u.t0_ns < u.t1_ns),
 cpu AS (
     SELECT rank, name, ts_ns, dur_ns, pid, tid FROM events
-    WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation', 'python_function') AND name NOT LIKE 'ProfilerStep#%'),
+    WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation', 'python_function') AND name NOT LIKE 'ProfilerStep#%'
+      AND rank IN (SELECT rank FROM win)),  -- (a rank without a window, as every rank of a one-rank run: not read)
 cpu_in AS (
     SELECT w.instance_key, w.rank, 'cpu op' AS kind, x.name, sum(coalesce(x.dur_ns, 0)) AS ns
     FROM cpu x ASOF JOIN win w ON w.rank = x.rank AND x.ts_ns >= w.t0
@@ -24,7 +25,8 @@ cpu_in AS (
     GROUP BY ALL),
 gpu_in AS (
     SELECT w.instance_key, w.rank, 'kernel' AS kind, k.name, sum(k.dur_ns) AS ns
-    FROM (SELECT * FROM gpu_kernels WHERE kind <> 'comm' AND launch_ts_ns IS NOT NULL) k
+    FROM (SELECT * FROM gpu_kernels WHERE kind <> 'comm' AND launch_ts_ns IS NOT NULL
+                                      AND rank IN (SELECT rank FROM win)) k
     ASOF JOIN win w ON w.rank = k.rank AND k.launch_ts_ns >= w.t0
     WHERE k.launch_ts_ns < w.t1
     GROUP BY ALL)
