@@ -41,6 +41,11 @@ def _us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}" if ns >= 0 else f"-{_us(-ns)}"
 
 
+def _dur(dur_ns: int | None) -> str:
+    """_ev's "dur" field: none for no duration, a negative one written as 0."""
+    return "" if dur_ns is None else f',"dur":{_us(max(dur_ns, 0))}'
+
+
 def _js(value) -> str:
     """json.dumps(value), quicker for a string (what json.dumps runs for one, without its dispatch)."""
     return encode_basestring_ascii(value) if type(value) is str else json.dumps(value)
@@ -131,9 +136,18 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
     first = [True]
     try:
         with _bounded(run, os.path.dirname(os.path.abspath(out))) as run, opener(tmp, "wt") as f:
+            buf: list[str] = []  # events written a few thousand at a time: one write per event cost as much
+
+            def flush() -> None:
+                if buf:
+                    f.write(("" if first[0] else ",\n") + ",\n".join(buf))
+                    first[0] = False
+                    buf.clear()
+
             def put(text: str) -> None:
-                f.write(("" if first[0] else ",\n") + text)
-                first[0] = False
+                buf.append(text)
+                if len(buf) >= 4096:
+                    flush()
 
             f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
                     '"traceEvents":[\n')
@@ -156,7 +170,9 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 if key not in tracks:
                     tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
                     put(_meta(rank, tracks[key], key[1]))
-                put(_ev("X", name, rank, tracks[key], ts, dur, cat=cat, args_text=_kernel_args(kind, step)))
+                # _ev("X", name, rank, track, ts, dur, cat=cat, args_text=_kernel_args(kind, step)), inline
+                put(f'{{"ph":"X","cat":{_js_name(cat)},"name":{_js_name(name)},"pid":{rank},"tid":{tracks[key]},'
+                    f'"ts":{_us(ts)}{_dur(dur)},"args":{_kernel_args(kind, step)}}}')
                 counts["kernels"] += 1
             if not kernels_only:
                 # each rank's events from its own files: a few ranks of a big run never open every rank's
@@ -169,7 +185,9 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     if key not in tracks:
                         tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
                         put(_meta(rank, tracks[key], key[1]))
-                    put(_ev("X", name or "", rank, tracks[key], ts, dur, cat=cat or ""))
+                    # _ev("X", name or "", rank, track, ts, dur, cat=cat or ""), inline
+                    put(f'{{"ph":"X","cat":{_js_name(cat or "")},"name":{_js_name(name or "")},"pid":{rank},'
+                        f'"tid":{tracks[key]},"ts":{_us(ts)}{_dur(dur)}}}')
                     counts["cpu_ops"] += 1
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
             q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, {CLOCK}) AS end_ns "
@@ -179,6 +197,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
             _instances(run, put, counts, steps, ranks)
+            flush()
             f.write("\n]}\n")
         os.replace(tmp, out)
     except OSError as exc:
