@@ -11,9 +11,14 @@
 CREATE OR REPLACE VIEW comm_like_kernels AS
 WITH no_comm AS (
     SELECT rank FROM gpu_kernels GROUP BY rank
-    HAVING count(*) FILTER (WHERE kind = 'comm') = 0 AND count(*) FILTER (WHERE cat = 'kernel') > 0)
-SELECT rank, name, count(*) AS kernels, CAST(sum(dur_ns) AS BIGINT) AS ns
-FROM gpu_kernels
-WHERE rank IN (SELECT rank FROM no_comm) AND kind = 'compute'
-  AND regexp_matches(lower(name), 'all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|broadcast|barrier|shmem|notify|send|recv|p2p|comm|cross_device')
-GROUP BY rank, name;
+    HAVING count(*) FILTER (WHERE kind = 'comm') = 0 AND count(*) FILTER (WHERE cat = 'kernel') > 0),
+-- the regular expression once per distinct name, not once per kernel
+names AS MATERIALIZED (
+    SELECT DISTINCT name FROM gpu_kernels WHERE rank IN (SELECT rank FROM no_comm) AND kind = 'compute'),
+hits AS (
+    SELECT name FROM names
+    WHERE regexp_matches(lower(name), 'all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|broadcast|barrier|shmem|notify|send|recv|p2p|comm|cross_device'))
+SELECT g.rank, g.name, count(*) AS kernels, CAST(sum(g.dur_ns) AS BIGINT) AS ns
+FROM gpu_kernels g JOIN hits h ON h.name = g.name
+WHERE g.rank IN (SELECT rank FROM no_comm) AND g.kind = 'compute'
+GROUP BY g.rank, g.name;
