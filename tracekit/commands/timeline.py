@@ -33,6 +33,7 @@ from ..layout.paths import rank_parts
 # view in every query cost as much as the query)
 CLOCK = "CAST($offset_ns AS BIGINT), CAST($drift_ppm AS DOUBLE), CAST($ref_ns AS BIGINT)"
 ALIGNED = f"tk_aligned(ts_ns, {CLOCK})"
+ALIGNED_K = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"  # with a rank's row of clocks joined as k
 EXPOSED_TID = 900001
 INSTANCE_TID = 900002
 
@@ -163,9 +164,10 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             # their order in the trace (event_index), whatever order the files were read in
             clocks = {r: {"offset_ns": o, "drift_ppm": d, "ref_ns": ref} for r, o, d, ref in run.con.execute(
                 f"SELECT rank, offset_ns, drift_ppm, ref_ns FROM rank_clocks WHERE {in_ranks}").fetchall()}
-            q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED} AS ts_ns, dur_ns, step FROM gpu_kernels "
-                 f"WHERE {kinds} AND {in_range} AND rank = $rank ORDER BY ts_ns, event_index")
-            for rank, device, stream, name, cat, kind, ts, dur, step in _per_rank(run, q, shown, clocks):
+            q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED_K} AS ts_ns, dur_ns, step FROM gpu_kernels "
+                 f"JOIN {{clocks}} USING (rank) WHERE {kinds} AND {in_range} AND {{ranks}} "
+                 "ORDER BY rank, ts_ns, event_index")
+            for rank, device, stream, name, cat, kind, ts, dur, step in _per_ranks(run, q, shown, clocks):
                 key = (rank, f"GPU {device} stream {stream}")
                 if key not in tracks:
                     tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
@@ -190,10 +192,10 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                         f'"tid":{tracks[key]},"ts":{_us(ts)}{_dur(dur)}}}')
                     counts["cpu_ops"] += 1
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
-            q = (f"SELECT rank, {ALIGNED} AS ts_ns, tk_aligned(end_ns, {CLOCK}) AS end_ns "
-                 "FROM comm_segments WHERE comm_active > 0 AND compute_active = 0 "
-                 f"AND {seg_range} AND rank = $rank ORDER BY ts_ns")
-            for rank, ts, end in _merged(_per_rank(run, q, shown, clocks)):
+            q = (f"SELECT rank, {ALIGNED_K} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
+                 "FROM comm_segments JOIN {clocks} USING (rank) WHERE comm_active > 0 AND compute_active = 0 "
+                 f"AND {seg_range} AND {{ranks}} ORDER BY rank, ts_ns")
+            for rank, ts, end in _merged(_per_ranks(run, q, shown, clocks)):
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
             _instances(run, put, counts, steps, ranks)
@@ -215,7 +217,7 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
     q = ("SELECT i.instance_key, i.collective, i.bytes, i.start_skew_ns, i.last_rank, i.first_start_ns, "
          "i.last_start_ns, list(w.rank ORDER BY w.rank), max(w.end_ns) "
          "FROM collective_instances i JOIN collective_waits w USING (instance_key) "
-         f"WHERE i.status = 'clean' {rng} GROUP BY ALL ORDER BY i.first_start_ns")
+         f"WHERE i.status = 'clean' {rng} GROUP BY ALL ORDER BY i.first_start_ns, i.instance_key")
     flow = 0
     for key, coll, nbytes, skew, last, first_ns, last_ns, members, end_ns in _rows(run, q):
         shown = [r for r in members if ranks is None or ranks[0] <= r <= ranks[1]]
@@ -265,10 +267,24 @@ def _bounded(run, near: str):
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _per_rank(run, query: str, ranks: list[int], clocks: dict):
-    """The rows of ``query`` (which takes $rank and the rank's clock, CLOCK) for each rank in turn."""
-    for rank in ranks:
-        yield from _rows(run, query, params={"rank": rank, **clocks[rank]})
+def _clock_row(rank: int, offset_ns: int, drift_ppm: float, ref_ns: int) -> str:
+    """A rank's row of rank_clocks as a SQL row of literals, of the view's types (a double by its repr: exact)."""
+    return (f"(CAST({int(rank)} AS BIGINT), CAST({int(offset_ns)} AS BIGINT), CAST('{float(drift_ppm)!r}' AS DOUBLE), "
+            f"CAST({int(ref_ns)} AS BIGINT))")
+
+
+RANKS_PER_QUERY = 64  # the stored facts of this many ranks are read and sorted together
+
+
+def _per_ranks(run, query: str, ranks: list[int], clocks: dict):
+    """The rows of ``query`` for RANKS_PER_QUERY ranks at a time (one query read them one rank at a time, a
+    scan of a compacted facts file for each): {ranks} their condition, {clocks} their rows of rank_clocks
+    as literal rows ``k`` (the view in every query cost as much as the query). The query orders by rank."""
+    for i in range(0, len(ranks), RANKS_PER_QUERY):
+        chunk = ranks[i:i + RANKS_PER_QUERY]
+        values = ", ".join(_clock_row(r, **clocks[r]) for r in chunk)
+        yield from _rows(run, query.format(ranks=f"rank BETWEEN {int(chunk[0])} AND {int(chunk[-1])}",
+                                           clocks=f"(VALUES {values}) AS k(rank, offset_ns, drift_ppm, ref_ns)"))
 
 
 def _step_spans(run, lo: int, hi: int, in_ranks: str) -> dict:
