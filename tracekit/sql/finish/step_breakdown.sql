@@ -53,17 +53,21 @@ pts AS (
     UNION ALL SELECT rank, t1, -1, cls FROM pieces
     UNION ALL SELECT rank, w0, 0, NULL FROM win
     UNION ALL SELECT rank, w1, 0, NULL FROM win),
-agg AS (
+agg AS (  -- counts of pieces, as BIGINT (sum() gives HUGEINT): lighter rows for the window and the ASOF join
     SELECT rank, t,
-           coalesce(sum(d) FILTER (WHERE cls = 'c_gemm'), 0) AS g, coalesce(sum(d) FILTER (WHERE cls = 'c_attention'), 0) AS a,
-           coalesce(sum(d) FILTER (WHERE cls = 'c_elementwise'), 0) AS e, coalesce(sum(d) FILTER (WHERE cls = 'c_other'), 0) AS o,
-           coalesce(sum(d) FILTER (WHERE cls = 'comm'), 0) AS c, coalesce(sum(d) FILTER (WHERE cls = 'wait'), 0) AS w,
-           coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS m
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_gemm'), 0) AS BIGINT) AS g,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_attention'), 0) AS BIGINT) AS a,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_elementwise'), 0) AS BIGINT) AS e,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_other'), 0) AS BIGINT) AS o,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'comm'), 0) AS BIGINT) AS c,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'wait'), 0) AS BIGINT) AS w,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m
     FROM pts GROUP BY rank, t),
 run AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t1,
-           sum(g) OVER x AS g, sum(a) OVER x AS a, sum(e) OVER x AS e, sum(o) OVER x AS o,
-           sum(c) OVER x AS c, sum(w) OVER x AS w, sum(m) OVER x AS m
+           CAST(sum(g) OVER x AS BIGINT) AS g, CAST(sum(a) OVER x AS BIGINT) AS a,
+           CAST(sum(e) OVER x AS BIGINT) AS e, CAST(sum(o) OVER x AS BIGINT) AS o,
+           CAST(sum(c) OVER x AS BIGINT) AS c, CAST(sum(w) OVER x AS BIGINT) AS w, CAST(sum(m) OVER x AS BIGINT) AS m
     FROM agg WINDOW x AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 seg AS (
     SELECT r.*, CAST(r.t1 - r.t AS DOUBLE) AS len,
