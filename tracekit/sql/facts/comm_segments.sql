@@ -36,18 +36,18 @@ pts AS (
     SELECT rank, t, 0, NULL, 0 FROM edges),
 agg AS (
     SELECT rank, t,
-           sum(sign) FILTER (WHERE kind = 'comm') AS dc, sum(sign * s) FILTER (WHERE kind = 'comm') AS sc,
+           CAST(sum(sign) FILTER (WHERE kind = 'comm') AS BIGINT) AS dc, sum(sign * s) FILTER (WHERE kind = 'comm') AS sc,
            sum(sign * s * s) FILTER (WHERE kind = 'comm') AS qc,
-           sum(sign) FILTER (WHERE kind = 'compute') AS dp, sum(sign * s) FILTER (WHERE kind = 'compute') AS sp,
+           CAST(sum(sign) FILTER (WHERE kind = 'compute') AS BIGINT) AS dp, sum(sign * s) FILTER (WHERE kind = 'compute') AS sp,
            sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
-           sum(sign) FILTER (WHERE kind = 'memory') AS dm,
+           CAST(sum(sign) FILTER (WHERE kind = 'memory') AS BIGINT) AS dm,
            coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa
     FROM pts GROUP BY rank, t),
 run AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
-           sum(coalesce(dc, 0)) OVER w AS nc, sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
-           sum(coalesce(dp, 0)) OVER w AS np, sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
-           sum(coalesce(dm, 0)) OVER w AS nm, sum(sa) OVER w AS sa, sum(qa) OVER w AS qa
+           CAST(sum(coalesce(dc, 0)) OVER w AS BIGINT) AS nc, sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
+           CAST(sum(coalesce(dp, 0)) OVER w AS BIGINT) AS np, sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
+           CAST(sum(coalesce(dm, 0)) OVER w AS BIGINT) AS nm, sum(sa) OVER w AS sa, sum(qa) OVER w AS qa
     FROM agg
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 seg AS (
