@@ -202,7 +202,10 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
             for name in views_for(FINISHED):
                 con.execute(_sql.load("views", name).text)
             con.execute("SET threads = 1")  # as finish_run's connections: the same sums in the same order
-            _materialize_all(con, FINISHED, parquet_of, fail)
+            try:
+                _materialize_all(con, FINISHED, parquet_of, _finish_fail(run_dir, lo, hi))
+            except _FinishOutOfMemory:  # reduce_run does it again, partition by partition (finish_run)
+                _drop_finished(run_dir, "all.parquet")
             if timings is not None:
                 timings["finish_s"] = round(time.perf_counter() - start, 3)
 
@@ -238,12 +241,12 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
 
 
 @contextlib.contextmanager
-def _facts_connection(threads: int, spill: str, events: list[str] = ()):
+def _facts_connection(threads: int, spill: str, events: list[str] = (), memory_mb: int | None = None):
     """A DuckDB connection for deriving facts: ``threads`` threads, derive_memory_mb() of memory (plus room
     for the largest value of ``events``: value_room_mb), spilling past it to ``spill`` (inside the run
     being built: removed with the connection, never in the cwd)."""
     con = duckdb.connect(config={"threads": max(1, threads),
-                                 "memory_limit": f"{derive_memory_mb() + value_room_mb(events)}MB",
+                                 "memory_limit": f"{(memory_mb or derive_memory_mb()) + value_room_mb(events)}MB",
                                  "temp_directory": spill})
     try:
         yield con
@@ -342,17 +345,76 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
         chunks[-1].append(r)
     for name in FINISHED:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-    jobs = [(c, "all.parquet" if len(chunks) == 1 else f"ranks-{c[0]:07d}-{c[-1]:07d}.parquet") for c in chunks]
+    jobs = [(c, "all.parquet" if len(chunks) == 1 else _part_name(c)) for c in chunks]
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
-        for fut in [pool.submit(_finish_part, run_dir, c, f) for c, f in jobs]:
+        for fut in [pool.submit(_finish_chunk, run_dir, c, f) for c, f in jobs]:
             fut.result()
 
 
-def _finish_part(run_dir: str, ranks: list[int], file_name: str) -> None:
+def _part_name(ranks: list[int]) -> str:
+    return f"ranks-{ranks[0]:07d}-{ranks[-1]:07d}.parquet"
+
+
+class _FinishOutOfMemory(TracekitError):
+    """A finish partition ran out of its memory budget: tried again smaller, or with more memory."""
+
+
+def _finish_fail(run_dir: str, lo: int, hi: int):
+    def fail(name, exc):
+        where = f"{run_dir}: could not derive its {name.lstrip('_')} (ranks {lo}-{hi}): {str(exc).splitlines()[0]}"
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return _FinishOutOfMemory(
+                f"{where}; one rank alone was given up to {4 ** (FINISH_MEMORY_STEPS - 1)}x TRACEKIT_DERIVE_MEMORY_MB "
+                f"(now {derive_memory_mb()} MB): set it higher and run `tracekit ingest --rederive RUN`")
+        return TracekitError(f"{where}; this is likely a tracekit bug: report it")
+    return fail
+
+
+def _drop_finished(run_dir: str, file_name: str) -> None:
+    """What a failed partition wrote of its finish rules (the ones done before the one that failed)."""
+    for name in FINISHED:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(facts_dir(run_dir, name), file_name))
+
+
+FINISH_MEMORY_STEPS = 3  # a one-rank partition out of memory tries again with 4x, then 16x the budget
+
+
+def _finish_chunk(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None) -> None:
+    """The finish of ``ranks``; out of memory (a few very heavy ranks: 43M events on 8 ranks), the
+    partition is split in two, down to one rank, and a rank alone tries again with 4x, then 16x the
+    budget, never more than half the machine's memory: the rows are the same, only the work's size
+    changes (the rules partition by rank)."""
+    memory_mb = memory_mb or derive_memory_mb()
+    try:
+        _finish_part(run_dir, ranks, file_name, memory_mb)
+        return
+    except _FinishOutOfMemory:
+        _drop_finished(run_dir, file_name)
+        if len(ranks) > 1:
+            half = len(ranks) // 2
+            for part in (ranks[:half], ranks[half:]):
+                _finish_chunk(run_dir, part, _part_name(part), memory_mb)
+            return
+        bigger = min(memory_mb * 4, _half_memory_mb())
+        if bigger <= memory_mb or memory_mb >= derive_memory_mb() * 4 ** (FINISH_MEMORY_STEPS - 1):
+            raise
+    _finish_chunk(run_dir, ranks, file_name, bigger)
+
+
+def _half_memory_mb() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2 // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 4096
+
+
+def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None) -> None:
     lo, hi = ranks[0], ranks[-1]
     events = "events" in _finish_uses()
     spill = os.path.join(run_dir, f"_spill-finish-{lo}")
-    with _facts_connection(1, spill, [f for r in ranks for f in rank_parts(run_dir, r)] if events else []) as con:
+    with _facts_connection(1, spill, [f for r in ranks for f in rank_parts(run_dir, r)] if events else [],
+                           memory_mb=memory_mb) as con:
         if events:
             bind_events(con, run_dir, ranks=(lo, hi))
         bind_tables(con, run_dir, materialize=True)
@@ -366,11 +428,8 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str) -> None:
         for name in views_for(FINISHED):
             con.execute(_sql.load("views", name).text)
 
-        def fail(name, exc):
-            return TracekitError(f"{run_dir}: could not derive its {name.lstrip('_')} (ranks {lo}-{hi}): "
-                                 f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it")
-
-        _materialize_all(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name), fail)
+        _materialize_all(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name),
+                         _finish_fail(run_dir, lo, hi))
 
 
 def _finish_uses() -> set[str]:

@@ -115,3 +115,43 @@ def test_why_late_on_the_dlrm_job_equals_a_recomputation_by_hand_with_partitions
         late, others = expected[(r["rank"], r["kind"], None if r["kind"] == "lead-up" else r["name"])]
         assert r["instances"] == count[r["rank"]]
         assert (r["late_ms"], r["others_ms"]) == pytest.approx((late / 1e6, others / 1e6), rel=1e-9, abs=1e-12)
+
+
+def test_a_partition_out_of_memory_is_split_then_given_more(tmp_path, monkeypatch):
+    """43M events on 8 ranks ran the finish's one partition out of its 256 MB and failed the ingest. Here
+    the same rows must come out when a partition of several ranks runs out of memory after writing part of
+    its rules (split in two, down to one rank) and rank 1 alone runs out at the first budget (4x it)."""
+    d = tracekit.derive
+    base = d.derive_memory_mb()
+    real, calls = d._finish_part, []
+
+    def out_of_memory(run_dir, ranks, file_name, memory_mb=None):
+        calls.append((tuple(ranks), memory_mb))
+        real(run_dir, ranks, file_name, memory_mb)  # its files written, as a rule before the failing one's
+        if len(ranks) > 1 or (ranks == [1] and memory_mb < 4 * base):
+            raise d._FinishOutOfMemory("planted: out of memory")
+
+    monkeypatch.setattr(d, "FINISH_RANKS", 2)  # partitions [0, 1] [2, 3] of the 4 planted ranks
+    monkeypatch.setattr(d, "_finish_part", out_of_memory)
+    planted.test_the_straggler_explanation_names_the_planted_slow_op(tmp_path)  # its planted figures still hold
+    # (the two partitions run side by side: their calls interleave)
+    assert sorted(calls) == [((0,), base), ((0, 1), base), ((1,), base), ((1,), 4 * base), ((2,), base),
+                             ((2, 3), base), ((3,), base)]
+    for name in ("step_breakdown", "_lead_up_parts"):  # one file a rank, none left of the failed partitions
+        assert finish_files(tmp_path / "run-slow", name) == [f"ranks-{r:07d}-{r:07d}.parquet" for r in range(4)]
+
+
+def test_a_rank_out_of_memory_at_every_budget_is_one_line(tmp_path, monkeypatch):
+    d = tracekit.derive
+
+    def out_of_memory(run_dir, ranks, file_name, memory_mb=None):
+        raise d._finish_fail(run_dir, ranks[0], ranks[-1])("step_breakdown", d.duckdb.OutOfMemoryException(
+            "Out of Memory Error: could not allocate block of size 256.0 KiB (244.0 MiB/244.1 MiB used)"))
+
+    monkeypatch.setattr(d, "FINISH_RANKS", 1)
+    monkeypatch.setattr(d, "_finish_part", out_of_memory)
+    with pytest.raises(tracekit.TracekitError) as info:
+        hand.test_a_hand_worked_timeline(tmp_path)
+    msg = str(info.value)
+    assert "could not derive its step_breakdown (ranks 0-0): Out of Memory Error" in msg
+    assert "TRACEKIT_DERIVE_MEMORY_MB" in msg and "--rederive" in msg and "bug" not in msg
