@@ -35,14 +35,20 @@ def huge_name_trace(path, name_mb=NAME_MB):
     return kernel_at
 
 
+def ingest_measured(trace, run, stats, env, jobs: int):
+    """`tracekit ingest TRACE -o RUN` in a child process whose peak RSS (with its workers') benchmarks/peak.py
+    writes to ``stats``."""
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
+                           "ingest", str(trace), "-o", str(run), "--jobs", str(jobs), "--no-progress"],
+                          check=False, capture_output=True, text=True, env=env)
+
+
 def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
     trace = tmp_path / "rank0.json"
     huge_name_trace(trace)
     stats = tmp_path / "peak.json"
     env = {**os.environ, "TRACEKIT_DERIVE_MEMORY_MB": "64"}
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
-                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "1", "--no-progress"],
-                       check=False, capture_output=True, text=True, env=env)
+    r = ingest_measured(trace, tmp_path / "run", stats, env, jobs=1)
     assert r.returncode == 0, r.stderr
     run = tracekit.open(tmp_path / "run")
     (k,) = run.sql("SELECT strlen(name) AS n, step, ts_ns, dur_ns FROM gpu_kernels").to_pylist()
@@ -59,9 +65,7 @@ def test_a_name_past_the_event_cap_is_refused_in_one_line_within_bounded_memory(
     kernel_at = huge_name_trace(trace, name_mb=200)
     stats = tmp_path / "peak.json"
     env = {k: v for k, v in os.environ.items() if k != "TRACEKIT_MAX_EVENT_MB"}
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
-                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "1", "--no-progress"],
-                       check=False, capture_output=True, text=True, env=env)
+    r = ingest_measured(trace, tmp_path / "run", stats, env, jobs=1)
     assert r.returncode == 2 and r.stdout == ""
     (line,) = r.stderr.splitlines()
     assert line.startswith(f"error: {trace} (event #2 of traceEvents, byte {kernel_at:,} of the JSON text): ")
@@ -88,9 +92,7 @@ def test_many_kernels_of_distinct_names_on_one_stream_derive_within_the_budget(t
     trace = distinct_names_trace(tmp_path / "rank0.json", n)
     stats = tmp_path / "peak.json"
     env = {**os.environ, "TRACEKIT_DERIVE_MEMORY_MB": "128"}
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-m", "tracekit.cli.main",
-                        "ingest", str(trace), "-o", str(tmp_path / "run"), "--jobs", "2", "--no-progress"],
-                       check=False, capture_output=True, text=True, env=env)
+    r = ingest_measured(trace, tmp_path / "run", stats, env, jobs=2)
     assert r.returncode == 0, r.stderr
     run = tracekit.open(tmp_path / "run")
     got = run.sql("SELECT count(*) AS n, count(DISTINCT name) AS names, count(DISTINCT stream) AS streams, "

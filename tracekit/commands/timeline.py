@@ -153,6 +153,16 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             f.write('{"schemaVersion":1,"displayTimeUnit":"ms","traceName":"tracekit timeline",'
                     '"traceEvents":[\n')
             tracks: dict[tuple[int, str], int] = {}
+
+            def track(rank: int, label: str, base: int) -> int:
+                """The tid of a rank's track named ``label``: base + how many tracks the rank had before it;
+                its name's metadata event is written the first time."""
+                key = (rank, label)
+                if key not in tracks:
+                    tracks[key] = base + sum(1 for k in tracks if k[0] == rank)
+                    put(_meta(rank, tracks[key], label))
+                return tracks[key]
+
             shown = [r for (r,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} "
                                                    "ORDER BY rank").fetchall()]
             for rank in shown:
@@ -168,12 +178,9 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                  f"JOIN {{clocks}} USING (rank) WHERE {kinds} AND {in_range} AND {{ranks}} "
                  "ORDER BY rank, ts_ns, event_index")
             for rank, device, stream, name, cat, kind, ts, dur, step in _per_ranks(run, q, shown, clocks):
-                key = (rank, f"GPU {device} stream {stream}")
-                if key not in tracks:
-                    tracks[key] = 100000 + len([k for k in tracks if k[0] == rank])
-                    put(_meta(rank, tracks[key], key[1]))
+                tid = track(rank, f"GPU {device} stream {stream}", 100000)
                 # _ev("X", name, rank, track, ts, dur, cat=cat, args_text=_kernel_args(kind, step)), inline
-                put(f'{{"ph":"X","cat":{_js_name(cat)},"name":{_js_name(name)},"pid":{rank},"tid":{tracks[key]},'
+                put(f'{{"ph":"X","cat":{_js_name(cat)},"name":{_js_name(name)},"pid":{rank},"tid":{tid},'
                     f'"ts":{_us(ts)}{_dur(dur)},"args":{_kernel_args(kind, step)}}}')
                 counts["kernels"] += 1
             if not kernels_only:
@@ -183,13 +190,10 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                      "AND {span} ORDER BY ts_ns, e.event_index")
                 spans = None if steps is None else _step_spans(run, int(lo), int(hi), in_ranks)
                 for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown, clocks, spans):
-                    key = (rank, f"CPU {pid} thread {tid}")
-                    if key not in tracks:
-                        tracks[key] = 200000 + len([k for k in tracks if k[0] == rank])
-                        put(_meta(rank, tracks[key], key[1]))
+                    cpu_tid = track(rank, f"CPU {pid} thread {tid}", 200000)
                     # _ev("X", name or "", rank, track, ts, dur, cat=cat or ""), inline
                     put(f'{{"ph":"X","cat":{_js_name(cat or "")},"name":{_js_name(name or "")},"pid":{rank},'
-                        f'"tid":{tracks[key]},"ts":{_us(ts)}{_dur(dur)}}}')
+                        f'"tid":{cpu_tid},"ts":{_us(ts)}{_dur(dur)}}}')
                     counts["cpu_ops"] += 1
             seg_range = "TRUE" if steps is None else f"comm_step BETWEEN {int(lo)} AND {int(hi)}"
             q = (f"SELECT rank, {ALIGNED_K} AS ts_ns, tk_aligned(end_ns, k.offset_ns, k.drift_ppm, k.ref_ns) AS end_ns "
