@@ -146,3 +146,26 @@ def test_identity_lists_eight_hosts_then_counts_the_rest(tmp_path):
     rows = dict(line.split(",", 1) for line in r.stdout.splitlines()[1:])
     assert rows["hosts"] == '"10 hosts: h0, h1, h2, h3, h4, h5, h6, h7, … (2 more)"'
     assert rows["ranks"] == "10 ranks (0–9)"
+
+
+def test_versions_are_read_once_at_ingest_into_trace_versions(tmp_path):
+    # three ranks whose headers record two PyTorch builds on one CUDA runtime (12040: 12.4), rank 2 with a
+    # training config: trace_versions groups them as written; identity and doctor read it, not the metadata
+    import tracekit
+    from tests.conftest import dist, write_trace
+    heads = [{"pytorch_version": "2.5.0", "cuda_runtime_version": 12040},
+             {"pytorch_version": "2.5.0", "cuda_runtime_version": 12040},
+             {"pytorch_version": "2.6.0", "cuda_runtime_version": 12040, "tracekit_config": {"model": {}}}]
+    for r, head in enumerate(heads):
+        write_trace(tmp_path / f"rank{r}.json", [{"ph": "X", "name": "op", "ts": 1, "dur": 1, "pid": 1, "tid": 1}],
+                    header={**dist(r, world=3), **head})
+    run = tracekit.open(tmp_path)
+    rows = run.sql("SELECT * FROM trace_versions ORDER BY first_rank").to_pylist()
+    assert rows == [{"pytorch_version": "2.5.0", "cuda_runtime_version": "12040", "has_config": False, "ranks": 2,
+                     "first_rank": 0},
+                    {"pytorch_version": "2.6.0", "cuda_runtime_version": "12040", "has_config": True, "ranks": 1,
+                     "first_rank": 2}]
+    ident = {r["item"]: r["value"] for r in tracekit.report(run, "identity").to_pylist()}
+    assert ident["PyTorch"] == "2.5.0, 2.6.0" and ident["CUDA runtime"] == "12.4"
+    mixed = [r for r in tracekit.report(run, "doctor").to_pylist() if r["check"] == "mixed versions"]
+    assert len(mixed) == 1 and mixed[0]["finding"] == "the traces differ in PyTorch version"

@@ -21,8 +21,11 @@ def read_config(metadata: dict) -> dict | None:
 def recorded_configs(run) -> dict[int, dict]:
     """rank -> the config tracekit.profiler recorded in that rank's trace. Only the config's key is read
     out of each rank's metadata (by DuckDB): parsing every rank's whole metadata in Python took a second
-    at 4,096 ranks, for a job that recorded no config."""
+    at 4,096 ranks, for a job that recorded no config; and a run where no trace has the key (trace_versions,
+    read out of the metadata at ingest) is not read at all."""
     out = {}
+    if not run.sql("SELECT 1 FROM trace_versions WHERE has_config LIMIT 1").num_rows:
+        return out
     for r in run.sql(f"SELECT rank, json_extract(metadata, '$.{CONFIG_KEY}') AS cfg FROM traces "
                      "WHERE cfg IS NOT NULL ORDER BY rank").to_pylist():
         cfg = read_config({CONFIG_KEY: json.loads(r["cfg"])})

@@ -1,16 +1,15 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
 -- nothing to report gives one row: check 'all', severity 'ok'.
 -- @stage report
--- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces
+-- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
 -- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
 -- @column finding: what was found, with counts
 -- @column fix: what to do about it
-WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns,
-                   coalesce(json_extract_string(metadata, '$.pytorch_version'),
-                            json_extract_string(metadata, '$.tracekit_config.pytorch_version')) AS torch
-            FROM traces),
+WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns FROM traces),
+-- the PyTorch versions the ranks record, read out of their metadata once at ingest (trace_versions)
+torch AS (SELECT count(DISTINCT pytorch_version) AS n FROM trace_versions),
 world AS (SELECT max(world_size) AS n FROM tr),
 missing AS (
     SELECT array_to_string(list(CAST(r AS VARCHAR) ORDER BY r)[1:16], ',')
@@ -169,10 +168,10 @@ findings AS (
                CASE WHEN count(DISTINCT schema_version) > 1 THEN 'Kineto schemaVersion' END,
                CASE WHEN count(DISTINCT backend) > 1 THEN 'backend' END,
                CASE WHEN count(DISTINCT nccl_version) > 1 THEN 'NCCL version' END,
-               CASE WHEN count(DISTINCT torch) > 1 THEN 'PyTorch version' END)),
+               CASE WHEN max(torch.n) > 1 THEN 'PyTorch version' END)),
            'profile every rank with the same PyTorch and NCCL build'
-    FROM tr HAVING count(DISTINCT schema_version) > 1 OR count(DISTINCT backend) > 1
-                   OR count(DISTINCT nccl_version) > 1 OR count(DISTINCT torch) > 1
+    FROM tr, torch HAVING count(DISTINCT schema_version) > 1 OR count(DISTINCT backend) > 1
+                   OR count(DISTINCT nccl_version) > 1 OR max(torch.n) > 1
     UNION ALL
     SELECT 'mixed jobs', 'warning', '',
            format('the traces look like more than one job: {}', concat_ws('; ',

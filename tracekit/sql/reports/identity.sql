@@ -2,10 +2,11 @@
 -- backend and versions, steps, window.
 -- Items a trace does not record say so.
 -- @stage report
--- @uses steps, comm_overlap, clock_offsets, traces
+-- @uses steps, comm_overlap, clock_offsets, traces, trace_versions
 -- @column item: what is described
 -- @column value: its value, as text (counts with thousands separators; "not recorded" where no trace has it)
-WITH tr AS (SELECT * FROM traces),
+WITH tr AS (SELECT rank, world_size, event_count, host, host_name, gpu_name, backend, nccl_version, host_source
+            FROM traces),
 ranks AS (
     SELECT count(*) AS n, max(world_size) AS world, min(rank) AS lo, max(rank) AS hi,
            sum(event_count) AS events FROM tr),
@@ -19,16 +20,16 @@ gpus AS (SELECT string_agg(g, ', ' ORDER BY g) AS names
                FROM tr WHERE gpu_name IS NOT NULL GROUP BY gpu_name)),
 versions AS (
     SELECT string_agg(DISTINCT backend, ', ' ORDER BY backend) AS backend,
-           string_agg(DISTINCT nccl_version, ', ' ORDER BY nccl_version) AS nccl,
-           -- CUDA writes its version as major * 1000 + minor * 10 (12090 is 12.9)
-           string_agg(DISTINCT CASE WHEN TRY_CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) >= 1000
-                                    THEN (CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) // 1000) || '.'
-                                         || (CAST(json_extract_string(metadata, '$.cuda_runtime_version') AS BIGINT) % 1000 // 10)
-                                    ELSE json_extract_string(metadata, '$.cuda_runtime_version') END, ', ') AS cuda,
-           string_agg(DISTINCT coalesce(json_extract_string(metadata, '$.pytorch_version'),
-                                        json_extract_string(metadata, '$.tracekit_config.pytorch_version')), ', ')
-               AS torch
-    FROM tr),
+           string_agg(DISTINCT nccl_version, ', ' ORDER BY nccl_version) AS nccl FROM tr),
+-- the metadata's versions, read out of every rank's metadata once at ingest (trace_versions: a few rows)
+meta AS (
+    SELECT -- CUDA writes its version as major * 1000 + minor * 10 (12090 is 12.9)
+           string_agg(DISTINCT CASE WHEN TRY_CAST(cuda_runtime_version AS BIGINT) >= 1000
+                                    THEN (CAST(cuda_runtime_version AS BIGINT) // 1000) || '.'
+                                         || (CAST(cuda_runtime_version AS BIGINT) % 1000 // 10)
+                                    ELSE cuda_runtime_version END, ', ') AS cuda,
+           string_agg(DISTINCT pytorch_version, ', ') AS torch
+    FROM trace_versions),
 st AS (SELECT step, count(DISTINCT rank) AS ranks FROM steps GROUP BY step),
 steps_text AS (
     SELECT CASE WHEN count(*) = 0 THEN 'none (no ProfilerStep in the traces)'
@@ -63,8 +64,8 @@ SELECT item, value FROM (
     UNION ALL SELECT 3, 'GPUs', coalesce(names, 'none recorded (a CPU run, or traces without deviceProperties)') FROM gpus
     UNION ALL SELECT 4, 'backend', coalesce(backend, 'not recorded (no distributedInfo)') FROM versions
     UNION ALL SELECT 5, 'NCCL', coalesce(nccl, 'not recorded in the traces') FROM versions
-    UNION ALL SELECT 6, 'CUDA runtime', coalesce(cuda, 'not recorded in the traces') FROM versions
-    UNION ALL SELECT 7, 'PyTorch', coalesce(torch, 'not recorded in the traces') FROM versions
+    UNION ALL SELECT 6, 'CUDA runtime', coalesce(cuda, 'not recorded in the traces') FROM meta
+    UNION ALL SELECT 7, 'PyTorch', coalesce(torch, 'not recorded in the traces') FROM meta
     UNION ALL SELECT 8, 'steps', t FROM steps_text
     UNION ALL SELECT 9, 'window', CASE WHEN lo IS NULL THEN 'no interval (no kernel, Gloo or CPU op)'
                                        WHEN round(lo, 3) = round(hi, 3) THEN format('{:.3f}', lo) || ' ms per rank'
