@@ -123,18 +123,20 @@ def graph() -> dict:
 
 # The two runs' sides a diff report compares, registered by tracekit/commands/diff.py.
 DIFF_SIDES = ("side_a", "side_b")
+# A report's table of one row per rank, registered by the HTML page (tracekit/html_tables.py) for its spread.
+PAGE_TABLES = ("per_rank",)
 
 
 def check_reports(reports: list, rules, tables) -> None:
     """Each report (tracekit/sql/reports) says ``-- @stage report`` and ``-- @uses`` only rules (``rules``),
-    the stored tables (``tables``) and, for a diff, its two sides; anything else is a RuleGraphError
-    naming the file."""
+    the stored tables (``tables``), for a diff its two sides and for the HTML page its per-rank table;
+    anything else is a RuleGraphError naming the file."""
     for r in reports:
         where = f"tracekit/sql/reports/{r.name}.sql"
         if r.stage != "report":
             raise RuleGraphError(f"{where}: its header needs -- @stage report (has {r.stage!r})")
         for u in r.uses:
-            if u not in rules and u not in tables and u not in DIFF_SIDES:
+            if u not in rules and u not in tables and u not in DIFF_SIDES + PAGE_TABLES:
                 raise RuleGraphError(f"{where}: @uses {u}: no rule or table of that name")
 
 

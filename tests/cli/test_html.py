@@ -169,3 +169,53 @@ def test_versions_are_read_once_at_ingest_into_trace_versions(tmp_path):
     assert ident["PyTorch"] == "2.5.0, 2.6.0" and ident["CUDA runtime"] == "12.4"
     mixed = [r for r in tracekit.report(run, "doctor").to_pylist() if r["check"] == "mixed versions"]
     assert len(mixed) == 1 and mixed[0]["finding"] == "the traces differ in PyTorch version"
+
+
+def _tables_after(text: str, marker: str) -> list[list[list[str]]]:
+    """The cells of each <table> after ``marker`` in the page, row by row (the header row first)."""
+    import html as _html
+    return [[[_html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
+             for row in re.findall(r"<tr>(.*?)</tr>", t)]
+            for t in re.findall(r"<table>.*?</table>", text[text.index(marker):])]
+
+
+def test_page_above_the_per_rank_limit_shows_spreads_and_the_worst_ranks(tmp_path, monkeypatch):
+    # 4 ranks, each a step with one compute kernel, then one allreduce that nothing overlaps: rank r starts it
+    # at 2,000 + 100 r us and runs it for 1, 2, 3 and 10 ms. So comm_ms = exposed_comm_ms = 1, 2, 3, 10: min 1,
+    # median (2 + 3) / 2 = 2.5, 90th percentile at 0.9 x 3 = 2.7 between the sorted values: 3 + 0.7 x 7 = 7.9,
+    # max 10 on rank 3. Rank 3 starts last: the others wait 300, 200, 100 us for it (rank 0 longest).
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+    from tracekit import html_tables
+    from tracekit.commands.html import write_html
+
+    for r, ms in enumerate([1, 2, 3, 10]):
+        events = [step(1, 0, 20000)] + kernel("volta_sgemm_128x64_nn", 100, 1000) + kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 2000 + 100 * r,
+            ms * 1000, stream=20)
+        write_trace(tmp_path / f"rank{r}.json", events, header=dist(r, world=4))
+    monkeypatch.setattr(html_tables, "PER_RANK_ROWS", 2)  # 4 ranks are above it: the page of a big job
+    monkeypatch.setattr(html_tables, "WORST_ROWS", 2)
+    run = tracekit.open(tmp_path)
+    text = pathlib.Path(write_html(run, str(tmp_path / "page.html"))).read_text()
+    from tracekit.figures import plotly_js
+    text = text.replace(plotly_js(), "")
+
+    import html as _html
+    words = _html.unescape(text)
+    assert words.count("4 ranks: each number's spread over the ranks") == 2  # the summary and the overlap per rank
+    assert f"Every row: `tracekit report {tmp_path} summary`." in words
+    spread, worst = _tables_after(text, "4 ranks: each number")[:2]
+    assert spread[0] == ["column", "rows", "min", "median", "p90", "max", "max_rank"]
+    rows = {r[0]: r[1:] for r in spread[1:]}
+    assert rows["comm_ms"] == ["4", "1.000", "2.500", "7.900", "10.000", "3"]
+    assert rows["exposed_comm_ms"] == ["4", "1.000", "2.500", "7.900", "10.000", "3"]
+    assert [r[0] for r in worst[1:]] == ["3", "2"]  # the 2 ranks with the most exposed communication, most first
+    # the charts: overlap per rank draws the 2 ranks of most exposed comm; skew rank 3 (waited least) and 0
+    figs = {m.group(1): json.loads(m.group(2).replace("<\\/", "</")) for m in re.finditer(
+        r'<div class="plot" id="([a-z_]+)"></div><script>.*?\}\)\((\{.*?\})\);</script>', text)}
+    assert figs["overlap"]["data"][0]["x"] == ["2", "3"]
+    assert figs["skew"]["data"][0]["y"] == ["0", "3"]
+    assert "The chart draws the 2 ranks with the most exposed communication, of 4." in words
+    assert "The chart draws 2 of the 4 ranks: the 1 that waited least in all over its instances" in words

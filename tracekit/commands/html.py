@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 
-from .. import __version__, figures
+from .. import __version__, figures, html_tables
 from ..errors import TracekitError
 from ..html_tables import FIRST, identity_table, report_html, table, why
 from ..table_meta import note_of
@@ -39,7 +39,25 @@ SELECT s.instance_key, s.first_start_ns, w.rank, w.wait_ns FROM collective_waits
 ORDER BY s.first_start_ns, w.rank"""
 WAIT_RANKS_SQL = """SELECT DISTINCT w.rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
 WHERE i.status = 'clean' ORDER BY w.rank"""
+# above PER_RANK_ROWS ranks (html_tables), the chart's rows: the $half ranks that waited least in all over the
+# instances it draws (those the others waited for) and the $half that waited longest; and those ranks' waits
+PICKED_WAITS_SQL = """WITH shown AS (SELECT instance_key, first_start_ns FROM collective_instances
+               WHERE status = 'clean' ORDER BY first_start_ns, instance_key LIMIT $limit),
+w AS (SELECT s.instance_key, s.first_start_ns, w.rank, w.wait_ns
+      FROM collective_waits w JOIN shown s USING (instance_key)),
+total AS (SELECT rank, sum(wait_ns) AS wait_ns FROM w GROUP BY rank),
+picked AS (SELECT rank FROM (SELECT rank, row_number() OVER (ORDER BY wait_ns, rank) AS least,
+                                   row_number() OVER (ORDER BY wait_ns DESC, rank) AS most FROM total)
+           WHERE least <= $half OR most <= $half)
+SELECT w.* FROM w JOIN picked USING (rank) ORDER BY first_start_ns, rank"""
 HEATMAP_INSTANCES = 60
+
+def _quoted(name: str) -> str:
+    """A run's name as a shell word."""
+    import shlex
+
+    return shlex.quote(name)
+
 
 def _chart(fig: dict | None, div_id: str, nothing: str) -> str:
     return figures.div(fig, div_id) if fig is not None else why(nothing)
@@ -60,15 +78,26 @@ def advice(run) -> str:
 def sections(run) -> list[tuple[str, str]]:
     from .validate import validate
 
-    out = [("What to change first (advise)", advice(run)), ("Summary", report_html(run, "summary")[1])]
+    ranks = run.sql("SELECT count(*) AS n FROM traces").column("n")[0].as_py()
+    most = html_tables.PER_RANK_ROWS  # above this many ranks, per-rank tables and charts show some ranks
+    def every(*args: str) -> tuple[int, str]:  # the run's ranks, and the command that gives every row
+        return ranks, " ".join(("tracekit report", _quoted(run.name)) + args)
+
+    out = [("What to change first (advise)", advice(run)),
+           ("Summary", report_html(run, "summary", per_rank=every("summary"))[1])]
     sizes = run.sql(SIZES_SQL).to_pylist()
     out.append(("Collectives by message size", report_html(run, "collectives")[1] + _chart(
         figures.message_sizes(sizes), "message_sizes",
         "No chart: no collective here has a message size (no communication, or traces recorded without "
         "record_shapes=True).")))
-    t, body = report_html(run, "overlap")
+    t, body = report_html(run, "overlap", per_rank=every("overlap"))
+    drawn = t
+    if ranks > most and t.num_rows:  # the chart's bars: the ranks with the most exposed communication
+        drawn = t.sort_by([("exposed_comm_ms", "descending"), ("rank", "ascending")]).slice(0, most)
+        drawn = drawn.sort_by("rank")
+        body += why(f"The chart draws the {drawn.num_rows} ranks with the most exposed communication, of {ranks:,}.")
     out.append(("Overlap per rank", body + _chart(
-        figures.overlap(t.to_pylist(), "rank", "rank"), "overlap",
+        figures.overlap(drawn.to_pylist(), "rank", "rank"), "overlap",
         "No chart: the traces hold no GPU kernel and no Gloo op, so there is no communication to overlap.")))
     steps = run.sql(BY_STEP_SQL).to_pylist()
     # a chart compares steps: -1 (time outside every step, kernels launched before the profile) is no step
@@ -78,13 +107,25 @@ def sections(run) -> list[tuple[str, str]]:
                                          "the traces hold no ProfilerStep (profile with torch.profiler.schedule "
                                          "and call prof.step() once per training step).")))
     out.append(("Overlap and exposed communication per step (all ranks)",
-                report_html(run, "overlap", "overlap_step", by="step")[1] + chart))
+                report_html(run, "overlap", "overlap_step", per_rank=every("overlap", "--by", "step"), by="step")[1]
+                + chart))
     out.append(("Exposed communication by process group", report_html(run, "exposed", by="group")[1]))
     skew, body = report_html(run, "skew")
+    if ranks > most:  # the chart's rows: some of the ranks (PICKED_WAITS_SQL), said under it
+        waits = run.sql(PICKED_WAITS_SQL, {"limit": HEATMAP_INSTANCES, "half": most // 2}).to_pylist()
+        fig = figures.skew_heatmap(waits, HEATMAP_INSTANCES)
+        drawn_ranks = len({w["rank"] for w in waits})
+        if fig is not None and drawn_ranks >= most:
+            body += why(f"The chart draws {drawn_ranks} of the {ranks:,} ranks: the {most // 2} that "
+                        f"waited least in all over its instances (those the others waited for) and the "
+                        f"{most // 2} that waited longest.")
+        elif fig is not None:
+            body += why(f"The chart draws the {drawn_ranks} ranks of its instances, of {ranks:,}.")
+    else:
+        fig = figures.skew_heatmap(run.sql(WAITS_SQL, {"limit": HEATMAP_INSTANCES}).to_pylist(), HEATMAP_INSTANCES,
+                                   ranks=run.sql(WAIT_RANKS_SQL).column("rank").to_pylist())
     out.append(("Skew across ranks (most skewed first)", body + _chart(
-        figures.skew_heatmap(run.sql(WAITS_SQL, {"limit": HEATMAP_INSTANCES}).to_pylist(), HEATMAP_INSTANCES,
-                             ranks=run.sql(WAIT_RANKS_SQL).column("rank").to_pylist()), "skew",
-        "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
+        fig, "skew", "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
     try:
         rows = validate(run)
     except TracekitError as exc:

@@ -28,6 +28,11 @@ def safe_text(s: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), s)
 
 
+def is_number(field: pa.Field) -> bool:
+    """A column of numbers (integers, floats, decimals): right-aligned, formatted as numbers."""
+    return pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)
+
+
 def _cell(v) -> str:
     """One number style in tables: integers (and integral decimals: DuckDB's HUGEINT sums) with thousands
     separators, other numbers to 3 decimals with separators; csv, json and parquet keep exact values."""
@@ -86,8 +91,7 @@ def to_html(table: pa.Table) -> str:
     """An HTML <table> of the rows (numbers formatted as in the terminal), escaped."""
     import html
 
-    numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
-               or pa.types.is_decimal(f.type)}
+    numeric = {f.name for f in table.schema if is_number(f)}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
     body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(_cell(r[c]))}</td>'
                                     for c in table.column_names) + "</tr>" for r in table.to_pylist())
@@ -148,8 +152,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    numeric = {f.name for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
-               or pa.types.is_decimal(f.type)}
+    numeric = {f.name for f in table.schema if is_number(f)}
     columns = table.column_names
     rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
