@@ -144,9 +144,13 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
                                  f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the "
                                  "file, or leave it out (`tracekit ingest --on-error skip` ingests the other files)")
 
-        _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"), fail)
-        if reduced:
-            reduce_on(con, lambda name: os.path.join(out_dir, name + ".parquet"), fail)
+        def parquet_of(name):
+            return os.path.join(out_dir, name + ".parquet")
+
+        _materialize_all(con, FACTS, parquet_of, fail)
+        if reduced:  # the run is this rank: the reduce and the finish on this connection, from its tables
+            reduce_on(con, parquet_of, fail)
+            _finish_on(con, parquet_of, _finish_fail(trace.get("path"), rank, rank))
 
 
 def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: str, threads: int = 1) -> None:
@@ -199,15 +203,27 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
             start = time.perf_counter()
             for name in FINISHED:
                 os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-            for name in views_for(FINISHED):
-                con.execute(_sql.load("views", name).text)
-            con.execute("SET threads = 1")  # as finish_run's connections: the same sums in the same order
-            try:
-                _materialize_all(con, FINISHED, parquet_of, _finish_fail(run_dir, lo, hi))
-            except _FinishOutOfMemory:  # reduce_run does it again, partition by partition (finish_run)
-                _drop_finished(run_dir, "all.parquet")
+            _finish_on(con, parquet_of, _finish_fail(run_dir, lo, hi))
             if timings is not None:
                 timings["finish_s"] = round(time.perf_counter() - start, 3)
+
+
+def _finish_on(con: duckdb.DuckDBPyConnection, parquet_of, fail) -> None:
+    """The finish rules on a connection that already holds every table they read, for one partition of
+    ranks (derive_run's small run, derive_rank's run of one rank): no second connection, no reading back
+    the facts just written. One thread, as finish_run's connections: the same sums in the same order. Out
+    of memory, what it wrote is removed and reduce_run does it again, partition by partition (finish_run)."""
+    if not FINISHED:
+        return
+    for name in views_for(FINISHED):
+        con.execute(_sql.load("views", name).text)
+    con.execute("SET threads = 1")
+    try:
+        _materialize_all(con, FINISHED, parquet_of, fail)
+    except _FinishOutOfMemory:
+        for name in FINISHED:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(parquet_of(name))
 
 
 def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,

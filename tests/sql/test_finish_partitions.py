@@ -155,3 +155,67 @@ def test_a_rank_out_of_memory_at_every_budget_is_one_line(tmp_path, monkeypatch)
     msg = str(info.value)
     assert "could not derive its step_breakdown (ranks 0-0): Out of Memory Error" in msg
     assert "TRACEKIT_DERIVE_MEMORY_MB" in msg and "--rederive" in msg and "bug" not in msg
+
+
+def one_rank_run(tmp_path):
+    """hand_run's rank 0 without its allreduce, alone in its run (times in us)."""
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    evs = [step(1, 0, 100), step(2, 100, 100)]
+    evs += kernel("volta_sgemm_128x32_nt", 10, 20)                                         # gemm [10, 30)
+    evs += kernel("void at::native::vectorized_elementwise_kernel<4>", 25, 15, stream=8)  # [25, 40)
+    evs += [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 9, "ts": 85, "dur": 5,
+             "args": {"stream": 9}}]                                                       # [85, 90)
+    evs += kernel("flash_fwd_kernel", 95, 10)                                              # [95, 105)
+    evs += kernel("triton_poi_fused_add_0", 150, 10)                                       # [150, 160)
+    evs += kernel("my_custom_kernel", 160, 10)                                             # [160, 170)
+    evs += kernel("late_kernel", 210, 10, launch=(209, 1))                                 # outside every step
+    write_trace(tmp_path / "rank0.json", evs, header=dist(0, world=1))
+    return tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
+
+
+def assert_one_rank_figures(run):
+    got = {(r["rank"], r["step"]): r for r in tracekit.report(run, "breakdown").to_pylist()}
+    cols = ("window_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_ms", "memory_ms",
+            "wait_ms", "starved_ms", "outside_ms")
+    expected = {  # as test_breakdown's rank 0, with [50, 80) idle: starved [0, 10) [40, 85) [90, 95)
+        (0, 1): (100, 17.5, 5, 12.5, 0, 0, 5, 0, 60, 0),
+        (0, 2): (100, 0, 5, 10, 10, 0, 0, 0, 75, 0),
+        (0, -1): (20, 0, 0, 0, 10, 0, 0, 0, 0, 10),
+    }
+    assert set(got) == set(expected)
+    for key, exp in expected.items():
+        assert tuple(got[key][c] for c in cols) == pytest.approx(tuple(v * 1e-3 for v in exp)), key
+
+
+def test_a_one_rank_run_derives_its_finish_beside_its_facts(tmp_path, monkeypatch):
+    """A run of one rank derives the finish on the connection that holds its facts (no second connection
+    reading back the files just written): finish_run's partitions never run, the figures are the hand-worked ones."""
+    d = tracekit.derive
+    calls = []
+    real = d._finish_part
+    monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    assert_one_rank_figures(one_rank_run(tmp_path))
+    assert calls == []
+    assert finish_files(tmp_path / "run", "step_breakdown") == ["all.parquet"]
+
+
+def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives_it_again(tmp_path, monkeypatch):
+    """Out of memory on the facts' connection (after writing some of the finish rules), the finish is done
+    again by finish_run, on a connection of its own: the same hand-worked figures, one file each."""
+    d = tracekit.derive
+    real_all, real_part, calls, planted_once = d._materialize_all, d._finish_part, [], []
+
+    def materialize(con, names, parquet_of, fail):
+        real_all(con, names, parquet_of, fail)
+        if names == d.FINISHED and not planted_once:
+            planted_once.append(True)
+            raise d._FinishOutOfMemory("planted: out of memory")
+
+    monkeypatch.setattr(d, "_materialize_all", materialize)
+    monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
+    assert_one_rank_figures(one_rank_run(tmp_path))
+    assert planted_once and calls == [[0]]
+    for name in ("step_breakdown", "_lead_up_parts"):
+        assert finish_files(tmp_path / "run", name) == ["all.parquet"]

@@ -34,7 +34,7 @@ from ..layout.paths import (
     table_path,
 )
 from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
-from ..rules import CLOCKS, FACTS, REDUCED, facts_key
+from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
 from .one_file import MAX_WRITERS, part_paths
 from .progress import IngestProgress
 from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
@@ -252,7 +252,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         for i, written in enumerate(res["parts"]):
             os.replace(written, os.path.join(dest, f"part-{i}.parquet"))
         if os.path.isdir(part_facts_dir(part)):
-            place_facts(part_facts_dir(part), tmp, res.get("facts_label", rank), FACTS, REDUCED + [CLOCKS])
+            place_facts(part_facts_dir(part), tmp, res.get("facts_label", rank), FACTS,
+                        REDUCED + [CLOCKS] + FINISHED)
     os.rmdir(os.path.dirname(staging_part(tmp, 0)))
     traces = [r[2]["trace"] for r in results]
     assign_hosts(traces, options["hosts"])
