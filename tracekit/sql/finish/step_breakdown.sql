@@ -11,8 +11,10 @@
 -- launch), idle 'outside steps' (nothing runs, outside every step). Kernel families: tk_kernel_families
 -- (tracekit/kernel_families.csv; first pattern wins; no match: other). CPU-only (Gloo) ranks: the
 -- compute intervals are CPU ops (family other), the comm ones Gloo ops (comm_intervals).
+-- The pieces (_step_pieces) and the sweep over them (_step_segments) are tables of their own: as one
+-- query, a heavy rank's step_breakdown ran out of DuckDB's memory (43M events on 8 ranks: over 256 MB).
 -- @stage finish
--- @uses gpu_kernels, comm_intervals, step_windows, comm_exposure, collective_waits, collective_instances
+-- @uses _step_segments, _step_pieces
 -- @column rank: global rank
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
@@ -21,69 +23,16 @@
 -- @column ns: time, ns (fractional where several families or groups share an instant)
 -- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
-WITH win AS (SELECT rank, step, ts_ns AS w0, end_ns AS w1 FROM step_windows),
-names AS (SELECT DISTINCT name FROM gpu_kernels WHERE kind = 'compute'),
-fam AS (
-    SELECT n.name, arg_min(f.family, f.rule_order) AS family
-    FROM names n JOIN tk_kernel_families f ON n.name ILIKE f.pattern ESCAPE '\'
-    GROUP BY n.name),
-clean_wait AS (
-    SELECT w.rank, w.event_index, w.wait_ns
-    FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
-    WHERE w.wait_ns > 0),
-iv AS (
-    SELECT i.rank, i.kind, i.ts_ns, i.end_ns,
-           CASE WHEN i.kind = 'compute' THEN coalesce(f.family, 'other')
-                WHEN i.kind = 'comm' THEN coalesce(x.group_label, 'unknown') END AS detail, x.collective AS coll,
-           least(i.end_ns, i.ts_ns + coalesce(cw.wait_ns, 0)) AS arrived_ns
-    FROM comm_intervals i
-    LEFT JOIN gpu_kernels g ON i.kind = 'compute' AND g.rank = i.rank AND g.event_index = i.event_index
-    LEFT JOIN fam f ON f.name = g.name
-    LEFT JOIN comm_exposure x ON i.kind = 'comm' AND x.rank = i.rank AND x.event_index = i.event_index
-    LEFT JOIN clean_wait cw ON i.kind = 'comm' AND cw.rank = i.rank AND cw.event_index = i.event_index
-    WHERE i.end_ns > i.ts_ns),
-pieces AS (  -- a comm kernel is two pieces: waiting for the last rank, then the transfer
-    SELECT rank, CASE WHEN kind = 'compute' THEN 'c_' || detail ELSE kind END AS cls, detail, coll, ts_ns AS t0,
-           end_ns AS t1
-    FROM iv WHERE kind IN ('compute', 'memory')
-    UNION ALL SELECT rank, 'wait', detail, coll, ts_ns, arrived_ns FROM iv WHERE kind = 'comm' AND arrived_ns > ts_ns
-    UNION ALL SELECT rank, 'comm', detail, coll, arrived_ns, end_ns FROM iv WHERE kind = 'comm' AND end_ns > arrived_ns),
-pts AS (
-    SELECT rank, t0 AS t, 1 AS d, cls FROM pieces
-    UNION ALL SELECT rank, t1, -1, cls FROM pieces
-    UNION ALL SELECT rank, w0, 0, NULL FROM win
-    UNION ALL SELECT rank, w1, 0, NULL FROM win),
-agg AS (  -- counts of pieces, as BIGINT (sum() gives HUGEINT): lighter rows for the window and the ASOF join
-    SELECT rank, t,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_gemm'), 0) AS BIGINT) AS g,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_attention'), 0) AS BIGINT) AS a,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_elementwise'), 0) AS BIGINT) AS e,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_other'), 0) AS BIGINT) AS o,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'comm'), 0) AS BIGINT) AS c,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'wait'), 0) AS BIGINT) AS w,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m
-    FROM pts GROUP BY rank, t),
-run AS (
-    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t1,
-           CAST(sum(g) OVER x AS BIGINT) AS g, CAST(sum(a) OVER x AS BIGINT) AS a,
-           CAST(sum(e) OVER x AS BIGINT) AS e, CAST(sum(o) OVER x AS BIGINT) AS o,
-           CAST(sum(c) OVER x AS BIGINT) AS c, CAST(sum(w) OVER x AS BIGINT) AS w, CAST(sum(m) OVER x AS BIGINT) AS m
-    FROM agg WINDOW x AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
-seg AS (
-    SELECT r.*, CAST(r.t1 - r.t AS DOUBLE) AS len,
-           CASE WHEN tk_in_span(r.t, wn.w0, wn.w1) THEN wn.step ELSE -1 END AS step
-    FROM run r ASOF LEFT JOIN win wn ON wn.rank = r.rank AND r.t >= wn.w0
-    WHERE r.t1 > r.t),
 -- the comm and waiting pieces that cover a segment without compute. A range join: done plainly, every
 -- such segment meets every comm piece of its rank (quadratic: 0.4 s of CPU for a 270 MB trace's 10k
 -- collectives), so both sides also meet in a 1 ms time bucket, as in _collectives' launching stack: a
 -- piece is listed under each bucket its span covers, a segment under the bucket of its start, which
 -- every piece covering it covers. Same pairs, found by hash. Pieces longer than 64 ms (few) take the
 -- plain join.
-open_seg AS (
+WITH open_seg AS (
     SELECT rank, t, t1, step, c, len, CASE WHEN c > 0 THEN 'comm' ELSE 'wait' END AS want
-    FROM seg WHERE g + a + e + o = 0 AND (c > 0 OR w > 0)),
-cover AS (SELECT rank, cls, detail, coll, t0, t1 FROM pieces WHERE cls IN ('comm', 'wait')),
+    FROM _step_segments WHERE g + a + e + o = 0 AND (c > 0 OR w > 0)),
+cover AS (SELECT rank, cls, detail, coll, t0, t1 FROM _step_pieces WHERE cls IN ('comm', 'wait')),
 short_cover AS (
     SELECT *, unnest(range(t0 // 1000000, t1 // 1000000 + 1)) AS tb FROM cover WHERE t1 - t0 <= 64000000),
 covered AS (
@@ -101,13 +50,13 @@ shared AS (  -- exposed transfer and waiting, shared between the groups whose pi
     FROM covered),
 parts AS (
     SELECT rank, step, 'compute' AS part, fam.detail, CAST(NULL AS VARCHAR) AS coll, len * fam.n / (g + a + e + o) AS ns
-    FROM seg, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
+    FROM _step_segments, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
     WHERE g + a + e + o > 0 AND fam.n > 0
     UNION ALL SELECT rank, step, part, detail, coll, ns FROM shared
-    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', NULL, len FROM seg WHERE g + a + e + o + c + w = 0 AND m > 0
+    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + c + w = 0 AND m > 0
     UNION ALL SELECT rank, step, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
-    FROM seg WHERE g + a + e + o + c + w + m = 0),
-windows AS (SELECT rank, step, sum(len) AS window_ns FROM seg GROUP BY ALL)
+    FROM _step_segments WHERE g + a + e + o + c + w + m = 0),
+windows AS (SELECT rank, step, sum(len) AS window_ns FROM _step_segments GROUP BY ALL)
 SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns) AS ns, any_value(w.window_ns) AS window_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
 GROUP BY p.rank, p.step, p.part, p.detail, p.coll;
