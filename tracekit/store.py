@@ -60,7 +60,8 @@ class Run:
             spill = os.path.join(tempfile.gettempdir(), f"tracekit-spill-{uuid.uuid4().hex[:12]}")
             self._db.execute("SET temp_directory = ?", [spill])
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
-            bind_events(self._db, self.path)
+            # events is bound when a query names it (_ensure_view): binding it lists every rank's folder
+            # (0.17 s at 4,096 ranks), which a report reading the stored facts never needs
             bind_tables(self._db, self.path)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
@@ -69,21 +70,37 @@ class Run:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection, with every table and view of the run defined."""
-        for name in VIEWS:
+        for name in ["events", *VIEWS]:
             self._ensure_view(name)
         return self._con
+
+    def execute(self, query: str, params=None) -> duckdb.DuckDBPyConnection:
+        """``query`` on the connection, with only the views it names defined (``con`` defines every view):
+        DuckDB's cursor, to fetch from as it goes."""
+        self._define_for(query)
+        return self._con.execute(query, params) if params else self._con.execute(query)
+
+    def _define_for(self, query: str) -> None:
+        # events when named outside a string: binding it lists every rank's folder, and a query of a few
+        # ranks' own files names their paths (.../events/rank=R/...)
+        for name in _sql.names_in(query, ["events"], strings=False) + references(query):
+            self._ensure_view(name)
 
     def _ensure_view(self, name: str) -> None:
         """Define a view (after the views it uses) on first use: binding a view costs DuckDB time and
         memory on big runs, so a query only pays for the views it names."""
         if name in self._created:
             return
+        if name == "events":
+            bind_events(self._con, self.path)
+            self._created.add(name)
+            return
         if stored(name):
             bind_fact(self._con, self.path, name)
             self._created.add(name)
             return
-        for dep in uses(name):  # what its header declares: rules and stored facts (tables are there already)
-            if dep in graph() or stored(dep):
+        for dep in uses(name):  # what its header declares: rules, stored facts and events (tables are there already)
+            if dep in graph() or stored(dep) or dep == "events":
                 self._ensure_view(dep)
         self._con.execute(_sql.load("views", name).text)
         self._created.add(name)
@@ -98,7 +115,7 @@ class Run:
 
         from . import sandbox
 
-        for name in VIEWS:
+        for name in ["events", *VIEWS]:
             self._ensure_view(name)
         spill = sandbox.lock_down(self._con, self.path, memory_mb)
         self._remove_spill = weakref.finalize(self, sandbox.remove_spill, spill)  # on close, or when collected
@@ -148,8 +165,7 @@ class Run:
         if getattr(self, "_read_only", False):
             from .sandbox import check_statements
             check_statements(query)
-        for name in references(query):
-            self._ensure_view(name)
+        self._define_for(query)
         try:
             return (con or self._con).sql(query, params=params)
         except duckdb.InterruptException:

@@ -163,7 +163,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                     put(_meta(rank, tracks[key], label))
                 return tracks[key]
 
-            shown = [r for (r,) in run.con.execute(f"SELECT rank FROM traces WHERE {in_ranks} "
+            shown = [r for (r,) in run.execute(f"SELECT rank FROM traces WHERE {in_ranks} "
                                                    "ORDER BY rank").fetchall()]
             for rank in shown:
                 put(_meta(rank, None, f"rank {rank}"))
@@ -172,7 +172,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             # rank by rank, each sorted by DuckDB within timeline_memory() (spilling past it): the memory of a
             # 43M-event run is not the memory of sorting all its events at once; events at one time come in
             # their order in the trace (event_index), whatever order the files were read in
-            clocks = {r: {"offset_ns": o, "drift_ppm": d, "ref_ns": ref} for r, o, d, ref in run.con.execute(
+            clocks = {r: {"offset_ns": o, "drift_ppm": d, "ref_ns": ref} for r, o, d, ref in run.execute(
                 f"SELECT rank, offset_ns, drift_ppm, ref_ns FROM rank_clocks WHERE {in_ranks}").fetchall()}
             q = (f"SELECT rank, device, stream, name, cat, kind, {ALIGNED_K} AS ts_ns, dur_ns, step FROM gpu_kernels "
                  f"JOIN {{clocks}} USING (rank) WHERE {kinds} AND {in_range} AND {{ranks}} "
@@ -218,15 +218,15 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
     rng = "" if steps is None else (
         f"AND i.instance_key IN (SELECT w.instance_key FROM collective_waits w JOIN _collectives c "
         f"USING (rank, event_index) WHERE c.step BETWEEN {int(steps[0])} AND {int(steps[1])})")
+    # the ranks drawn are listed, not every member: a collective spanning 4,096 ranks is one count
+    shown_ranks = "TRUE" if ranks is None else f"w.rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}"
     q = ("SELECT i.instance_key, i.collective, i.bytes, i.start_skew_ns, i.last_rank, i.first_start_ns, "
-         "i.last_start_ns, list(w.rank ORDER BY w.rank), max(w.end_ns) "
+         f"i.last_start_ns, list(w.rank ORDER BY w.rank) FILTER (WHERE {shown_ranks}), count(*), max(w.end_ns) "
          "FROM collective_instances i JOIN collective_waits w USING (instance_key) "
-         f"WHERE i.status = 'clean' {rng} GROUP BY ALL ORDER BY i.first_start_ns, i.instance_key")
+         f"WHERE i.status = 'clean' {rng} GROUP BY ALL HAVING count(*) FILTER (WHERE {shown_ranks}) > 0 "
+         "ORDER BY i.first_start_ns, i.instance_key")
     flow = 0
-    for key, coll, nbytes, skew, last, first_ns, last_ns, members, end_ns in _rows(run, q):
-        shown = [r for r in members if ranks is None or ranks[0] <= r <= ranks[1]]
-        if not shown:
-            continue
+    for key, coll, nbytes, skew, last, first_ns, last_ns, shown, members, end_ns in _rows(run, q):
         args = {"instance": key, "bytes": None if nbytes is None else int(nbytes), "start_skew_us": skew / 1e3,
                 "last_rank": last}
         for r in shown:
@@ -237,7 +237,7 @@ def _instances(run, put, counts: dict, steps, ranks=None) -> None:
             put(_ev("s", coll, a, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow}'))
             put(_ev("f", coll, b, INSTANCE_TID, first_ns, cat="tracekit-instance", extra=f',"id":{flow},"bp":"e"'))
             counts["flows"] += 1
-        if len(members) > 1 and skew > 0 and last in shown:
+        if members > 1 and skew > 0 and last in shown:
             put(_ev("i", f"straggler: rank {last} arrived last", last, INSTANCE_TID, last_ns, cat="tracekit",
                     args={"waited_us": skew / 1e3}, extra=',"s":"t"'))
             counts["stragglers"] += 1
@@ -258,12 +258,12 @@ def _bounded(run, near: str):
         own = Run(run.path, size_buckets=run.size_buckets)
         own.name = run.name
         budget = settings.derive_memory_mb()
-        own.con.execute(f"SET memory_limit = '{budget}MB'")
+        own.execute(f"SET memory_limit = '{budget}MB'")
         # a sort needs some memory per thread whatever it spills: 64 MB on two threads ran out of it (250k
         # CPU ops of one rank), on one thread 1M passed; so at least 64 MB a thread
-        (threads,) = own.con.execute("SELECT current_setting('threads')").fetchone()
-        own.con.execute(f"SET threads = {max(1, min(int(threads), budget // 64))}")
-        own.con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
+        (threads,) = own.execute("SELECT current_setting('threads')").fetchone()
+        own.execute(f"SET threads = {max(1, min(int(threads), budget // 64))}")
+        own.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
         yield own
     finally:
         if own is not None:
@@ -294,7 +294,7 @@ def _per_ranks(run, query: str, ranks: list[int], clocks: dict):
 def _step_spans(run, lo: int, hi: int, in_ranks: str) -> dict:
     """rank -> the CPU spans [ts_ns, end_ns) of its steps lo to hi, raw clock."""
     out: dict = {}
-    for rank, ts, end in run.con.execute(f"SELECT rank, ts_ns, end_ns FROM steps WHERE step BETWEEN {lo} AND {hi} "
+    for rank, ts, end in run.execute(f"SELECT rank, ts_ns, end_ns FROM steps WHERE step BETWEEN {lo} AND {hi} "
                                          f"AND {in_ranks} ORDER BY rank, ts_ns").fetchall():
         out.setdefault(rank, []).append((ts, end))
     return out
@@ -316,7 +316,7 @@ def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dic
 
 
 def _rows(run, query: str, batch: int = 50000, params: dict | None = None):
-    cur = run.con.execute(query, params) if params else run.con.execute(query)
+    cur = run.execute(query, params) if params else run.execute(query)
     while True:
         rows = cur.fetchmany(batch)
         if not rows:
