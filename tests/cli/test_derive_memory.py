@@ -99,3 +99,54 @@ def test_many_kernels_of_distinct_names_on_one_stream_derive_within_the_budget(t
                   "min(step) AS lo, max(step) AS hi, sum(dur_ns) AS busy FROM gpu_kernels").to_pylist()
     assert got == [{"n": n, "names": n, "streams": 1, "lo": 1, "hi": 1, "busy": 3000 * n}]
     assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 1024
+
+
+def kernels_in_steps_trace(path, n, per_step):
+    """One rank: every 5 us a launch [5k, 5k+1) and its kernel [5k+2, 5k+4) us, on one of 4 streams,
+    a gemm and an elementwise kernel in turn; a ProfilerStep#s over each ``per_step`` kernels."""
+    names = ("volta_sgemm_128x32_nt", "void at::native::vectorized_elementwise_kernel<4>")
+    with open(path, "w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        sep = ""
+        for k in range(n):
+            if k % per_step == 0:
+                f.write(f'{sep}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k // per_step}", '
+                        f'"pid": 1, "tid": 1, "ts": {5 * k}, "dur": {5 * per_step}}}')
+                sep = ",\n"
+            f.write(f'{sep}{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, '
+                    f'"ts": {5 * k}, "dur": 1, "args": {{"correlation": {k + 1}}}}},\n'
+                    f'{{"ph": "X", "cat": "kernel", "name": "{names[k % 2]}", "pid": 0, "tid": {7 + k % 4}, '
+                    f'"ts": {5 * k + 2}, "dur": 2, "args": {{"stream": {7 + k % 4}, "correlation": {k + 1}}}}}')
+        f.write("\n]}\n")
+
+
+def test_a_heavy_ranks_step_breakdown_derives_within_the_budget(tmp_path):
+    """The finish of one heavy rank within the smallest budget, with no retry: step_breakdown as one query
+    held its sweep's sums beside the join of the kernels to their families and ran out of 64 MB at 150k
+    kernels (43M events on 8 ranks: out of 256 MB, and the finish's retry with 4x and 16x the budget took
+    ingest to 3.2 GB). Ingested at the default budget; the finish then derived again in a child process at
+    64 MB, its retry with a larger budget turned off, its peak RSS measured."""
+    n, per_step = 150_000, 10_000
+    trace = tmp_path / "rank0.json"
+    kernels_in_steps_trace(trace, n, per_step)
+    env = {k: v for k, v in os.environ.items() if k != "TRACEKIT_DERIVE_MEMORY_MB"}
+    r = ingest_measured(trace, tmp_path / "run", tmp_path / "ingest.json", env, jobs=1)
+    assert r.returncode == 0, r.stderr
+    run_dir = os.path.realpath(tmp_path / "run")
+    stats = tmp_path / "finish.json"
+    code = "import sys; import tracekit.derive as d; d.FINISH_MEMORY_STEPS = 1; d.finish_run(sys.argv[1], workers=1)"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-c", code, run_dir],
+                       check=False, capture_output=True, text=True, env={**env, "TRACEKIT_DERIVE_MEMORY_MB": "64"})
+    assert r.returncode == 0 and json.loads(stats.read_text())["status"] == 0, r.stderr
+    # each step's window is 50 ms (the next step's start; the last: its CPU end, after its last kernel), in it
+    # 5,000 gemm and 5,000 elementwise kernels of 2 us that never overlap; the rest starved; nothing outside
+    got = tracekit.open(tmp_path / "run").sql(
+        "SELECT step, part, detail, ns, window_ns FROM step_breakdown ORDER BY step, part, detail").to_pylist()
+    expected = []
+    for s in range(n // per_step):
+        expected += [{"step": s, "part": "compute", "detail": "elementwise", "ns": 10e6, "window_ns": 50e6},
+                     {"step": s, "part": "compute", "detail": "gemm", "ns": 10e6, "window_ns": 50e6},
+                     {"step": s, "part": "idle", "detail": "starved", "ns": 30e6, "window_ns": 50e6}]
+    assert got == expected
+    # memory: the 64 MB budget and the process's own (Python, DuckDB, pyarrow: about 120 MB)
+    assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 320
