@@ -6,6 +6,7 @@ to show says why."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import html
 
@@ -140,13 +141,36 @@ def sections(run) -> list[tuple[str, str]]:
     return out
 
 
+# the views most of the page's queries read (the collectives report and chart, advise's rules, exposed,
+# whatif's points): computed once for the page, as temporary tables that shadow them (as advise does for
+# step_breakdown), instead of once per query over every rank's collectives
+SHARED_VIEWS = ("collectives", "comm_exposure")
+
+
+@contextlib.contextmanager
+def _computed_once(run):
+    made = []
+    try:
+        for name in SHARED_VIEWS:
+            try:
+                run.sql(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM main.{name}")
+            except TracekitError:  # a read-only run: each query computes the view
+                break
+            made.append(name)
+        yield
+    finally:
+        for name in reversed(made):
+            run.sql(f"DROP TABLE IF EXISTS temp.{name}")
+
+
 def write_html(run, out: str) -> str:
     import os
 
-    head = (f"<h1>tracekit report: {html.escape(run.name)}</h1>"
-            f"<p class=\"meta\">tracekit {__version__}, {_dt.datetime.now().isoformat(timespec='seconds')}</p>"
-            + identity_table(run))
-    body = "".join(f"<h2>{html.escape(title)}</h2>{content}" for title, content in sections(run))
+    with _computed_once(run):
+        head = (f"<h1>tracekit report: {html.escape(run.name)}</h1>"
+                f"<p class=\"meta\">tracekit {__version__}, {_dt.datetime.now().isoformat(timespec='seconds')}</p>"
+                + identity_table(run))
+        body = "".join(f"<h2>{html.escape(title)}</h2>{content}" for title, content in sections(run))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f"<title>tracekit report: {html.escape(run.name)}</title><style>{STYLE}</style>"
             f"<script>{figures.plotly_js()}</script></head><body>{head}{body}{CHECK}</body></html>\n")
