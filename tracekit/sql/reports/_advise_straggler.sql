@@ -9,7 +9,7 @@
 -- @column instances: clean instances (not point to point) it took part in, count
 -- @column caused_wait_ms: the other ranks' waiting in those instances, summed, per step, ms
 -- @column cost_ms: the largest exposed waiting one other rank had for it, per step, ms
--- @column most_delayed_rank: the rank with that waiting
+-- @column most_delayed_rank: the rank with that waiting (ties: the lowest rank)
 -- @column step_start_lag_ms: how long after the earliest rank it starts its ProfilerSteps, mean over steps, ms
 WITH st AS (SELECT greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS n FROM step_breakdown),
 clean AS (SELECT w.*, i.last_rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
@@ -28,7 +28,7 @@ inst AS (SELECT rank, count(DISTINCT instance_key) AS instances FROM clean
          WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL)
 SELECT c.last_rank AS rank, l.times_last, s.instances, sum(c.ns) / st.n / 1e6 AS caused_wait_ms,
        max(c.ns * coalesce(ratio.r, 0)) / st.n / 1e6 AS cost_ms,
-       arg_max(c.rank, c.ns * coalesce(ratio.r, 0)) AS most_delayed_rank, any_value(lag.ms) AS step_start_lag_ms
+       first(c.rank ORDER BY c.ns * coalesce(ratio.r, 0) DESC, c.rank) AS most_delayed_rank, any_value(lag.ms) AS step_start_lag_ms
 FROM caused c LEFT JOIN ratio USING (rank) JOIN lasts l ON l.rank = c.last_rank JOIN inst s ON s.rank = c.last_rank
 LEFT JOIN lag ON lag.rank = c.last_rank, st
 GROUP BY c.last_rank, l.times_last, s.instances, st.n
