@@ -7,8 +7,9 @@ With --gpus-per-host, the job is heavy and spans hosts: the real 8-rank DLRM job
 3.4k events a rank) replicated to N ranks, N / gpus-per-host hosts, each host's clock (but the first's)
 offset by a known whole number of microseconds (heavy_job). Each stage then runs once as its own process:
 ingest on Dask (LocalCluster of every core, on 127.0.0.1; the clock alignment is part of its reduce),
-every report, the HTML report, and the timeline of one step for 64 ranks; wall time and peak RSS of each,
-ratios to the first size, and the recovered clock offsets against the planted ones.
+every report, the HTML report, and the timeline of one step for 8 and for 64 ranks; wall time and peak RSS
+of each, ratios to the first size (the 64-rank timeline: to the first size with 64 ranks, the same
+selection), and the recovered clock offsets against the planted ones.
 
 For each size a synthetic job (benchmarks/synth_traces.py, 2 steps) is ingested with --jobs 2, then
 every report runs in its own process next to `tracekit sql RUN "select 1"` (the cost of starting
@@ -129,15 +130,20 @@ def heavy(sizes: list[int], gpus_per_host: int, work: pathlib.Path) -> dict:
         for name in REGISTRY:
             stages[name] = tk(None, "report", str(run), name, "--format", "csv")[:2]
         stages["html"] = tk(None, "html", str(run), "-o", str(work / f"heavy{n}.html"))[:2]
-        stages["timeline"] = tk(None, "timeline", str(run), "-o", str(work / f"heavy{n}.json.gz"), "--steps", "10",
-                                "--ranks", f"0:{min(n, 64) - 1}")[:2]
+        # the timeline of a fixed selection (one step of 8, and of 64 ranks): compared with a run that has
+        # the same selection (64 ranks: the first size with 64), it writes the same events whatever the job
+        for k in (8, 64):
+            if n >= k:
+                stages[f"timeline, {k} ranks"] = tk(None, "timeline", str(run), "-o",
+                                                    str(work / f"heavy{n}-{k}.json.gz"), "--steps", "10",
+                                                    "--ranks", f"0:{k - 1}")[:2]
         out[n] = stages
         err = _offset_error(run, gpus_per_host)
-        base = out[sizes[0]]
         print(f"{n:5d} ranks, {n // gpus_per_host} hosts (recovered offsets: worst error {err})", flush=True)
         for name, (sec, rss) in stages.items():
-            print(f"      {name:22s} {sec:7.2f} s  {rss:7.0f} MB  x{sec / base.get(name, (sec,))[0]:.2f} of "
-                  f"{sizes[0]} ranks", flush=True)
+            first = next(m for m in sizes if name in out.get(m, {}))  # the smallest run with this stage
+            print(f"      {name:22s} {sec:7.2f} s  {rss:7.0f} MB  x{sec / out[first][name][0]:.2f} of "
+                  f"{first} ranks", flush=True)
     return out
 
 

@@ -6,7 +6,7 @@ the wall time measures the others; user + system CPU time of the process measure
 Each command (every report, html, the timeline of one step for 8 and for 64 ranks, `select 1`) runs
 --repeat times on each run, the runs and commands interleaved (a burst of load falls on all alike); prints
 the median CPU seconds (user + system, from wait4's rusage), the largest peak RSS, and each run's median
-against the first run's. With --pythonpath, tracekit is imported from there (another version's checkout).
+against the first run's. Tracekit is imported from this checkout, or with --pythonpath from there (another version's).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent  # this checkout: tracekit's version unless --pythonpath
 COMMANDS = {
     "select 1": ["sql", "{run}", "select 1", "--format", "csv"],
     **{name: ["report", "{run}", name, "--format", "csv"] for name in (
@@ -30,9 +32,10 @@ COMMANDS = {
 }
 
 
-def cpu_of(args: list[str], env: dict) -> tuple[float, float]:
-    """(user + system CPU seconds, peak RSS MB) of one tracekit process."""
-    proc = subprocess.Popen([sys.executable, "-m", "tracekit.cli.main", *args], env=env,
+def cpu_of(args: list[str], env: dict, cwd: str) -> tuple[float, float]:
+    """(user + system CPU seconds, peak RSS MB) of one tracekit process, started in ``cwd`` (python -m puts
+    the working directory first on the path: a checkout there would be imported, not --pythonpath's)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tracekit.cli.main", *args], env=env, cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(proc.pid, 0)
     err = proc.stderr.read().decode()
@@ -51,8 +54,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
     env = dict(os.environ)
-    if a.pythonpath:
-        env["PYTHONPATH"] = a.pythonpath
+    env["PYTHONPATH"] = os.path.abspath(a.pythonpath) if a.pythonpath else str(ROOT)
+    a.runs = [os.path.abspath(r) for r in a.runs]
     names = a.only.split(",") if a.only else list(COMMANDS)
     got: dict = {n: {r: [] for r in a.runs} for n in names}
     rss: dict = {n: {r: 0.0 for r in a.runs} for n in names}
@@ -60,7 +63,7 @@ def main(argv=None) -> int:
         for _ in range(a.repeat):
             for n in names:
                 for r in a.runs:
-                    s, m = cpu_of([x.format(run=r, tmp=tmp) for x in COMMANDS[n]], env)
+                    s, m = cpu_of([x.format(run=r, tmp=tmp) for x in COMMANDS[n]], env, tmp)
                     got[n][r].append(s)
                     rss[n][r] = max(rss[n][r], m)
     out = {}
