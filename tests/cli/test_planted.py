@@ -221,3 +221,20 @@ def test_one_collective_is_said_in_the_singular(tmp_path):
         write_trace(tmp_path / f"rank{r}.json", evs, header=dist(r, world=2))
     (f,) = tracekit.advise(tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)).to_pylist()
     assert f["evidence"].startswith("exposed 0.500 ms of 0.500 ms transfer per step; 1 collective of 4 KiB mean")
+
+
+def test_the_most_delayed_of_tied_ranks_is_the_lowest(tmp_path):
+    # 24 ranks run one allreduce; rank 23 starts it 1 ms after the others, which all wait 1 ms with nothing
+    # else to run: a tie of 23 ranks, so the straggler finding names the lowest, rank 0 (it named rank 22)
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+    (tmp_path / "traces").mkdir()
+    for r in range(24):
+        start = 3000 if r == 23 else 2000
+        events = [step(1, 0, 20000)] + kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", start,
+            4000 - (start - 2000), stream=20)
+        write_trace(tmp_path / "traces" / f"rank{r}.json", events, header=dist(r, world=24))
+    run = tracekit.ingest([tmp_path / "traces"], tmp_path / "run", jobs=1)
+    rows = [f for f in advice(run) if f["finding"].startswith("straggler")]
+    assert len(rows) == 1 and "rank 0 has 1.000 ms of it with nothing else to run" in rows[0]["evidence"]
