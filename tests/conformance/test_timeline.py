@@ -72,7 +72,8 @@ def test_a_rank_range_holds_those_ranks_events_and_no_other(tmp_path):
 def test_a_few_ranks_and_the_reports_read_no_other_ranks_events(tmp_path):
     # what a timeline of ranks 2-3 writes, and the summary, are the same once every other rank's events
     # files are gone (neither lists nor reads them); with no events file at all the summary still answers
-    # from the stored facts (binding the events view listed every rank's folder: 0.1 s at 4,096 ranks)
+    # from the stored facts (binding the events view listed every rank's folder: 0.1 s at 4,096 ranks), and so
+    # do identity and the HTML page
     import os
     import shutil
 
@@ -92,3 +93,9 @@ def test_a_few_ranks_and_the_reports_read_no_other_ranks_events(tmp_path):
     again = tracekit.open(tmp_path / "run")
     assert again.sql("SELECT * FROM comm_overlap ORDER BY ALL").to_pylist() == summary
     assert tracekit.report(again, "summary").num_rows == 8
+    # identity (its events count is traces.event_count) and the page read no events either
+    from tracekit.commands.html import write_html
+    ident = {r["item"]: r["value"] for r in tracekit.report(again, "identity").to_pylist()}
+    raw = sum(len(json.loads(f.read_text())["traceEvents"]) for f in d.glob("*.json"))
+    assert ident["events"] == f"{raw:,}"  # every event of the 8 traces
+    write_html(again, str(tmp_path / "page.html"))

@@ -9,7 +9,7 @@ WITH tr AS (SELECT rank, world_size, event_count, host, host_name, gpu_name, bac
             FROM traces),
 ranks AS (
     SELECT count(*) AS n, max(world_size) AS world, min(rank) AS lo, max(rank) AS hi,
-           sum(event_count) AS events FROM tr),
+           sum(event_count) AS n_events FROM tr),
 hosts AS (SELECT count(DISTINCT h) AS n,  -- the first 8 names, then how many more
                  array_to_string(list(DISTINCT h ORDER BY h)[1:8], ', ')
                  || CASE WHEN count(DISTINCT h) > 8 THEN format(', … ({:,d} more)', count(DISTINCT h) - 8) ELSE '' END
@@ -71,5 +71,5 @@ SELECT item, value FROM (
                                        WHEN round(lo, 3) = round(hi, 3) THEN format('{:.3f}', lo) || ' ms per rank'
                                        ELSE format('{:.3f}', lo) || '–' || format('{:.3f}', hi) || ' ms per rank' END
               FROM win
-    UNION ALL SELECT 10, 'events', format('{:,d}', events) FROM ranks
+    UNION ALL SELECT 10, 'events', format('{:,d}', n_events) FROM ranks
 ) ORDER BY o;
