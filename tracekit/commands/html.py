@@ -2,7 +2,8 @@
 with the run's identity, then advise's findings, then what summary, collectives, overlap, exposed --by
 group, skew and, when the run carries a training config, validate say, with interactive charts (values on
 hover). Wide tables show the columns a reader needs first, the rest one click away; a section with nothing
-to show says why."""
+to show says why. Above 64 ranks a table of one row per rank shows each number's spread and its worst rows,
+and the per-rank charts draw 64 ranks (html_tables.per_rank_table): the page does not grow with the job."""
 
 from __future__ import annotations
 
