@@ -32,7 +32,7 @@ from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
-from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, uses, views_for
+from .rules import CLOCKS, FACTS, FINISHED, REDUCED, SCRATCH, define_base, uses, views_for
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -108,7 +108,8 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                             check(n, fut)
                             del running[n]
                             created.add(n)
-                            copies.append((n, writes.submit(copy, n)))
+                            if n not in SCRATCH:  # (a table for the rules after it, not stored)
+                                copies.append((n, writes.submit(copy, n)))
                 for n, fut in copies:
                     check(n, fut)
             except BaseException:
@@ -201,7 +202,7 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
         (lo, hi), = con.execute("SELECT min(rank), max(rank) FROM traces").fetchall()
         if FINISHED and hi - lo + 1 <= FINISH_RANKS:  # one partition: the finish here, not on a connection of its own
             start = time.perf_counter()
-            for name in FINISHED:
+            for name in _FINISH_STORED:
                 os.makedirs(facts_dir(run_dir, name), exist_ok=True)
             _finish_on(con, parquet_of, _finish_fail(run_dir, lo, hi))
             if timings is not None:
@@ -330,12 +331,13 @@ def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) ->
     finally:
         if con is not None:
             con.close()
-    if not all(os.path.isfile(facts_file(run_dir, name)) for name in FINISHED):  # (derive_run did it)
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):  # (derive_run did it)
         start = time.perf_counter()
         finish_run(run_dir)
         timings["finish_s"] = round(time.perf_counter() - start, 3)
 
 
+_FINISH_STORED = [n for n in FINISHED if n not in SCRATCH]  # the finish tables written to the run
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
 
 
@@ -359,7 +361,7 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
         if not chunks or r - chunks[-1][0] + 1 > FINISH_RANKS:
             chunks.append([])
         chunks[-1].append(r)
-    for name in FINISHED:
+    for name in _FINISH_STORED:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
     jobs = [(c, "all.parquet" if len(chunks) == 1 else _part_name(c)) for c in chunks]
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:

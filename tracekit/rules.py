@@ -74,6 +74,8 @@ def order(rules: list, tables) -> list[str]:
         where = f"tracekit/sql/{r.folder or STAGES.get(r.stage, '?')}/{r.name}.sql"
         if r.stage not in STAGES:
             raise RuleGraphError(f"{where}: its header needs -- @stage fact, reduce, finish or view (has {r.stage!r})")
+        if getattr(r, "scratch", False) and r.stage != "finish":
+            raise RuleGraphError(f"{where}: says @scratch, which only a finish rule may (a table of the finish)")
         if r.folder and STAGES[r.stage] != r.folder:
             raise RuleGraphError(f"{where}: says @stage {r.stage}, so it belongs in tracekit/sql/{STAGES[r.stage]}/")
         if r.name in by_name:
@@ -149,6 +151,9 @@ REDUCED: list[str] = [n for n in ORDER if graph()[n].stage == "reduce"]
 # Derived per rank after the reduce (from a rank's events and facts and the cross-rank facts), a partition of
 # ranks at a time: what a report would otherwise compute from every rank's kernels or events when asked.
 FINISHED: list[str] = [n for n in ORDER if graph()[n].stage == "finish"]
+# Finish rules made tables during the finish for the rules after them, not stored (``-- @scratch``): a run
+# computes them as views when a query names them.
+SCRATCH: list[str] = [n for n in FINISHED if graph()[n].scratch]
 # The public views (every public rule, stored or not, and the clock offsets); helpers start with _.
 VIEWS: list[str] = [n for n in ORDER if not n.startswith("_")] + [CLOCKS]
 HELPERS: list[str] = [n for n in ORDER if n.startswith("_")]
@@ -170,7 +175,7 @@ def views_for(names: list[str]) -> list[str]:
 
 def stored(name: str) -> bool:
     """The rule's rows are stored in the run (facts/NAME), derived at ingest."""
-    return name in FACTS or name in REDUCED or name in FINISHED or name == CLOCKS
+    return name in FACTS or name in REDUCED or (name in FINISHED and name not in SCRATCH) or name == CLOCKS
 
 
 def uses(name: str, among: list[str] | None = None) -> list[str]:

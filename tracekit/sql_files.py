@@ -10,7 +10,9 @@ function), one folder per stage of the rule graph (tracekit/rules.py):
 
 Each rule file starts with a header: ``-- name: meaning`` lines, ``-- @stage fact|reduce|finish|view``, ``-- @uses
 a, b`` (the rules and stored tables it reads), then one ``-- @column name: meaning`` line per output column
-with its unit. ``tracekit schema`` prints these; a test fails if one is missing.
+with its unit. ``tracekit schema`` prints these; a test fails if one is missing. A finish rule may say
+``-- @scratch``: made a table during the finish for the rules after it (so that each is a query of its
+own, within the memory budget), not stored; a run computes it as a view when a query names it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from importlib import resources
 _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
 _STAGE = re.compile(r"^--\s*@stage\s+(\w+)\s*$")
 _USES = re.compile(r"^--\s*@uses\s+(.*)$")
+_SCRATCH = re.compile(r"^--\s*@scratch\s*$")
 _ROOT = resources.files("tracekit").joinpath("sql")
 RULE_FOLDERS = ("facts", "reduce", "finish", "views")  # the folders of the rule graph, in stage order
 
@@ -36,11 +39,12 @@ class SqlFile:
     stage: str | None = None
     uses: tuple[str, ...] = ()
     folder: str = ""
+    scratch: bool = False  # a finish rule's table, made for the rules after it, not stored
 
 
 def parse(name: str, text: str, folder: str = "") -> SqlFile:
     """A SQL file's header: its doc, columns, stage and uses."""
-    doc_lines, cols, stage, uses = [], [], None, ()
+    doc_lines, cols, stage, uses, scratch = [], [], None, (), False
     for line in text.splitlines():
         if not line.startswith("--"):
             break
@@ -50,9 +54,11 @@ def parse(name: str, text: str, folder: str = "") -> SqlFile:
             stage = m.group(1)
         elif m := _USES.match(line):
             uses = tuple(u.strip() for u in m.group(1).split(",") if u.strip())
+        elif _SCRATCH.match(line):
+            scratch = True
         else:
             doc_lines.append(line[2:].strip())
-    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols, stage, uses, folder)
+    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols, stage, uses, folder, scratch)
 
 
 def _dir(kind: str):

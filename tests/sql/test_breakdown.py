@@ -58,6 +58,27 @@ def test_a_hand_worked_timeline(tmp_path):
     assert by_rank[0]["window_ms"] == pytest.approx(220 * ms) and by_rank[0]["starved_ms"] == pytest.approx(105 * ms)
 
 
+
+def test_the_pieces_of_the_sweep_are_not_stored_and_read_as_the_hand_worked_timeline(tmp_path):
+    """_step_pieces and _step_segments are tables of the finish only (@scratch): no files in the run, and a
+    query that names them computes them from the stored facts, as the timeline above says."""
+    run = hand_run(tmp_path)
+    for name in ("_step_pieces", "_step_segments"):
+        assert not (tmp_path / "run" / "facts" / name).exists()
+    assert (tmp_path / "run" / "facts" / "step_breakdown").is_dir()
+    got = run.sql("SELECT rank, cls, t0 // 1000 AS t0, t1 // 1000 AS t1 FROM _step_pieces "
+                  "ORDER BY rank, t0, cls").to_pylist()
+    expected = [(0, "c_gemm", 10, 30), (0, "c_elementwise", 25, 40), (0, "wait", 50, 60), (0, "comm", 60, 80),
+                (0, "memory", 85, 90), (0, "c_attention", 95, 105), (0, "c_elementwise", 150, 160),
+                (0, "c_other", 160, 170), (0, "c_other", 210, 220), (1, "comm", 60, 80)]
+    assert [(r["rank"], r["cls"], r["t0"], r["t1"]) for r in got] == expected
+    # rank 1's segments: idle [0, 60) and [80, 200) in steps 1 and 2, the transfer [60, 80)
+    seg = run.sql("SELECT t // 1000 AS t, t1 // 1000 AS t1, step, c FROM _step_segments "
+                  "WHERE rank = 1 ORDER BY t").to_pylist()
+    assert [(r["t"], r["t1"], r["step"], r["c"]) for r in seg] == [(0, 60, 1, 0), (60, 80, 1, 1), (80, 100, 1, 0),
+                                                                   (100, 200, 2, 0)]
+
+
 WINDOWS = """
 WITH st AS (SELECT rank, step, ts_ns, end_ns, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS nxt
             FROM steps WHERE step IS NOT NULL),

@@ -5,9 +5,11 @@
 -- ops (family other), the comm ones Gloo ops (comm_intervals). A table of its own, as _step_segments:
 -- step_breakdown as one query held the join of the kernels to their families beside the sweep's sums and
 -- ran out of DuckDB's memory on a heavy rank (600k kernels: over 128 MB; one rank of 43M events on 8
--- ranks: over 256 MB); in three tables, each query's memory stays within the finish's budget.
+-- ranks: over 256 MB); in three tables, each query's memory stays within the finish's budget. A table
+-- of the finish's connection only (@scratch): not stored; a run computes it when a query names it.
 -- @stage finish
 -- @uses gpu_kernels, comm_intervals, comm_exposure, collective_waits, collective_instances
+-- @scratch
 -- @column rank: global rank
 -- @column cls: c_gemm, c_attention, c_elementwise, c_other (compute, by family), memory, wait (a comm kernel before its collective's last rank arrived) or comm (after)
 -- @column detail: compute: the family; comm and wait: the process group (comm_exposure.group_label); memory: NULL

@@ -6,6 +6,7 @@
 -- other operators.
 -- @stage finish
 -- @uses _step_pieces, step_windows
+-- @scratch
 -- @column rank: global rank
 -- @column t: the segment's start, ns (trace clock)
 -- @column t1: the segment's end, ns (after t)
