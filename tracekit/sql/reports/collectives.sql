@@ -3,7 +3,7 @@
 -- to arrive) and transfer_busbw on the fastest rank's duration in each clean matched instance (the
 -- transfer itself; NULL where no clean instance matched, e.g. a single rank's trace).
 -- @stage report
--- @uses collective_waits, collective_instances, collectives, comm_exposure
+-- @uses collective_waits, collective_instances, collectives, _comm_exposure
 -- @column collective: collective type
 -- @column size_bucket: message-size bucket (nccl-tests bytes)
 -- @column count: collectives (rows of the collectives view, one per rank and kernel), count
@@ -17,11 +17,11 @@
 -- @column instances: clean matched instances among these rows, count
 SELECT c.collective, coalesce(c.size_bucket, 'unknown size') AS size_bucket, count(*) AS count,
        sum(c.bytes) AS total_bytes, sum(c.dur_ns) / 1e6 AS total_ms, avg(c.dur_ns) / 1e3 AS mean_us,
-       sum(x.exposed_ns) / 1e6 AS exposed_ms,
+       sum(coalesce(x.exposed_ns, 0.0)) / 1e6 AS exposed_ms,
        quantile_cont(c.busbw_gbps, 0.5) AS busbw_p50_gbps, quantile_cont(c.busbw_gbps, 0.9) AS busbw_p90_gbps,
        quantile_cont(i.busbw_gbps, 0.5) AS transfer_busbw_p50_gbps, count(DISTINCT i.instance_key) AS instances
 FROM collectives c
-JOIN comm_exposure x USING (rank, event_index)
+LEFT JOIN _comm_exposure x USING (rank, event_index)  -- (comm_exposure's own join: that view would build collectives again)
 LEFT JOIN collective_waits w USING (rank, event_index)
 LEFT JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
 GROUP BY c.collective, c.size_bucket, c.size_bucket_lo
