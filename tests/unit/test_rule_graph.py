@@ -121,3 +121,16 @@ def test_a_query_names_the_views_outside_its_comments_only():
     q = "SELECT '--no-align' AS s, * FROM collectives -- step_breakdown\nJOIN \"alltoall_pairs\" USING (rank)"
     q += " /* flows */"
     assert rules.references(q) == sorted({"collectives", "alltoall_pairs"}, key=rules.VIEWS.index)
+
+
+def test_only_a_finish_rule_may_be_scratch():
+    """-- @scratch: a table of the finish's connection, not stored; a fact or a view saying it is an error
+    naming the file."""
+    f = tksql.parse("s", "-- s: a crafted rule\n-- @stage finish\n-- @scratch\nCREATE OR REPLACE VIEW s AS SELECT 1;\n",
+                    "finish")
+    assert f.scratch and not rule("t", "finish").scratch
+    order([f], TABLES)
+    v = tksql.parse("v", "-- v: a crafted rule\n-- @stage view\n-- @scratch\nCREATE OR REPLACE VIEW v AS SELECT 1;\n",
+                    "views")
+    with pytest.raises(RuleGraphError, match=r"tracekit/sql/views/v\.sql: says @scratch, which only a finish rule"):
+        order([v], TABLES)
