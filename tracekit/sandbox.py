@@ -17,12 +17,12 @@ import contextlib
 import glob
 import os
 import shutil
-import tempfile
 import threading
 
 import duckdb
 
 from .errors import QueryError, QueryTimeout
+from .spill import spill_dir
 
 # the statement kinds a read-only prompt runs (SUMMARIZE, DESCRIBE, SHOW, VALUES, FROM ... are SELECTs)
 _READ_ONLY = {duckdb.StatementType.SELECT}
@@ -103,7 +103,7 @@ def refuse_links(run_dir: str) -> None:
 def lock_down(con: duckdb.DuckDBPyConnection, run_dir: str, memory_mb: int | None = None) -> str:
     """Restrict ``con`` to reading ``run_dir``; returns the private spill directory (remove it on close)."""
     refuse_links(run_dir)
-    spill = tempfile.mkdtemp(prefix="tracekit-sql-")
+    spill = spill_dir("tracekit-sql-", make=True)
     con.execute(f"SET temp_directory = {_literal(spill)}")
     con.execute(f"SET memory_limit = '{int(memory_mb or DEFAULT_MEMORY_MB)}MB'")
     # the run, and the run as the views' glob patterns spell it (a '[' in its path escaped as '[[]')

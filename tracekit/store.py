@@ -53,11 +53,11 @@ class Run:
             self._db.execute("SET enable_progress_bar = false")
             # a query past the memory limit spills to a private directory (made only then, removed on close):
             # by default DuckDB writes ./.tmp, into the run itself when a user stands in it
-            import tempfile
-            import uuid
             import weakref
 
-            spill = os.path.join(tempfile.gettempdir(), f"tracekit-spill-{uuid.uuid4().hex[:12]}")
+            from .spill import spill_dir
+
+            spill = spill_dir("tracekit-spill-")
             self._db.execute("SET temp_directory = ?", [spill])
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder

@@ -20,13 +20,13 @@ import itertools
 import json
 import os
 import shutil
-import tempfile
 from json.encoder import encode_basestring_ascii
 
 from .. import settings
 from ..errors import TracekitError
 from ..layout.bind import rank_events
 from ..layout.paths import rank_parts
+from ..spill import spill_dir
 
 # every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are:
 # the rank's row of rank_clocks, read once and given to each rank's queries as parameters (a join with the
@@ -252,7 +252,7 @@ def _bounded(run, near: str):
     ended in an internal error), and the caller's Run keeps its settings. At least 64 MB per DuckDB thread."""
     from ..store import Run
 
-    spill = tempfile.mkdtemp(prefix=".tracekit-timeline-", dir=near)
+    spill = spill_dir(".tracekit-timeline-", near=near, make=True)
     own = None
     try:
         own = Run(run.path, size_buckets=run.size_buckets)
