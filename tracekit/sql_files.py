@@ -97,7 +97,8 @@ def names_in(text: str, candidates, strings: bool = True) -> list[str]:
     """The candidate names (views, tables) a user's SQL text mentions outside comments (in a string or a
     "quoted" identifier too: defining a view too many costs nothing), in the candidates' order: which
     views to define before running a query (rules declare theirs: ``-- @uses``). ``strings=False``: not
-    in a string (where a file's path, .../events/rank=0/..., names no view)."""
-    words = set(_WORD.findall(_LEXEME.sub(
-        lambda m: f" {(m.group(1) if strings else None) or m.group(2) or ''} ", text)))
-    return [c for c in candidates if c in words]
+    in a string (where a file's path, .../events/rank=0/..., names no view). In any case, as DuckDB
+    matches names, quoted or not: EVENTS and "Events" name events."""
+    words = {w.lower() for w in _WORD.findall(_LEXEME.sub(
+        lambda m: f" {(m.group(1) if strings else None) or m.group(2) or ''} ", text))}
+    return [c for c in candidates if c.lower() in words]

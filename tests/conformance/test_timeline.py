@@ -99,3 +99,24 @@ def test_a_few_ranks_and_the_reports_read_no_other_ranks_events(tmp_path):
     raw = sum(len(json.loads(f.read_text())["traceEvents"]) for f in d.glob("*.json"))
     assert ident["events"] == f"{raw:,}"  # every event of the 8 traces
     write_html(again, str(tmp_path / "page.html"))
+
+
+def test_events_and_the_views_are_named_in_any_case(tmp_path):
+    # DuckDB matches names in any case, quoted or not: a user's EVENTS, "Events" or COLLECTIVES binds the
+    # view as events does (events is bound when a query names it; EVENTS failed: no table named EVENTS)
+    d = shared_traces() / "hta_trace_filter_2rank"
+    raw = sum(len(json.loads(gzip.open(f).read())["traceEvents"]) for f in sorted(d.glob("*.json.gz")))
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    run.close()
+    for query in ("SELECT count(*) AS n FROM EVENTS", 'SELECT count(*) AS n FROM "Events"',
+                  "DESCRIBE EVENTS", "SELECT count(*) AS n FROM Main.Events"):
+        fresh = tracekit.open(tmp_path / "run")
+        rows = fresh.sql(query).to_pylist()
+        if query.startswith("DESCRIBE"):
+            assert "rank" in [r["column_name"] for r in rows]
+        else:
+            assert rows == [{"n": raw}], query
+        assert fresh.execute(query).fetchall()
+    fresh = tracekit.open(tmp_path / "run")
+    assert fresh.sql("SELECT count(*) AS n FROM COLLECTIVES").to_pylist() == \
+        tracekit.open(tmp_path / "run").sql("SELECT count(*) AS n FROM collectives").to_pylist()
