@@ -120,3 +120,20 @@ def test_events_and_the_views_are_named_in_any_case(tmp_path):
     fresh = tracekit.open(tmp_path / "run")
     assert fresh.sql("SELECT count(*) AS n FROM COLLECTIVES").to_pylist() == \
         tracekit.open(tmp_path / "run").sql("SELECT count(*) AS n FROM collectives").to_pylist()
+
+
+def test_the_views_over_events_answer_on_a_fresh_run(tmp_path):
+    # counters, flows and thread_names read events: each asked first on a freshly opened run binds it
+    # (they did not declare it: no table named events). Their rows as the raw traces hold them: one
+    # thread_names row per 'M' event, one flows row per 's' event (each its own flow id), one counters row
+    # per series of a 'C' event (these traces have none)
+    d = shared_traces() / "param_dlrm_kineto_8rank"
+    evs = [e for f in sorted(d.glob("*.json")) for e in json.loads(f.read_text())["traceEvents"]]
+    raw = {"thread_names": sum(1 for e in evs if e.get("ph") == "M"),
+           "flows": sum(1 for e in evs if e.get("ph") == "s"),
+           "counters": sum(len(e.get("args", {})) for e in evs if e.get("ph") == "C")}
+    assert raw["thread_names"] == 336 and raw["flows"] == 2116
+    run = tracekit.ingest([d], tmp_path / "run", jobs=2)
+    run.close()
+    for view, n in raw.items():
+        assert tracekit.open(tmp_path / "run").sql(f"SELECT count(*) AS n FROM {view}").to_pylist() == [{"n": n}]

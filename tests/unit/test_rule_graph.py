@@ -31,6 +31,17 @@ def test_the_shipped_rules_are_sorted_by_what_their_files_say_they_read():
         assert read - {n} == set(f.uses) - set(TABLE_NAMES) - set(FACT_TABLES), n
 
 
+def test_a_view_that_reads_events_says_so():
+    """A run binds events only when a query or a view's header names it (-- @uses): a view reading events
+    that did not declare it (counters, flows, thread_names did not) failed on a fresh run with no table
+    named events."""
+    views = [f for f in graph().values() if f.stage == "view"]
+    readers = [f.name for f in views if "events" in _read(f)]
+    assert {"counters", "flows", "thread_names"} <= set(readers)
+    for name in readers:
+        assert "events" in graph()[name].uses, name
+
+
 READABLE = set(graph()) | TABLES | set(DIFF_SIDES) | set(PAGE_TABLES)  # what a report may read
 
 

@@ -1,5 +1,6 @@
 -- counters: counter samples (ph 'C'), one row per series value; args hold {series: value}.
 -- @stage view
+-- @uses events
 -- @column rank: global rank of the trace
 -- @column name: counter track name
 -- @column pid: process id of the track

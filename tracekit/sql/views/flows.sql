@@ -1,6 +1,7 @@
 -- flows: flow arrows (ph 's' start -> ph 'f' finish) paired by (rank, cat, flow id): CPU launch ->
 -- GPU kernel (ac2g; async_cpu_to_gpu before 2023) and forward -> backward (fwdbwd).
 -- @stage view
+-- @uses events
 -- @column rank: global rank of the trace
 -- @column cat: flow category (ac2g, async_cpu_to_gpu, fwdbwd, ...)
 -- @column flow_id: flow id shared by the two ends

@@ -1,5 +1,6 @@
 -- thread_names: names that 'M' metadata events give to processes, threads and GPU streams.
 -- @stage view
+-- @uses events
 -- @column rank: global rank of the trace
 -- @column kind: process_name, thread_name, process_labels, process_sort_index or thread_sort_index
 -- @column pid: process id (GPU events: device)
