@@ -18,6 +18,7 @@ import re
 
 from .discover import rank_from_name
 from .errors import TracekitError
+from .words import plural
 
 HOST_KEY = "tracekit_host"  # the top-level key tracekit.profiler's handler writes
 _HEADER_KEYS = (HOST_KEY, "hostname", "host_name", "hostName")
@@ -98,7 +99,7 @@ def assign_hosts(traces: list[dict], option=None) -> None:
             per = _gpus_listed(t.get("device_properties"))
             if per:
                 host = f"node{t['rank'] // per}"
-                source = f"assumed: {per} GPUs per host (deviceProperties), consecutive ranks"
+                source = f"assumed: {plural(per, 'GPU', 'GPUs')} per host (deviceProperties), consecutive ranks"
             else:
                 source = "unknown"
         t["host"], t["host_source"] = host, source

@@ -66,7 +66,7 @@ def test_page_of_the_fsdp_example(tmp_path):
     text = make_page(tmp_path, ROOT / "examples" / "traces" / "fsdp" / "iteration_3")
     # the header: the example's 2 ranks on one host "vm" (distributedInfo and host_name in the traces), Gloo
     for item, value in (("ranks", "2 ranks (0–1)"), ("hosts", "1 host: vm"), ("backend", "gloo"),
-                        ("NCCL", "not recorded in the traces"), ("steps", "2")):
+                        ("NCCL", "not recorded in the traces"), ("steps", "step 2 (1 step)")):  # ProfilerStep#2 only
         assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item
     for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks (most skewed first)",
                   "Exposed communication by process group", "Measured against the model (validate)"):
@@ -81,7 +81,8 @@ def test_page_of_the_fsdp_example(tmp_path):
 def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     traces = shared_traces() / "param_dlrm_kineto_8rank"
     text = make_page(tmp_path, traces)
-    for item, value in (("ranks", "8 ranks (0–7)"), ("GPUs", "Tesla V100-SXM2-32GB × 8"), ("steps", "10")):
+    for item, value in (("ranks", "8 ranks (0–7)"), ("GPUs", "Tesla V100-SXM2-32GB × 8"),
+                        ("steps", "step 10 (1 step)")):
         assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item  # SOURCES.md: 8 V100s, ProfilerStep#10
     assert "Not compared: the traces carry no training config" in text
     probe = tmp_path / "probe.html"
@@ -169,6 +170,32 @@ def test_versions_are_read_once_at_ingest_into_trace_versions(tmp_path):
     assert ident["PyTorch"] == "2.5.0, 2.6.0" and ident["CUDA runtime"] == "12.4"
     mixed = [r for r in tracekit.report(run, "doctor").to_pylist() if r["check"] == "mixed versions"]
     assert len(mixed) == 1 and mixed[0]["finding"] == "the traces differ in PyTorch version"
+
+
+def test_identity_words_versions_oldest_first_steps_counted_one_gpu_per_host(tmp_path):
+    # two ranks whose headers record their versions newest first (rank 0: PyTorch 2.6.0 on CUDA 12040 =
+    # 12.4; rank 1: 2.5.0 on 11080 = 11.8, and 10.2 sorts before both though "10" < "11" < "9" as text),
+    # each listing one GPU (deviceProperties: one GPU per host, assumed); rank 0 profiles steps 3 and 7
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import step
+    heads = [{"pytorch_version": "2.6.0", "cuda_runtime_version": 12040},
+             {"pytorch_version": "2.5.0", "cuda_runtime_version": 11080},
+             {"pytorch_version": "2.5.0", "cuda_runtime_version": 10020}]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for r, head in enumerate(heads):
+        events = [step(3, 0, 100), step(7, 200, 100)] if r == 0 else [step(7, 200, 100)]
+        write_trace(tmp_path / "a" / f"rank{r}.json", events,
+                    header={**dist(r, world=3), **head, "deviceProperties": [{"id": 0, "name": "GPU-X"}]})
+    ident = {r["item"]: r["value"] for r in tracekit.report(tracekit.open(tmp_path / "a"), "identity").to_pylist()}
+    assert ident["PyTorch"] == "2.5.0, 2.6.0"
+    assert ident["CUDA runtime"] == "10.2, 11.8, 12.4"
+    assert ident["steps"] == "3, 7 (2 steps)"
+    assert ident["hosts known from"] == "assumed: 1 GPU per host (deviceProperties), consecutive ranks"
+    write_trace(tmp_path / "b" / "rank0.json", [step(5, 0, 100)], header=dist(0, world=1))
+    one = {r["item"]: r["value"] for r in tracekit.report(tracekit.open(tmp_path / "b"), "identity").to_pylist()}
+    assert one["steps"] == "step 5 (1 step)"  # it read "5": five steps, or step 5?
 
 
 def _tables_after(text: str, marker: str) -> list[list[list[str]]]:

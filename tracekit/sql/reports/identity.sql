@@ -22,20 +22,25 @@ versions AS (
     SELECT string_agg(DISTINCT backend, ', ' ORDER BY backend) AS backend,
            string_agg(DISTINCT nccl_version, ', ' ORDER BY nccl_version) AS nccl FROM tr),
 -- the metadata's versions, read out of every rank's metadata once at ingest (trace_versions: a few rows)
-meta AS (
-    SELECT -- CUDA writes its version as major * 1000 + minor * 10 (12090 is 12.9)
-           string_agg(DISTINCT CASE WHEN TRY_CAST(cuda_runtime_version AS BIGINT) >= 1000
-                                    THEN (CAST(cuda_runtime_version AS BIGINT) // 1000) || '.'
-                                         || (CAST(cuda_runtime_version AS BIGINT) % 1000 // 10)
-                                    ELSE cuda_runtime_version END, ', ') AS cuda,
-           string_agg(DISTINCT pytorch_version, ', ') AS torch
-    FROM trace_versions),
+cudas AS (  -- CUDA writes its version as major * 1000 + minor * 10 (12090 is 12.9)
+    SELECT CASE WHEN TRY_CAST(cuda_runtime_version AS BIGINT) >= 1000
+                THEN (CAST(cuda_runtime_version AS BIGINT) // 1000) || '.'
+                     || (CAST(cuda_runtime_version AS BIGINT) % 1000 // 10)
+                ELSE cuda_runtime_version END AS cuda,
+           TRY_CAST(cuda_runtime_version AS BIGINT) AS num
+    FROM trace_versions WHERE cuda_runtime_version IS NOT NULL),
+meta AS (  -- each version once, oldest first
+    SELECT (SELECT string_agg(cuda, ', ' ORDER BY num NULLS LAST, cuda)
+            FROM (SELECT cuda, min(num) AS num FROM cudas GROUP BY cuda)) AS cuda,
+           (SELECT string_agg(DISTINCT pytorch_version, ', ' ORDER BY pytorch_version)
+            FROM trace_versions) AS torch),
 st AS (SELECT step, count(DISTINCT rank) AS ranks FROM steps GROUP BY step),
 steps_text AS (
     SELECT CASE WHEN count(*) = 0 THEN 'none (no ProfilerStep in the traces)'
                 WHEN max(step) - min(step) + 1 = count(*) AND count(*) > 1
                     THEN min(step) || '–' || max(step) || ' (' || count(*) || ' steps)'
-                ELSE string_agg(CAST(step AS VARCHAR), ', ' ORDER BY step) END AS t
+                WHEN count(*) = 1 THEN 'step ' || min(step) || ' (1 step)'
+                ELSE string_agg(CAST(step AS VARCHAR), ', ' ORDER BY step) || ' (' || count(*) || ' steps)' END AS t
     FROM st),
 how AS (SELECT string_agg(DISTINCT host_source, '; ' ORDER BY host_source) AS t FROM tr),
 clk AS (SELECT count(*) FILTER (WHERE status = 'aligned') AS aligned, max(abs(offset_ns)) AS worst,
