@@ -52,6 +52,11 @@ def _table_sql(name: str) -> str:
     return text.replace(head, f"CREATE TABLE {name} AS")
 
 
+def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
+    """Table ``name`` to the Parquet file ``path``."""
+    cur.execute(f"COPY {name} TO {sql_string(path)} (FORMAT parquet)")
+
+
 def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
     """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
     again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
@@ -87,7 +92,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
             rule_cursors.put(cur)
 
     def copy(name):
-        write_cursor.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
+        _write(write_cursor, name, parquet_of(name))
 
     def check(name, fut):
         try:
@@ -121,6 +126,10 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                             if n not in SCRATCH:  # (a table for the rules after it, not stored)
                                 copies.append((n, writes.submit(copy, n)))
                 for n, fut in copies:
+                    if isinstance(fut.exception(), duckdb.OutOfMemoryException):
+                        # a write beside two rules shares the budget with them (a table of 200k distinct
+                        # kernel names, in CI): again, now that nothing runs beside it
+                        fut = writes.submit(copy, n)
                     check(n, fut)
             except BaseException:
                 for fut in list(running.values()) + [f for _, f in copies]:
