@@ -33,7 +33,7 @@ from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
-from .rules import CLOCKS, FACTS, FINISHED, REDUCED, SCRATCH, define_base, uses, views_for
+from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, stored, uses, views_for
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -123,7 +123,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                             check(n, fut)
                             del running[n]
                             created.add(n)
-                            if n not in SCRATCH:  # (a table for the rules after it, not stored)
+                            if stored(n):  # (not a finish's scratch table: one for the rules after it)
                                 copies.append((n, writes.submit(copy, n)))
                 for n, fut in copies:
                     if isinstance(fut.exception(), duckdb.OutOfMemoryException):
@@ -356,7 +356,7 @@ def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) ->
         timings["finish_s"] = round(time.perf_counter() - start, 3)
 
 
-_FINISH_STORED = [n for n in FINISHED if n not in SCRATCH]  # the finish tables written to the run
+_FINISH_STORED = [n for n in FINISHED if stored(n)]  # the finish tables written to the run
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
 
 
