@@ -46,8 +46,9 @@ def test_facts_are_written_per_rank_and_read_back(tmp_path):
     for name in FACTS:  # derived per rank, then compacted into one file by the reduce step
         t = pq.read_table(tmp_path / "run" / "facts" / name / "all.parquet")
         assert os.listdir(tmp_path / "run" / "facts" / name) == ["all.parquet"]
-        # comm_like_kernels has rows only on ranks that run no known comm kernel: none here
-        assert name in ("comm_ops", "_comm_exposure", "comm_like_kernels") or \
+        # comm_like_kernels has rows only on ranks that run no known comm kernel, _gloo_collectives only on
+        # ranks without GPU kernels: none here
+        assert name in ("comm_ops", "_comm_exposure", "comm_like_kernels", "_gloo_collectives") or \
             set(t.column("rank").to_pylist()) == {0, 1, 2, 3}, name
     # a fact read back: rank r's allreduce starts at 10 + r us, and the matching sees rank 3 last
     got = run.sql("SELECT rank, ts_ns FROM collectives ORDER BY rank").to_pylist()

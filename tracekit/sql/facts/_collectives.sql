@@ -1,7 +1,7 @@
 -- _collectives: the collectives of one rank as derived at ingest (a per-rank fact), everything but the
 -- size bucket, which depends on the bucket edges chosen when a run is opened. See collectives.
 -- @stage fact
--- @uses steps, gpu_kernels, comm_ops
+-- @uses gpu_kernels, comm_ops, _gloo_collectives
 CREATE OR REPLACE VIEW _collectives AS
 WITH ck AS (
     SELECT g.rank, g.event_index, g.name, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.step,
@@ -121,45 +121,8 @@ gpu AS (
     LEFT JOIN coll_of c_op_arg ON c_op_arg.s = l.a.coll
     LEFT JOIN coll_of c_op ON c_op.s = l.op_name
     LEFT JOIN coll_of c_name ON c_name.s = ck.name),
--- Gloo ops do not name their process group (PyTorch 2.13 records neither the group nor
--- record_param_comms for them), but each group has worker threads of its own. Where the trace's config
--- lists them (tracekit_config.gloo_threads: thread id -> group name, from
--- tracekit.profiler.gloo_threads, found before profiling) a Gloo op takes its thread's group.
--- Traces of older tracekit instead list marker allreduces (tracekit_config.markers: element count ->
--- group name) that ran in the profiled step; the threads that ran them serve that group, and the markers
--- themselves are tracekit's, not the job's: left out here, so out of every view and report.
-markers AS (
-    SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
-           json_extract_string(t.metadata, '$.tracekit_config.markers."' || u.k || '"') AS pg_name
-    FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.markers'))) AS u(k)),
-gloo_threads AS (
-    SELECT rank, tid, any_value(pg_name) AS pg_name FROM (
-        SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS tid,
-               json_extract_string(t.metadata, '$.tracekit_config.gloo_threads."' || u.k || '"') AS pg_name
-        FROM traces t, unnest(json_keys(json_extract(t.metadata, '$.tracekit_config.gloo_threads'))) AS u(k)
-        UNION ALL
-        SELECT o.rank, o.tid, m.pg_name
-        FROM comm_ops o JOIN markers m ON m.rank = o.rank AND o.shape_in_nelems = m.numel
-        WHERE o.name = 'gloo:all_reduce')
-    GROUP BY ALL),
-gloo AS (
-    SELECT o.rank, CASE WHEN tk_in_span(o.ts_ns, st.ts_ns, st.end_ns) THEN st.step END AS step, o.tid AS stream, o.ts_ns, o.end_ns - o.ts_ns AS dur_ns, o.end_ns,
-           o.name AS kernel_name, coalesce(tk_collective(o.collective_name), tk_collective(o.name), 'unknown') AS collective,
-           'gloo' AS library, CASE WHEN tk_collective(o.name) IN ('send', 'recv') THEN 'p2p' ELSE 'collective' END AS comm_kind,
-           coalesce(o.pg_name, th.pg_name) AS pg_name, o.pg_desc, CAST(NULL AS BIGINT) AS gs_kernel,
-           o.group_size AS gs_op, 'op args' AS gs_op_source, o.pg_ranks,
-           coalesce(o.dtype, o.shape_dtype) AS dtype_raw,
-           coalesce(o.in_msg_nelems, o.shape_in_nelems) AS in_nelems,
-           coalesce(o.out_msg_nelems, o.shape_out_nelems) AS out_nelems_rec,
-           o.in_splits, o.out_splits,
-           'gloo op' AS meta_source, o.seq, o.comms_id, o.src_rank, o.dst_rank, o.event_index
-    FROM comm_ops o
-    LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
-    ASOF LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns >= st.ts_ns
-    WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
-      AND NOT (o.name = 'gloo:all_reduce'
-               AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank))),
-allc AS (SELECT * FROM gpu UNION ALL BY NAME SELECT * FROM gloo),
+-- Gloo ops (gloo:* on ranks without GPU kernels): a fact of their own, _gloo_collectives
+allc AS (SELECT * FROM gpu UNION ALL BY NAME SELECT * FROM _gloo_collectives),
 -- a trace whose pg_config lists exactly one group (and whose pg_count, if given, says no more exist):
 -- every collective of that rank is in it
 only_pg AS (

@@ -4,7 +4,7 @@
 -- gloo:* ops are comm; cpu_op events on threads that run no Gloo op, other than communication ops
 -- and ProfilerStep spans, are compute.
 -- @stage fact
--- @uses steps, gpu_kernels, _collectives
+-- @uses steps, gpu_kernels, _gloo_collectives
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL outside steps)
 -- @column kind: comm, compute or memory
@@ -12,7 +12,7 @@
 -- @column end_ns: end, ns
 -- @column event_index: index of the kernel or op in its trace's traceEvents
 CREATE OR REPLACE VIEW comm_intervals AS
-WITH cpu_ranks AS (SELECT DISTINCT rank FROM _collectives WHERE meta_source = 'gloo op'),
+WITH cpu_ranks AS (SELECT DISTINCT rank FROM _gloo_collectives),
 cpu AS (
     SELECT e.rank, e.tid, e.ts_ns AS ts, e.ts_ns + coalesce(e.dur_ns, 0) AS te,
            (e.name = 'record_param_comms' OR e.name LIKE 'c10d::%' OR e.name LIKE '_c10d_functional::%'
@@ -33,7 +33,7 @@ SELECT g.rank, g.step, g.kind, g.ts_ns, g.end_ns, g.event_index
 FROM gpu_kernels g
 WHERE g.kind IN ('comm', 'compute', 'memory')
 UNION ALL
-SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM _collectives WHERE meta_source = 'gloo op'
+SELECT rank, step, 'comm', ts_ns, end_ns, event_index FROM _gloo_collectives
 UNION ALL
 SELECT c.rank, CASE WHEN tk_in_span(c.ts_ns, st.ts_ns, st.end_ns) THEN st.step END, 'compute', c.ts_ns, c.end_ns,
        CAST(NULL AS BIGINT)
