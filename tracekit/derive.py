@@ -33,7 +33,9 @@ from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
-from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, stored, uses, views_for
+from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, graph, stored, uses, views_for
+
+_VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -46,6 +48,8 @@ def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
 @functools.lru_cache(maxsize=None)
 def _table_sql(name: str) -> str:
     text = _sql.load("views", name).text
+    if name in _VIEW_RULES:  # a view the next rules read: defined, not made a table
+        return text
     head = f"CREATE OR REPLACE VIEW {name} AS"
     if text.count(head) != 1:  # (each rule file in tracekit/sql is one)
         raise TracekitError(f"tracekit/sql: the rule {name} is not one `{head} ...` statement")
@@ -62,7 +66,9 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
     at once and the Parquet writes on a third cursor: most of these queries run on one core (their inputs
     are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
-    writes of finished facts proceed beside the next rule. ``fail(name, exc)`` turns a DuckDB error into ours."""
+    writes of finished facts proceed beside the next rule. A view rule among ``names`` (a one-rank run's
+    reduce reads rank_clocks and _collectives_aligned) is defined once what it reads is there, never stored.
+    ``fail(name, exc)`` turns a DuckDB error into ours."""
     deps = {n: uses(n, names) for n in names}
     created: set[str] = set()
     running: dict = {}
@@ -167,10 +173,15 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         def parquet_of(name):
             return os.path.join(out_dir, name + ".parquet")
 
-        _materialize_all(con, FACTS, parquet_of, fail)
-        if reduced:  # the run is this rank: the reduce and the finish on this connection, from its tables
-            reduce_on(con, parquet_of, fail)
-            _finish_on(con, parquet_of, _finish_fail(trace.get("path"), rank, rank))
+        if not reduced:
+            _materialize_all(con, FACTS, parquet_of, fail)
+            return
+        # the run is this rank: its cross-rank facts in the same pass as its facts, each as soon as what it
+        # reads is there (collective_waits beside comm_segments), then the clocks and the finish
+        _no_offsets(con)
+        _materialize_all(con, FACTS + views_for(REDUCED) + REDUCED, parquet_of, fail)
+        _align(con, parquet_of, fail)
+        _finish_on(con, parquet_of, _finish_fail(trace.get("path"), rank, rank))
 
 
 def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: str, threads: int = 1) -> None:
@@ -252,17 +263,31 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
     clock. (A run on one host, or whose hosts agree, pays one pass.)"""
-    from . import clocks
-
-    con.register("_no_offsets", rows_table([], clocks.OFFSETS_SCHEMA))
-    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
-    con.unregister("_no_offsets")
+    _no_offsets(con)
     for name in views_for(REDUCED):  # the views the reduce rules read (rank_clocks, _collectives_aligned)
         con.execute(_sql.load("views", name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()
     _materialize_all(con, REDUCED, parquet_of, fail)
     timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
+    _align(con, parquet_of, fail, align, timings)
+
+
+def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
+    """clock_offsets with no row: every rank on its raw clock (the cross-rank facts' first pass)."""
+    from . import clocks
+
+    con.register("_no_offsets", rows_table([], clocks.OFFSETS_SCHEMA))
+    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
+    con.unregister("_no_offsets")
+
+
+def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> None:
+    """Each host's clock offset from the cross-rank facts on raw clocks, written as clock_offsets; where a
+    host's clock needed a correction, the cross-rank facts again on the aligned clock."""
+    from . import clocks
+
+    timings = {} if timings is None else timings
     start = time.perf_counter()
     offsets = clocks.estimate(con, align)
     con.register("_offsets", offsets)
