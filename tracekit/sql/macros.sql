@@ -77,3 +77,12 @@ CREATE OR REPLACE MACRO tk_output_first(op) AS
 
 CREATE OR REPLACE MACRO tk_aligned(ts, offset_ns, drift_ppm, ref_ns) AS
     ts + offset_ns + CAST(round(drift_ppm * (ts - ref_ns) / 1e6) AS BIGINT);
+
+-- tk_lane(k) and tk_lane_count(packed, k): several counts carried in one HUGEINT, 42 bits each (lane 0,
+-- 1, 2), so that a sweep keeps one running sum for them instead of one per count (each running sum is a
+-- pass of DuckDB's WINDOW operator: a third of comm_segments' time). A +1/-1 of lane k is ±tk_lane(k);
+-- the running sum of such steps is Σ count_k·2^(42k), and each count is read back exactly while it stays
+-- within [0, 2^42): a count of intervals active at once on one rank, which never comes near 4·10^12 (a
+-- trace holds far fewer events). The sums of one instant may be negative; only running totals are read.
+CREATE OR REPLACE MACRO tk_lane(k) AS CAST(1 AS HUGEINT) << (42 * k);
+CREATE OR REPLACE MACRO tk_lane_count(packed, k) AS CAST((packed // tk_lane(k)) % tk_lane(1) AS BIGINT);

@@ -24,34 +24,39 @@ CREATE OR REPLACE VIEW comm_segments AS
 -- Only segments where intervals of several steps are active at once (rare) are resolved by a join.
 WITH iv AS (SELECT rank, kind, coalesce(step, -1) AS s, ts_ns, end_ns FROM comm_intervals),
 span AS (SELECT rank, min(ts_ns) AS lo, max(end_ns) AS hi FROM iv GROUP BY rank),
-edges AS (  -- the windows' edges strictly inside the rank's timeline: cut points that change no count
-    SELECT DISTINCT w.rank, e.t FROM step_windows w JOIN span ON span.rank = w.rank,
-           unnest([w.ts_ns, w.end_ns]) AS e(t)
-    WHERE e.t > span.lo AND e.t < span.hi),
+-- The windows' edges are cut points too: each carries its step + 1 in (+) and out (-), so the running sum
+-- of those is the step + 1 of the window holding the instant (windows never overlap), 0 outside every
+-- window; the points outside the rank's timeline cut nothing (left out below).
 pts AS (
-    SELECT rank, ts_ns AS t, 1 AS sign, kind, s FROM iv
+    SELECT rank, ts_ns AS t, 1 AS sign, kind, s, 0 AS ds FROM iv
     UNION ALL
-    SELECT rank, end_ns, -1, kind, s FROM iv
+    SELECT rank, end_ns, -1, kind, s, 0 FROM iv
     UNION ALL
-    SELECT rank, t, 0, NULL, 0 FROM edges),
+    SELECT rank, ts_ns, 0, NULL, 0, step + 1 FROM step_windows
+    UNION ALL
+    SELECT rank, end_ns, 0, NULL, 0, -(step + 1) FROM step_windows),
 agg AS (
     SELECT rank, t,
-           CAST(sum(sign) FILTER (WHERE kind = 'comm') AS BIGINT) AS dc, sum(sign * s) FILTER (WHERE kind = 'comm') AS sc,
-           sum(sign * s * s) FILTER (WHERE kind = 'comm') AS qc,
-           CAST(sum(sign) FILTER (WHERE kind = 'compute') AS BIGINT) AS dp, sum(sign * s) FILTER (WHERE kind = 'compute') AS sp,
-           sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
-           CAST(sum(sign) FILTER (WHERE kind = 'memory') AS BIGINT) AS dm,
-           coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa
+           -- the three counts in one (tk_lane: lane 0 comm, 1 compute, 2 memory)
+           CAST(sum(sign * CASE kind WHEN 'comm' THEN tk_lane(0) WHEN 'compute' THEN tk_lane(1)
+                                     WHEN 'memory' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS dn,
+           sum(sign * s) FILTER (WHERE kind = 'comm') AS sc, sum(sign * s * s) FILTER (WHERE kind = 'comm') AS qc,
+           sum(sign * s) FILTER (WHERE kind = 'compute') AS sp, sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
+           coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa, CAST(sum(ds) AS BIGINT) AS ds
     FROM pts GROUP BY rank, t),
-run AS (
-    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
-           CAST(sum(coalesce(dc, 0)) OVER w AS BIGINT) AS nc, sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
-           CAST(sum(coalesce(dp, 0)) OVER w AS BIGINT) AS np, sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
-           CAST(sum(coalesce(dm, 0)) OVER w AS BIGINT) AS nm, sum(sa) OVER w AS sa, sum(qa) OVER w AS qa
+sums AS (
+    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next, CAST(sum(dn) OVER w AS HUGEINT) AS n,
+           sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
+           sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
+           sum(sa) OVER w AS sa, sum(qa) OVER w AS qa, CAST(sum(ds) OVER w AS BIGINT) - 1 AS window_step
     FROM agg
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
+run AS (
+    SELECT sums.* EXCLUDE (n), tk_lane_count(n, 0) AS nc, tk_lane_count(n, 1) AS np, tk_lane_count(n, 2) AS nm
+    FROM sums JOIN span ON span.rank = sums.rank
+    WHERE sums.t >= span.lo AND sums.t < span.hi),
 seg AS (
-    SELECT rank, t AS ts_ns, t_next AS end_ns, CAST(nc AS BIGINT) AS comm_active,
+    SELECT rank, t AS ts_ns, t_next AS end_ns, window_step, CAST(nc AS BIGINT) AS comm_active,
            CAST(np AS BIGINT) AS compute_active, CAST(nm AS BIGINT) AS memory_active,
            CASE WHEN nc > 0 AND qc * nc = sc * sc THEN CAST(sc // nc AS BIGINT) END AS comm_one,
            CASE WHEN np > 0 AND qp * np = sp * sp THEN CAST(sp // np AS BIGINT) END AS compute_one,
@@ -70,10 +75,9 @@ own AS (  -- segments where several steps are active: the smallest one, by a joi
     WHERE s.mixed
     GROUP BY s.rank, s.ts_ns)
 SELECT seg.rank, seg.ts_ns, seg.end_ns, seg.comm_active, seg.compute_active, seg.memory_active,
-       CASE WHEN tk_in_span(seg.ts_ns, w.ts_ns, w.end_ns) THEN w.step ELSE -1 END AS window_step,
+       seg.window_step,
        CASE WHEN seg.comm_active > 0 THEN coalesce(seg.comm_one, own.comm_step) END AS comm_step,
        CASE WHEN seg.compute_active > 0 THEN coalesce(seg.compute_one, own.compute_step) END AS compute_step,
        CASE WHEN seg.comm_active + seg.compute_active + seg.memory_active > 0
             THEN coalesce(seg.busy_one, own.busy_step) END AS busy_step
-FROM seg LEFT JOIN own ON own.rank = seg.rank AND own.ts_ns = seg.ts_ns
-ASOF LEFT JOIN (SELECT * FROM step_windows WHERE end_ns > ts_ns) w ON w.rank = seg.rank AND seg.ts_ns >= w.ts_ns;
+FROM seg LEFT JOIN own ON own.rank = seg.rank AND own.ts_ns = seg.ts_ns;

@@ -21,28 +21,28 @@
 -- @column len: the segment's length, t1 - t, ns (as DOUBLE)
 CREATE OR REPLACE VIEW _step_segments AS
 WITH win AS (SELECT rank, step, ts_ns AS w0, end_ns AS w1 FROM step_windows),
-pts AS (
-    SELECT rank, t0 AS t, 1 AS d, cls FROM _step_pieces
-    UNION ALL SELECT rank, t1, -1, cls FROM _step_pieces
-    UNION ALL SELECT rank, w0, 0, NULL FROM win
-    UNION ALL SELECT rank, w1, 0, NULL FROM win),
-agg AS (  -- counts of pieces, as BIGINT (sum() gives HUGEINT): lighter rows for the window and the ASOF join
+pts AS (  -- a window's edges carry its step + 1 in (+) and out (-): their running sum is the step + 1 of
+          -- the window holding the instant (windows never overlap), 0 outside every window
+    SELECT rank, t0 AS t, 1 AS d, cls, 0 AS ds FROM _step_pieces
+    UNION ALL SELECT rank, t1, -1, cls, 0 FROM _step_pieces
+    UNION ALL SELECT rank, w0, 0, NULL, step + 1 FROM win
+    UNION ALL SELECT rank, w1, 0, NULL, -(step + 1) FROM win),
+agg AS (  -- the seven counts in three running sums (tk_lane, three counts to a sum)
     SELECT rank, t,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_gemm'), 0) AS BIGINT) AS g,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_attention'), 0) AS BIGINT) AS a,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_elementwise'), 0) AS BIGINT) AS e,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'c_other'), 0) AS BIGINT) AS o,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'comm'), 0) AS BIGINT) AS c,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'wait'), 0) AS BIGINT) AS w,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m
+           CAST(sum(d * CASE cls WHEN 'c_gemm' THEN tk_lane(0) WHEN 'c_attention' THEN tk_lane(1)
+                                 WHEN 'c_elementwise' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS gae,
+           CAST(sum(d * CASE cls WHEN 'c_other' THEN tk_lane(0) WHEN 'comm' THEN tk_lane(1)
+                                 WHEN 'wait' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS ocw,
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m, CAST(sum(ds) AS BIGINT) AS ds
     FROM pts GROUP BY rank, t),
 run AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t1,
-           CAST(sum(g) OVER x AS BIGINT) AS g, CAST(sum(a) OVER x AS BIGINT) AS a,
-           CAST(sum(e) OVER x AS BIGINT) AS e, CAST(sum(o) OVER x AS BIGINT) AS o,
-           CAST(sum(c) OVER x AS BIGINT) AS c, CAST(sum(w) OVER x AS BIGINT) AS w, CAST(sum(m) OVER x AS BIGINT) AS m
+           CAST(sum(gae) OVER x AS HUGEINT) AS gae, CAST(sum(ocw) OVER x AS HUGEINT) AS ocw,
+           CAST(sum(m) OVER x AS BIGINT) AS m, CAST(sum(ds) OVER x AS BIGINT) - 1 AS step
     FROM agg WINDOW x AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
-SELECT r.rank, r.t, r.t1, CASE WHEN tk_in_span(r.t, wn.w0, wn.w1) THEN wn.step ELSE -1 END AS step,
-       r.g, r.a, r.e, r.o, r.c, r.w, r.m, CAST(r.t1 - r.t AS DOUBLE) AS len
-FROM run r ASOF LEFT JOIN win wn ON wn.rank = r.rank AND r.t >= wn.w0
-WHERE r.t1 > r.t;
+SELECT rank, t, t1, step,
+       tk_lane_count(gae, 0) AS g, tk_lane_count(gae, 1) AS a, tk_lane_count(gae, 2) AS e,
+       tk_lane_count(ocw, 0) AS o, tk_lane_count(ocw, 1) AS c, tk_lane_count(ocw, 2) AS w, m,
+       CAST(t1 - t AS DOUBLE) AS len
+FROM run
+WHERE t1 > t;

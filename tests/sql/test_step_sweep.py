@@ -1,0 +1,93 @@
+"""The sweep under step_breakdown (_step_segments) on inline pieces and windows (no trace file), against
+counting by hand: for each unit cell [t, t + 1) of small integer times, how many pieces of each class
+cover it and which window holds it. The sweep carries its seven counts three to a running sum
+(tk_lane) and the window's step as a running sum of its edges; these checks count each class alone."""
+
+import duckdb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracekit import sql_files as tksql
+from tracekit.rules import define_base
+
+CLASSES = ["c_gemm", "c_attention", "c_elementwise", "c_other", "comm", "wait", "memory"]
+COLUMN = dict(zip(CLASSES, "gaeocwm", strict=True))
+piece = st.tuples(st.sampled_from(CLASSES), st.integers(0, 120), st.integers(1, 40))
+# windows as step_windows makes them: consecutive, never overlapping (a zero-length one included)
+windows = st.lists(st.tuples(st.integers(0, 130), st.integers(0, 40)), max_size=4).map(
+    lambda ws: [(n + 1, s, s + d) for n, (s, d) in enumerate(sorted(ws))])
+
+
+def no_overlap(ws):
+    out, last_end = [], None
+    for n, s, e in ws:
+        s = s if last_end is None else max(s, last_end)
+        out.append((n, s, max(s, e)))
+        last_end = max(s, e)
+    return out
+
+
+def segments(pieces, wins):
+    con = duckdb.connect()
+    define_base(con)
+    con.execute("CREATE TABLE _step_pieces (rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, "
+                "t1 BIGINT)")
+    con.execute("CREATE TABLE step_windows (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT)")
+    if pieces:
+        con.executemany("INSERT INTO _step_pieces VALUES (0, ?, NULL, NULL, ?, ?)",
+                        [(c, s, s + d) for c, s, d in pieces])
+    if wins:
+        con.executemany("INSERT INTO step_windows VALUES (0, ?, ?, ?)", wins)
+    con.execute(tksql.load("views", "_step_segments").text)
+    cols = [d[0] for d in con.execute("SELECT * FROM _step_segments").description]
+    return [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM _step_segments ORDER BY t").fetchall()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(piece, max_size=30), windows)
+def test_each_cell_of_the_sweep_counts_its_pieces_and_names_its_window(pieces, wins):
+    wins = no_overlap(wins)
+    rows = segments(pieces, wins)
+    points = sorted({t for _, s, d in pieces for t in (s, s + d)} | {t for _, s, e in wins for t in (s, e)})
+    # segments run from each cut point to the next: together they cover [first point, last point)
+    assert [(r["t"], r["t1"]) for r in rows] == list(zip(points, points[1:], strict=False))
+    for r in rows:
+        for t in range(r["t"], r["t1"]):
+            for cls in CLASSES:
+                assert r[COLUMN[cls]] == sum(1 for c, s, d in pieces if c == cls and s <= t < s + d), (t, cls)
+            assert r["step"] == next((n for n, s, e in wins if s <= t < e), -1), t
+        assert r["len"] == r["t1"] - r["t"]
+
+
+def test_many_pieces_at_once_in_every_lane():
+    """Up to 300 pieces of a class active at once, every class at once, and a window: each count comes
+    back from its lane exactly (the lanes' running sums carry into one another if a count spills)."""
+    pieces = [(cls, i, 1000 - i) for k, cls in enumerate(CLASSES) for i in range(100 + 30 * k)]
+    rows = segments(pieces, [(7, 0, 500)])
+    def at(t):
+        return next(r for r in rows if r["t"] <= t < r["t1"])
+    full = at(300)  # every piece of every class starts before 300 and ends at 1000
+    assert {cls: full[COLUMN[cls]] for cls in CLASSES} == {cls: 100 + 30 * k for k, cls in enumerate(CLASSES)}
+    assert full["step"] == 7 and at(500)["step"] == -1
+
+
+def test_lanes_hold_counts_up_to_their_width():
+    """tk_lane_count reads each 42-bit lane of a running sum exactly, up to 2^42 - 1 in every lane, while
+    the sums of single instants (the deltas) go negative."""
+    con = duckdb.connect()
+    define_base(con)
+    top = 2 ** 42 - 1
+    deltas = [(top, 5, top), (-top, 0, 0), (1, top - 5, -top), (0, -3, 1)]  # each lane's running count stays >= 0
+    running, got = [0, 0, 0], []
+    for d in deltas:
+        running = [a + b for a, b in zip(running, d, strict=True)]
+        packed = con.execute("SELECT ?::HUGEINT * tk_lane(0) + ?::HUGEINT * tk_lane(1) + ?::HUGEINT * tk_lane(2)",
+                             list(d)).fetchone()[0]
+        got.append(packed)
+    total = 0
+    for i, packed in enumerate(got):
+        total += packed
+        lanes = con.execute("SELECT tk_lane_count(?::HUGEINT, 0), tk_lane_count(?::HUGEINT, 1), "
+                            "tk_lane_count(?::HUGEINT, 2)", [total] * 3).fetchone()
+        want = [sum(d[k] for d in deltas[:i + 1]) for k in range(3)]
+        assert list(lanes) == want
