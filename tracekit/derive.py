@@ -242,13 +242,14 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
 def _finish_on(con: duckdb.DuckDBPyConnection, parquet_of, fail) -> None:
     """The finish rules on a connection that already holds every table they read, for one partition of
     ranks (derive_run's small run, derive_rank's run of one rank): no second connection, no reading back
-    the facts just written. One thread, as finish_run's connections: the same sums in the same order. Out
-    of memory, what it wrote is removed and reduce_run does it again, partition by partition (finish_run)."""
+    the facts just written. With the connection's threads: step_breakdown adds its fractional shares in
+    time order (its sum's ORDER BY), so its figures are those of finish_run's one-thread partitions to the
+    last bit. Out of memory, what it wrote is removed and reduce_run does it again, partition by partition
+    (finish_run)."""
     if not FINISHED:
         return
     for name in views_for(FINISHED):
         con.execute(_sql.load("views", name).text)
-    con.execute("SET threads = 1")
     try:
         _materialize_all(con, FINISHED, parquet_of, fail)
     except _FinishOutOfMemory:

@@ -11,6 +11,8 @@
 -- launch), idle 'outside steps' (nothing runs, outside every step). Kernel families: tk_kernel_families
 -- (tracekit/kernel_families.csv; first pattern wins; no match: other). CPU-only (Gloo) ranks: the
 -- compute intervals are CPU ops (family other), the comm ones Gloo ops (comm_intervals).
+-- Each row's ns adds its shares in time order (sum(... ORDER BY t)): the same figure, to the last bit,
+-- whatever DuckDB's threads and however the ranks are partitioned (a float sum depends on its order).
 -- The pieces (_step_pieces) and the sweep over them (_step_segments) are tables of their own: as one
 -- query, a heavy rank's step_breakdown ran out of DuckDB's memory (43M events on 8 ranks: over 256 MB).
 -- @stage finish
@@ -44,19 +46,19 @@ covered AS (
     FROM open_seg s JOIN cover p ON p.rank = s.rank AND p.cls = s.want AND p.t0 <= s.t AND s.t1 <= p.t1
     WHERE p.t1 - p.t0 > 64000000),
 shared AS (  -- exposed transfer and waiting, shared between the groups whose pieces cover the segment
-    SELECT rank, step, CASE WHEN c > 0 THEN 'comm' ELSE 'idle' END AS part,
+    SELECT rank, step, t, CASE WHEN c > 0 THEN 'comm' ELSE 'idle' END AS part,
            CASE WHEN c > 0 THEN detail ELSE 'waiting at a collective' END AS detail, coll,
            len / count(*) OVER (PARTITION BY rank, t) AS ns
     FROM covered),
 parts AS (
-    SELECT rank, step, 'compute' AS part, fam.detail, CAST(NULL AS VARCHAR) AS coll, len * fam.n / (g + a + e + o) AS ns
+    SELECT rank, step, t, 'compute' AS part, fam.detail, CAST(NULL AS VARCHAR) AS coll, len * fam.n / (g + a + e + o) AS ns
     FROM _step_segments, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
     WHERE g + a + e + o > 0 AND fam.n > 0
-    UNION ALL SELECT rank, step, part, detail, coll, ns FROM shared
-    UNION ALL SELECT rank, step, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + c + w = 0 AND m > 0
-    UNION ALL SELECT rank, step, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
+    UNION ALL SELECT rank, step, t, part, detail, coll, ns FROM shared
+    UNION ALL SELECT rank, step, t, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + c + w = 0 AND m > 0
+    UNION ALL SELECT rank, step, t, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
     FROM _step_segments WHERE g + a + e + o + c + w + m = 0),
 windows AS (SELECT rank, step, sum(len) AS window_ns FROM _step_segments GROUP BY ALL)
-SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns) AS ns, any_value(w.window_ns) AS window_ns
+SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns ORDER BY p.t) AS ns, any_value(w.window_ns) AS window_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
 GROUP BY p.rank, p.step, p.part, p.detail, p.coll;
