@@ -33,16 +33,16 @@ CREATE OR REPLACE VIEW collective_instances AS
 WITH world AS (SELECT max(world_size) AS world_size FROM traces),
 i AS (
     SELECT instance_key, any_value(match_method) AS match_method,
-           CASE WHEN count(DISTINCT collective) = 1 THEN any_value(collective)
-                WHEN count(DISTINCT match_collective) = 1 THEN any_value(match_collective)
+           CASE WHEN min(collective) = max(collective) THEN min(collective)
+                WHEN min(match_collective) = max(match_collective) THEN min(match_collective)
                 ELSE min(collective) END AS collective,
            count(DISTINCT rank) AS ranks_present,
            CASE WHEN bool_and(match_collective = 'sendrecv') THEN 2 ELSE coalesce(max(group_size),
                     CASE WHEN count(DISTINCT rank) = any_value(world.world_size) THEN any_value(world.world_size) END)
            END AS expected_ranks,
            string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
-           nullif(concat_ws(', ', CASE WHEN count(DISTINCT match_collective) > 1 THEN 'collective' END,
-                            CASE WHEN count(DISTINCT bytes) > 1 AND bool_and(collective NOT IN ('alltoall', 'alltoallv'))
+           nullif(concat_ws(', ', CASE WHEN min(match_collective) < max(match_collective) THEN 'collective' END,
+                            CASE WHEN min(bytes) < max(bytes) AND bool_and(collective NOT IN ('alltoall', 'alltoallv'))
                                  THEN 'bytes' END), '') AS mismatch,
            any_value(order_status) AS order_status,
            max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
@@ -50,7 +50,7 @@ i AS (
            min(dur_ns) AS transfer_ns, min(rank) FILTER (WHERE is_last) AS last_rank,
            count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, sum(wait_ns) AS total_wait_ns,
            bool_and(collective IN ('alltoall', 'alltoallv')) AS a2a,
-           count(DISTINCT in_nelems) > 1 OR count(DISTINCT out_nelems) > 1
+           coalesce(min(in_nelems) < max(in_nelems), false) OR coalesce(min(out_nelems) < max(out_nelems), false)
                OR coalesce(bool_or(len(list_distinct(TRY_CAST(in_splits AS BIGINT[]))) > 1), false) AS uneven_,
            max(in_nelems) / avg(in_nelems) AS in_imb, max(out_nelems) / avg(out_nelems) AS out_imb,
            max(end_ns) - max(ts_ns) AS exchange_ns, sum(bytes) AS sent_bytes,
