@@ -91,3 +91,20 @@ def test_lanes_hold_counts_up_to_their_width():
                             "tk_lane_count(?::HUGEINT, 2)", [total] * 3).fetchone()
         want = [sum(d[k] for d in deltas[:i + 1]) for k in range(3)]
         assert list(lanes) == want
+
+
+def test_the_largest_step_number_names_its_window():
+    """A window's step rides the sweep as step + 1: the largest BIGINT step (ProfilerStep#2^63-1) must
+    neither overflow nor read back as another step, in _step_segments and in comm_segments."""
+    big = 2 ** 63 - 1
+    rows = segments([("c_gemm", 5, 10)], [(big - 1, 0, 10), (big, 10, 30)])
+    assert [(r["t"], r["step"]) for r in rows] == [(0, big - 1), (5, big - 1), (10, big), (15, big)]
+    con = duckdb.connect()
+    define_base(con)
+    con.execute("CREATE TABLE comm_intervals AS SELECT 0::BIGINT AS rank, NULL::BIGINT AS step, 'compute' AS kind, "
+                "5::BIGINT AS ts_ns, 25::BIGINT AS end_ns, 0::BIGINT AS event_index")
+    con.execute(f"CREATE TABLE step_windows AS SELECT 0::BIGINT AS rank, {big}::BIGINT AS step, 0::BIGINT AS ts_ns, "
+                "20::BIGINT AS end_ns")
+    con.execute(tksql.load("views", "comm_segments").text)
+    got = con.execute("SELECT ts_ns, end_ns, window_step FROM comm_segments ORDER BY ts_ns").fetchall()
+    assert got == [(5, 20, big), (20, 25, -1)]

@@ -32,9 +32,9 @@ pts AS (
     UNION ALL
     SELECT rank, end_ns, -1, kind, s, 0 FROM iv
     UNION ALL
-    SELECT rank, ts_ns, 0, NULL, 0, step + 1 FROM step_windows
+    SELECT rank, ts_ns, 0, NULL, 0, CAST(step AS HUGEINT) + 1 FROM step_windows
     UNION ALL
-    SELECT rank, end_ns, 0, NULL, 0, -(step + 1) FROM step_windows),
+    SELECT rank, end_ns, 0, NULL, 0, -(CAST(step AS HUGEINT) + 1) FROM step_windows),
 agg AS (
     SELECT rank, t,
            -- the three counts in one (tk_lane: lane 0 comm, 1 compute, 2 memory)
@@ -42,13 +42,13 @@ agg AS (
                                      WHEN 'memory' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS dn,
            sum(sign * s) FILTER (WHERE kind = 'comm') AS sc, sum(sign * s * s) FILTER (WHERE kind = 'comm') AS qc,
            sum(sign * s) FILTER (WHERE kind = 'compute') AS sp, sum(sign * s * s) FILTER (WHERE kind = 'compute') AS qp,
-           coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa, CAST(sum(ds) AS BIGINT) AS ds
+           coalesce(sum(sign * s), 0) AS sa, coalesce(sum(sign * s * s), 0) AS qa, CAST(sum(ds) AS HUGEINT) AS ds
     FROM pts GROUP BY rank, t),
 sums AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next, CAST(sum(dn) OVER w AS HUGEINT) AS n,
            sum(coalesce(sc, 0)) OVER w AS sc, sum(coalesce(qc, 0)) OVER w AS qc,
            sum(coalesce(sp, 0)) OVER w AS sp, sum(coalesce(qp, 0)) OVER w AS qp,
-           sum(sa) OVER w AS sa, sum(qa) OVER w AS qa, CAST(sum(ds) OVER w AS BIGINT) - 1 AS window_step
+           sum(sa) OVER w AS sa, sum(qa) OVER w AS qa, CAST(sum(ds) OVER w - 1 AS BIGINT) AS window_step
     FROM agg
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 run AS (

@@ -25,20 +25,20 @@ pts AS (  -- a window's edges carry its step + 1 in (+) and out (-): their runni
           -- the window holding the instant (windows never overlap), 0 outside every window
     SELECT rank, t0 AS t, 1 AS d, cls, 0 AS ds FROM _step_pieces
     UNION ALL SELECT rank, t1, -1, cls, 0 FROM _step_pieces
-    UNION ALL SELECT rank, w0, 0, NULL, step + 1 FROM win
-    UNION ALL SELECT rank, w1, 0, NULL, -(step + 1) FROM win),
+    UNION ALL SELECT rank, w0, 0, NULL, CAST(step AS HUGEINT) + 1 FROM win
+    UNION ALL SELECT rank, w1, 0, NULL, -(CAST(step AS HUGEINT) + 1) FROM win),
 agg AS (  -- the seven counts in three running sums (tk_lane, three counts to a sum)
     SELECT rank, t,
            CAST(sum(d * CASE cls WHEN 'c_gemm' THEN tk_lane(0) WHEN 'c_attention' THEN tk_lane(1)
                                  WHEN 'c_elementwise' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS gae,
            CAST(sum(d * CASE cls WHEN 'c_other' THEN tk_lane(0) WHEN 'comm' THEN tk_lane(1)
                                  WHEN 'wait' THEN tk_lane(2) ELSE 0 END) AS HUGEINT) AS ocw,
-           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m, CAST(sum(ds) AS BIGINT) AS ds
+           CAST(coalesce(sum(d) FILTER (WHERE cls = 'memory'), 0) AS BIGINT) AS m, CAST(sum(ds) AS HUGEINT) AS ds
     FROM pts GROUP BY rank, t),
 run AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t1,
            CAST(sum(gae) OVER x AS HUGEINT) AS gae, CAST(sum(ocw) OVER x AS HUGEINT) AS ocw,
-           CAST(sum(m) OVER x AS BIGINT) AS m, CAST(sum(ds) OVER x AS BIGINT) - 1 AS step
+           CAST(sum(m) OVER x AS BIGINT) AS m, CAST(sum(ds) OVER x - 1 AS BIGINT) AS step
     FROM agg WINDOW x AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
 SELECT rank, t, t1, step,
        tk_lane_count(gae, 0) AS g, tk_lane_count(gae, 1) AS a, tk_lane_count(gae, 2) AS e,
