@@ -54,6 +54,10 @@ CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS (  -- the factors are data: 
                 ELSE f.coeff END
     FROM tk_busbw_factors f WHERE f.collective = coll);
 
+-- tk_gpu_cat(cat): the event is on the GPU's own timeline (a kernel, a memcpy, a memset): gpu_kernels'
+-- rows, and what makes a rank a GPU rank.
+CREATE OR REPLACE MACRO tk_gpu_cat(cat) AS cat IN ('kernel', 'gpu_memcpy', 'gpu_memset');
+
 -- tk_in_span(t, lo, hi): t lies in the half-open span [lo, hi). Every "which step holds this time"
 -- join uses it, so that a time exactly on a boundary shared by two steps belongs to the later one only.
 CREATE OR REPLACE MACRO tk_in_span(t, lo, hi) AS t >= lo AND t < hi;

@@ -10,7 +10,7 @@
 -- group name) that ran in the profiled step; the threads that ran them serve that group, and the markers
 -- themselves are tracekit's, not the job's: left out here, so out of every view and report.
 -- @stage fact
--- @uses steps, gpu_kernels, comm_ops, traces
+-- @uses steps, comm_ops, traces, events
 CREATE OR REPLACE VIEW _gloo_collectives AS
 WITH markers AS (
     SELECT t.rank, TRY_CAST(u.k AS BIGINT) AS numel,
@@ -39,6 +39,9 @@ SELECT o.rank, CASE WHEN tk_in_span(o.ts_ns, st.ts_ns, st.end_ns) THEN st.step E
 FROM comm_ops o
 LEFT JOIN gloo_threads th ON th.rank = o.rank AND th.tid = o.tid
 ASOF LEFT JOIN steps st ON st.rank = o.rank AND o.ts_ns >= st.ts_ns
-WHERE o.name LIKE 'gloo:%' AND o.rank NOT IN (SELECT DISTINCT rank FROM gpu_kernels)
+WHERE o.name LIKE 'gloo:%'
+  -- a rank with GPU activity (gpu_kernels' events) is not a Gloo rank: asked of its events, so that this
+  -- fact runs beside gpu_kernels, not after it
+  AND o.rank NOT IN (SELECT DISTINCT rank FROM events WHERE ph = 'X' AND tk_gpu_cat(cat))
   AND NOT (o.name = 'gloo:all_reduce'
            AND o.shape_in_nelems IN (SELECT numel FROM markers WHERE markers.rank = o.rank));

@@ -29,18 +29,18 @@ CREATE OR REPLACE VIEW gpu_kernels AS
 WITH names AS MATERIALIZED (
     SELECT row_number() OVER (ORDER BY name, cat) AS nid, name, cat, tk_kernel_kind(name, cat) AS kind,
            CASE WHEN cat = 'kernel' THEN tk_comm_kernel(name) END AS ck
-    FROM (SELECT DISTINCT name, cat FROM events WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'))),
+    FROM (SELECT DISTINCT name, cat FROM events WHERE ph = 'X' AND tk_gpu_cat(cat))),
 k AS (
     SELECT e.rank, e.event_index, n.nid, e.pid AS device,
            coalesce(e.stream, e.tid) AS stream, e.ts_ns, coalesce(e.dur_ns, 0) AS dur_ns,
            e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns, e.correlation
     FROM events e JOIN names n ON n.name IS NOT DISTINCT FROM e.name AND n.cat = e.cat
-    WHERE e.ph = 'X' AND e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')),
+    WHERE e.ph = 'X' AND tk_gpu_cat(e.cat)),
 l AS (
     SELECT rank, correlation, min(ts_ns) AS launch_ts_ns, arg_min(pid, ts_ns) AS launch_pid,
            arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name
     FROM events
-    WHERE ph = 'X' AND correlation IS NOT NULL AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset')
+    WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
     GROUP BY rank, correlation),
 first_call AS (SELECT rank, min(correlation) AS c FROM l GROUP BY rank),
 kl AS (
