@@ -108,3 +108,43 @@ def test_the_largest_step_number_names_its_window():
     con.execute(tksql.load("views", "comm_segments").text)
     got = con.execute("SELECT ts_ns, end_ns, window_step FROM comm_segments ORDER BY ts_ns").fetchall()
     assert got == [(5, 20, big), (20, 25, -1)]
+
+
+def breakdown(pieces, wins, threads):
+    con = duckdb.connect(config={"threads": threads})
+    define_base(con)
+    con.execute("CREATE TABLE _step_pieces (rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, "
+                "t1 BIGINT)")
+    con.execute("CREATE TABLE step_windows (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT)")
+    con.executemany("INSERT INTO _step_pieces VALUES (?, ?, ?, ?, ?, ?)", pieces)
+    con.executemany("INSERT INTO step_windows VALUES (?, ?, ?, ?)", wins)
+    con.execute(tksql.load("views", "_step_segments").text.replace("CREATE OR REPLACE VIEW _step_segments AS",
+                                                                   "CREATE TABLE _step_segments AS"))
+    con.execute(tksql.load("views", "step_breakdown").text)
+    return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
+
+
+def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_partitions():
+    """step_breakdown's ns add fractional shares (a third of a segment shared by three kernels): a float sum,
+    whose last bits depend on the order of its terms. It adds them in time order, so the figures are the same
+    on 1 or 4 threads and with the ranks derived together or one by one (the finish's partitions). Before
+    (a sum in the order the plan happened to give), 4 threads changed the last bits of a few rows of this
+    timeline in each of 4 tries; the finish ran on one thread to avoid it."""
+    import random
+
+    rnd = random.Random(0)
+    pieces, wins = [], []
+    for r in (0, 1):
+        starts = sorted(rnd.randint(0, 300) for _ in range(3))
+        wins += [(r, n + 1, s, starts[n + 1] if n + 1 < len(starts) else s + 40) for n, s in enumerate(starts)]
+        for _ in range(60):
+            s, d = rnd.randint(-20, 320), rnd.choice([1, 3, 7, 10, 50, 200])
+            pieces.append((r, rnd.choice(CLASSES), rnd.choice(["DP", "TP", "EP"]),
+                           rnd.choice(["allreduce", "alltoall"]), s, s + d))
+    one = breakdown(pieces, wins, 1)
+    assert any(x[5] != round(x[5]) for x in one)  # fractional shares: the sums whose order matters
+    for _ in range(8):
+        assert breakdown(pieces, wins, 4) == one
+    by_rank = sorted((row for r in (0, 1) for row in breakdown([p for p in pieces if p[0] == r],
+                                                                 [w for w in wins if w[0] == r], 1)), key=repr)
+    assert by_rank == one
