@@ -64,12 +64,16 @@ def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
 def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
     """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
     again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
-    at once and the Parquet writes on a third cursor: most of these queries run on one core (their inputs
+    at once (of those ready, the one with the longest chain of rules waiting for it first) and the Parquet
+    writes on a third cursor: most of these queries run on one core (their inputs
     are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
     writes of finished facts proceed beside the next rule. A view rule among ``names`` (a one-rank run's
     reduce reads rank_clocks and _collectives_aligned) is defined once what it reads is there, never stored.
     ``fail(name, exc)`` turns a DuckDB error into ours."""
     deps = {n: uses(n, names) for n in names}
+    below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
+    for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
+        below[n] = 1 + max((below[m] for m in names if n in deps[m]), default=0)
     created: set[str] = set()
     running: dict = {}
     copies = []
@@ -112,13 +116,16 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
             try:
                 while len(created) < len(names):
-                    for n in names:
-                        if n not in created and n not in running and all(d in created for d in deps[n]):
-                            if any(m in alone for m in running) or (n in alone and running):
-                                continue  # a rule that ran out of memory beside another runs alone
-                            if n in alone:
-                                wait([f for _, f in copies])
-                            running[n] = pool.submit(create, n)
+                    ready = [n for n in names if n not in created and n not in running
+                             and all(d in created for d in deps[n])]
+                    for n in sorted(ready, key=lambda n: -below[n]):  # the longest chain first
+                        if len(running) >= 2:
+                            break  # a rule is chosen when a worker is free, not queued behind others
+                        if any(m in alone for m in running) or (n in alone and running):
+                            continue  # a rule that ran out of memory beside another runs alone
+                        if n in alone:
+                            wait([f for _, f in copies])
+                        running[n] = pool.submit(create, n)
                     finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
                     for n, fut in list(running.items()):
                         if fut in finished:
