@@ -33,7 +33,7 @@ from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
-from .rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, graph, stored, uses, views_for
+from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, graph, stored, uses, views_for
 
 _VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}
 
@@ -61,7 +61,8 @@ def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
     cur.execute(f"COPY {name} TO {sql_string(path)} (FORMAT parquet)")
 
 
-def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
+def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail,
+                     optional: frozenset = frozenset(), give_up: tuple = ()) -> set[str]:
     """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
     again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
     at once (of those ready, the one with the longest chain of rules waiting for it first) and the Parquet
@@ -69,12 +70,15 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
     writes of finished facts proceed beside the next rule. A view rule among ``names`` (a one-rank run's
     reduce reads rank_clocks and _collectives_aligned) is defined once what it reads is there, never stored.
-    ``fail(name, exc)`` turns a DuckDB error into ours."""
+    ``fail(name, exc)`` turns a DuckDB error into ours. A rule of ``optional`` whose error becomes one of
+    ``give_up`` is given up, with the rules that wait for it, and the others go on: returns those given up
+    (a one-rank run's finish, out of memory beside its facts, is derived again by finish_run)."""
     deps = {n: uses(n, names) for n in names}
     below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
     for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
         below[n] = 1 + max((below[m] for m in names if n in deps[m]), default=0)
     created: set[str] = set()
+    given_up: set[str] = set()
     running: dict = {}
     copies = []
     alone: set[str] = set()  # rules to run again with nothing beside them (1M kernels of distinct names)
@@ -111,12 +115,27 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
             disk = disk_error(exc)  # a full disk is not the trace's fault: the ingest fails, never skips it
             raise (disk or fail(name, exc)) from None
 
+    def settled(name, fut) -> bool:
+        """check(), but an optional rule's error of a kind to give up on gives it up, and what waits for it."""
+        try:
+            check(name, fut)
+            return True
+        except give_up:
+            if name not in optional:
+                raise
+            todo = [name]
+            while todo:
+                n = todo.pop()
+                given_up.add(n)
+                todo += [m for m in names if n in deps[m] and m not in given_up]
+            return False
+
     try:
         # rules and Parquet writes on pools of their own: a write never delays the next rule
         with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
             try:
-                while len(created) < len(names):
-                    ready = [n for n in names if n not in created and n not in running
+                while len(created) + len(given_up) < len(names):
+                    ready = [n for n in names if n not in created and n not in running and n not in given_up
                              and all(d in created for d in deps[n])]
                     for n in sorted(ready, key=lambda n: -below[n]):  # the longest chain first
                         if len(running) >= 2:
@@ -133,8 +152,9 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                                 alone.add(n)  # two rules share the budget: this one again, with all of it
                                 del running[n]
                                 continue
-                            check(n, fut)
                             del running[n]
+                            if not settled(n, fut):
+                                continue
                             created.add(n)
                             if stored(n):  # (not a finish's scratch table: one for the rules after it)
                                 copies.append((n, writes.submit(copy, n)))
@@ -143,7 +163,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                         # a write beside two rules shares the budget with them (a table of 200k distinct
                         # kernel names, in CI): again, now that nothing runs beside it
                         fut = writes.submit(copy, n)
-                    check(n, fut)
+                    settled(n, fut)
             except BaseException:
                 for fut in list(running.values()) + [f for _, f in copies]:
                     fut.cancel()
@@ -152,6 +172,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         while not rule_cursors.empty():
             rule_cursors.get().close()
         write_cursor.close()
+    return given_up
 
 
 def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process_groups: list[dict], out_dir: str,
@@ -183,12 +204,21 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         if not reduced:
             _materialize_all(con, FACTS, parquet_of, fail)
             return
-        # the run is this rank: its cross-rank facts in the same pass as its facts, each as soon as what it
-        # reads is there (collective_waits beside comm_segments), then the clocks and the finish
+        # the run is this rank: its cross-rank facts and its finish in the same pass as its facts, each as
+        # soon as what it reads is there (collective_waits beside comm_segments, the lead-ups beside
+        # comm_overlap); its one host needs no clock offset, so the cross-rank facts are final at once
         _no_offsets(con)
-        _materialize_all(con, FACTS + views_for(REDUCED) + REDUCED, parquet_of, fail)
-        _align(con, parquet_of, fail)
-        _finish_on(con, parquet_of, _finish_fail(trace.get("path"), rank, rank))
+        rules = set(FACTS + REDUCED + FINISHED + views_for(REDUCED + FINISHED))
+        finish_fail = _finish_fail(trace.get("path"), rank, rank)
+        given_up = _materialize_all(con, [n for n in ORDER if n in rules], parquet_of,
+                                    lambda name, exc: (finish_fail if name in FINISHED else fail)(name, exc),
+                                    optional=frozenset(FINISHED), give_up=(_FinishOutOfMemory,))
+        if given_up:  # out of memory beside the facts: reduce_run derives the finish again (finish_run)
+            _unlink_finish(parquet_of)
+        if _align(con, parquet_of, fail) and not given_up:  # (a host's offset: never with one host)
+            for name in reversed(FINISHED):
+                con.execute(f"DROP TABLE {name}")
+            _finish_on(con, parquet_of, finish_fail)
 
 
 def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: str, threads: int = 1) -> None:
@@ -260,9 +290,13 @@ def _finish_on(con: duckdb.DuckDBPyConnection, parquet_of, fail) -> None:
     try:
         _materialize_all(con, FINISHED, parquet_of, fail)
     except _FinishOutOfMemory:
-        for name in FINISHED:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(parquet_of(name))
+        _unlink_finish(parquet_of)
+
+
+def _unlink_finish(parquet_of) -> None:
+    for name in FINISHED:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(parquet_of(name))
 
 
 def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
@@ -290,9 +324,9 @@ def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
     con.unregister("_no_offsets")
 
 
-def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> None:
+def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> bool:
     """Each host's clock offset from the cross-rank facts on raw clocks, written as clock_offsets; where a
-    host's clock needed a correction, the cross-rank facts again on the aligned clock."""
+    host's clock needed a correction, the cross-rank facts again on the aligned clock (then True)."""
     from . import clocks
 
     timings = {} if timings is None else timings
@@ -302,11 +336,13 @@ def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
     con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _offsets")
     con.unregister("_offsets")
     con.execute(f"COPY {CLOCKS} TO {sql_string(parquet_of(CLOCKS))} (FORMAT parquet)")
-    if any((r["offset_ns"] or 0) != 0 or (r["drift_ppm"] or 0) != 0 for r in offsets.to_pylist()):
+    again = any((r["offset_ns"] or 0) != 0 or (r["drift_ppm"] or 0) != 0 for r in offsets.to_pylist())
+    if again:
         for name in reversed(REDUCED):
             con.execute(f"DROP TABLE {name}")
         _materialize_all(con, REDUCED, parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
+    return again
 
 
 @contextlib.contextmanager

@@ -202,20 +202,25 @@ def test_a_one_rank_run_derives_its_finish_beside_its_facts(tmp_path, monkeypatc
 
 
 def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives_it_again(tmp_path, monkeypatch):
-    """Out of memory on the facts' connection (after writing some of the finish rules), the finish is done
-    again by finish_run, on a connection of its own: the same hand-worked figures, one file each."""
+    """Out of memory on the facts' connection (a finish rule, beside the facts and then alone), the finish is
+    given up there, what it wrote removed, and done again by finish_run on a connection of its own: the same
+    hand-worked figures, one file each; the facts of that pass are all written."""
+    import duckdb
+
     d = tracekit.derive
-    real_all, real_part, calls, planted_once = d._materialize_all, d._finish_part, [], []
+    real_create, real_part, calls, planted = d._create, d._finish_part, [], []
 
-    def materialize(con, names, parquet_of, fail):
-        real_all(con, names, parquet_of, fail)
-        if names == d.FINISHED and not planted_once:
-            planted_once.append(True)
-            raise d._FinishOutOfMemory("planted: out of memory")
+    def create(cur, name):
+        if name == "step_breakdown" and not calls:  # on the map connection (both tries: beside others, alone)
+            planted.append(name)
+            raise duckdb.OutOfMemoryException("planted: out of memory")
+        real_create(cur, name)
 
-    monkeypatch.setattr(d, "_materialize_all", materialize)
+    monkeypatch.setattr(d, "_create", create)
     monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
     assert_one_rank_figures(one_rank_run(tmp_path))
-    assert planted_once and calls == [[0]]
+    assert planted == ["step_breakdown", "step_breakdown"] and calls == [[0]]
     for name in ("step_breakdown", "_lead_up_parts"):
         assert finish_files(tmp_path / "run", name) == ["all.parquet"]
+    for name in d.FACTS + d.REDUCED:
+        assert finish_files(tmp_path / "run", name) == ["all.parquet"], name
