@@ -72,25 +72,22 @@ def test_many_pieces_at_once_in_every_lane():
 
 
 def test_lanes_hold_counts_up_to_their_width():
-    """tk_lane_count reads each 42-bit lane of a running sum exactly, up to 2^42 - 1 in every lane, while
-    the sums of single instants (the deltas) go negative."""
+    """tk_lane_count reads each 42-bit lane of a running sum exactly, sign included, from -2^41 to 2^41 - 1 in
+    every lane, while the sums of single instants (the deltas) carry into and borrow from the next lane."""
     con = duckdb.connect()
     define_base(con)
-    top = 2 ** 42 - 1
-    deltas = [(top, 5, top), (-top, 0, 0), (1, top - 5, -top), (0, -3, 1)]  # each lane's running count stays >= 0
-    running, got = [0, 0, 0], []
-    for d in deltas:
-        running = [a + b for a, b in zip(running, d, strict=True)]
-        packed = con.execute("SELECT ?::HUGEINT * tk_lane(0) + ?::HUGEINT * tk_lane(1) + ?::HUGEINT * tk_lane(2)",
-                             list(d)).fetchone()[0]
-        got.append(packed)
+    top, bottom = 2 ** 41 - 1, -(2 ** 41)
+    deltas = [(top, 5, top), (-top, -5, bottom - top), (bottom, top, 1), (1 - bottom, bottom - top, -1),
+              (-1, 0, top)]
     total = 0
-    for i, packed in enumerate(got):
-        total += packed
+    for i, d in enumerate(deltas):
+        total += con.execute("SELECT ?::HUGEINT * tk_lane(0) + ?::HUGEINT * tk_lane(1) + ?::HUGEINT * tk_lane(2)",
+                             list(d)).fetchone()[0]
         lanes = con.execute("SELECT tk_lane_count(?::HUGEINT, 0), tk_lane_count(?::HUGEINT, 1), "
                             "tk_lane_count(?::HUGEINT, 2)", [total] * 3).fetchone()
-        want = [sum(d[k] for d in deltas[:i + 1]) for k in range(3)]
-        assert list(lanes) == want
+        want = [sum(x[k] for x in deltas[:i + 1]) for k in range(3)]
+        assert all(bottom <= w <= top for w in want)
+        assert list(lanes) == want, i
 
 
 def test_the_largest_step_number_names_its_window():
@@ -148,3 +145,47 @@ def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_part
     by_rank = sorted((row for r in (0, 1) for row in breakdown([p for p in pieces if p[0] == r],
                                                                  [w for w in wins if w[0] == r], 1)), key=repr)
     assert by_rank == one
+
+
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def test_a_kernel_of_negative_duration_leaves_the_other_counts_as_they_are(tmp_path):
+    """A trace may hold a kernel whose dur is negative (a broken clock). Its interval counts -1 where it
+    'runs'; the lanes must read that back as -1 of its own count, not borrow from the next lane: the
+    allreduce [180, 220) us stays 40 us of comm, in the run and in its step."""
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    ev = [step(1, 100, 200)]
+    ev += kernel("ampere_sgemm_128x64_nn", 110, 30, launch=(105, 1))
+    ev += kernel("ampere_sgemm_128x64_nn", 210, -20, launch=(205, 1))
+    ev += kernel(NCCL, 180, 40, launch=(120, 1))
+    write_trace(tmp_path / "t.json", ev, header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
+    comm = {r["step"]: r["comm_ns"] for r in run.sql("SELECT step, comm_ns FROM comm_overlap").to_pylist()}
+    assert comm == {None: 40_000, 1: 40_000}
+
+
+def test_a_step_of_negative_duration_holds_no_time(tmp_path):
+    """The last ProfilerStep with a negative dur makes a window that ends before it starts: it holds no
+    instant, and the step before keeps its window [100, 200) us: gemm [110, 140), the allreduce [150, 190)
+    (one rank: no wait), starved the other 30 us. No step of another number appears."""
+    import tracekit
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    ev = [step(1, 100, 100), step(2, 200, -50)]
+    ev += kernel("ampere_sgemm_128x64_nn", 110, 30, launch=(105, 1))
+    ev += kernel(NCCL, 150, 40, launch=(120, 1))
+    write_trace(tmp_path / "t.json", ev, header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
+    rows = run.sql("SELECT step, part, detail, ns, window_ns FROM step_breakdown").to_pylist()
+    assert {(r["step"], r["part"], r["detail"], r["ns"], r["window_ns"]) for r in rows} == {
+        (1, "compute", "gemm", 30_000, 100_000), (1, "comm", "unknown", 40_000, 100_000),  # (no group recorded)
+        (1, "idle", "starved", 30_000, 100_000)}
+    busy = run.sql("SELECT busy_ns, idle_ns FROM comm_overlap WHERE step = 1").to_pylist()
+    # comm_overlap's window is the step's within the rank's span [110, 190): gemm and the allreduce, idle 10 us
+    assert busy == [{"busy_ns": 70_000, "idle_ns": 10_000}]
+

@@ -85,8 +85,12 @@ CREATE OR REPLACE MACRO tk_aligned(ts, offset_ns, drift_ppm, ref_ns) AS
 -- tk_lane(k) and tk_lane_count(packed, k): several counts carried in one HUGEINT, 42 bits each (lane 0,
 -- 1, 2), so that a sweep keeps one running sum for them instead of one per count (each running sum is a
 -- pass of DuckDB's WINDOW operator: a third of comm_segments' time). A +1/-1 of lane k is ±tk_lane(k);
--- the running sum of such steps is Σ count_k·2^(42k), and each count is read back exactly while it stays
--- within [0, 2^42): a count of intervals active at once on one rank, which never comes near 4·10^12 (a
--- trace holds far fewer events). The sums of one instant may be negative; only running totals are read.
+-- the running sum of such steps is Σ count_k·2^(42k), and each count is read back exactly, sign included,
+-- while it stays within [-2^41, 2^41): reading adds 2^41 to every lane first, so that each lies in
+-- [0, 2^42). A count of intervals active at once on one rank never comes near 2·10^12 (a trace holds far
+-- fewer events); it goes below 0 only where the trace has an event of negative duration, which a count
+-- kept on its own would show the same.
 CREATE OR REPLACE MACRO tk_lane(k) AS CAST(1 AS HUGEINT) << (42 * k);
-CREATE OR REPLACE MACRO tk_lane_count(packed, k) AS CAST((packed // tk_lane(k)) % tk_lane(1) AS BIGINT);
+CREATE OR REPLACE MACRO tk_lane_count(packed, k) AS
+    CAST(((packed + (CAST(1 AS HUGEINT) << 41) * (1 + tk_lane(1) + tk_lane(2))) // tk_lane(k)) % tk_lane(1) AS BIGINT)
+    - (CAST(1 AS BIGINT) << 41);

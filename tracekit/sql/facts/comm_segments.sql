@@ -25,16 +25,19 @@ CREATE OR REPLACE VIEW comm_segments AS
 WITH iv AS (SELECT rank, kind, coalesce(step, -1) AS s, ts_ns, end_ns FROM comm_intervals),
 span AS (SELECT rank, min(ts_ns) AS lo, max(end_ns) AS hi FROM iv GROUP BY rank),
 -- The windows' edges are cut points too: each carries its step + 1 in (+) and out (-), so the running sum
--- of those is the step + 1 of the window holding the instant (windows never overlap), 0 outside every
+-- of those is the step + 1 of the window holding the instant (windows never overlap; one that ends before
+-- it starts, from a step of negative duration, holds nothing and carries 0), 0 outside every
 -- window; the points outside the rank's timeline cut nothing (left out below).
 pts AS (
     SELECT rank, ts_ns AS t, 1 AS sign, kind, s, 0 AS ds FROM iv
     UNION ALL
     SELECT rank, end_ns, -1, kind, s, 0 FROM iv
     UNION ALL
-    SELECT rank, ts_ns, 0, NULL, 0, CAST(step AS HUGEINT) + 1 FROM step_windows
+    SELECT rank, ts_ns, 0, NULL, 0, CASE WHEN end_ns > ts_ns THEN CAST(step AS HUGEINT) + 1 ELSE 0 END
+    FROM step_windows
     UNION ALL
-    SELECT rank, end_ns, 0, NULL, 0, -(CAST(step AS HUGEINT) + 1) FROM step_windows),
+    SELECT rank, end_ns, 0, NULL, 0, CASE WHEN end_ns > ts_ns THEN -(CAST(step AS HUGEINT) + 1) ELSE 0 END
+    FROM step_windows),
 agg AS (
     SELECT rank, t,
            -- the three counts in one (tk_lane: lane 0 comm, 1 compute, 2 memory)

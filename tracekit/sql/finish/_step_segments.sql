@@ -22,11 +22,12 @@
 CREATE OR REPLACE VIEW _step_segments AS
 WITH win AS (SELECT rank, step, ts_ns AS w0, end_ns AS w1 FROM step_windows),
 pts AS (  -- a window's edges carry its step + 1 in (+) and out (-): their running sum is the step + 1 of
-          -- the window holding the instant (windows never overlap), 0 outside every window
+          -- the window holding the instant (windows never overlap), 0 outside every window; one that
+          -- ends before it starts (a step of negative duration) holds nothing: it cuts, and carries 0
     SELECT rank, t0 AS t, 1 AS d, cls, 0 AS ds FROM _step_pieces
     UNION ALL SELECT rank, t1, -1, cls, 0 FROM _step_pieces
-    UNION ALL SELECT rank, w0, 0, NULL, CAST(step AS HUGEINT) + 1 FROM win
-    UNION ALL SELECT rank, w1, 0, NULL, -(CAST(step AS HUGEINT) + 1) FROM win),
+    UNION ALL SELECT rank, w0, 0, NULL, CASE WHEN w1 > w0 THEN CAST(step AS HUGEINT) + 1 ELSE 0 END FROM win
+    UNION ALL SELECT rank, w1, 0, NULL, CASE WHEN w1 > w0 THEN -(CAST(step AS HUGEINT) + 1) ELSE 0 END FROM win),
 agg AS (  -- the seven counts in three running sums (tk_lane, three counts to a sum)
     SELECT rank, t,
            CAST(sum(d * CASE cls WHEN 'c_gemm' THEN tk_lane(0) WHEN 'c_attention' THEN tk_lane(1)
