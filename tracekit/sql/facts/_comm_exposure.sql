@@ -4,11 +4,13 @@
 -- @uses comm_intervals, comm_segments
 CREATE OR REPLACE VIEW _comm_exposure AS
 WITH cover AS (
-    SELECT i.rank, i.event_index, s.end_ns - s.ts_ns AS len,
+    SELECT i.rank, i.event_index, s.ts_ns, s.end_ns - s.ts_ns AS len,
            count(*) OVER (PARTITION BY s.rank, s.ts_ns) AS k
     FROM comm_segments s
     JOIN comm_intervals i ON i.rank = s.rank AND i.kind = 'comm' AND coalesce(i.step, -1) = s.comm_step
                          AND i.ts_ns <= s.ts_ns AND s.end_ns <= i.end_ns
     WHERE s.comm_active > 0 AND s.compute_active = 0),
-exp AS (SELECT rank, event_index, sum(len / k) AS exposed_ns FROM cover GROUP BY ALL)
+-- the shares added in time order (sum(... ORDER BY ts_ns)): a float sum's last bits depend on the order of
+-- its terms, which would otherwise follow DuckDB's threads and the segments' row order
+exp AS (SELECT rank, event_index, sum(len / k ORDER BY ts_ns) AS exposed_ns FROM cover GROUP BY rank, event_index)
 SELECT rank, event_index, exposed_ns FROM exp;
