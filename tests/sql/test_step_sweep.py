@@ -27,17 +27,33 @@ def no_overlap(ws):
     return out
 
 
-def segments(pieces, wins):
-    con = duckdb.connect()
+COLUMNS = {
+    "_step_pieces": "rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, t1 BIGINT",
+    "step_windows": "rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT",
+    "comm_intervals": "rank BIGINT, step BIGINT, kind VARCHAR, ts_ns BIGINT, end_ns BIGINT, event_index BIGINT",
+}
+
+
+def inline(threads=None, **rows):
+    """A connection with the macros and the rules' input tables, given here row by row."""
+    con = duckdb.connect(config={"threads": threads} if threads else {})
     define_base(con)
-    con.execute("CREATE TABLE _step_pieces (rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, "
-                "t1 BIGINT)")
-    con.execute("CREATE TABLE step_windows (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT)")
-    if pieces:
-        con.executemany("INSERT INTO _step_pieces VALUES (0, ?, NULL, NULL, ?, ?)",
-                        [(c, s, s + d) for c, s, d in pieces])
-    if wins:
-        con.executemany("INSERT INTO step_windows VALUES (0, ?, ?, ?)", wins)
+    for name, values in rows.items():
+        con.execute(f"CREATE TABLE {name} ({COLUMNS[name]})")
+        if values:
+            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(values[0]))})", values)
+    return con
+
+
+def as_table(rule, name=None):
+    """Rule ``rule``'s file with its view made a table (of ``name``, default its own)."""
+    return tksql.load("views", rule).text.replace(f"CREATE OR REPLACE VIEW {rule} AS",
+                                                  f"CREATE TABLE {name or rule} AS")
+
+
+def segments(pieces, wins):
+    con = inline(_step_pieces=[(0, c, None, None, s, s + d) for c, s, d in pieces],
+                 step_windows=[(0, *w) for w in wins])
     con.execute(tksql.load("views", "_step_segments").text)
     cols = [d[0] for d in con.execute("SELECT * FROM _step_segments").description]
     return [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM _step_segments ORDER BY t").fetchall()]
@@ -96,27 +112,15 @@ def test_the_largest_step_number_names_its_window():
     big = 2 ** 63 - 1
     rows = segments([("c_gemm", 5, 10)], [(big - 1, 0, 10), (big, 10, 30)])
     assert [(r["t"], r["step"]) for r in rows] == [(0, big - 1), (5, big - 1), (10, big), (15, big)]
-    con = duckdb.connect()
-    define_base(con)
-    con.execute("CREATE TABLE comm_intervals AS SELECT 0::BIGINT AS rank, NULL::BIGINT AS step, 'compute' AS kind, "
-                "5::BIGINT AS ts_ns, 25::BIGINT AS end_ns, 0::BIGINT AS event_index")
-    con.execute(f"CREATE TABLE step_windows AS SELECT 0::BIGINT AS rank, {big}::BIGINT AS step, 0::BIGINT AS ts_ns, "
-                "20::BIGINT AS end_ns")
+    con = inline(comm_intervals=[(0, None, "compute", 5, 25, 0)], step_windows=[(0, big, 0, 20)])
     con.execute(tksql.load("views", "comm_segments").text)
     got = con.execute("SELECT ts_ns, end_ns, window_step FROM comm_segments ORDER BY ts_ns").fetchall()
     assert got == [(5, 20, big), (20, 25, -1)]
 
 
 def breakdown(pieces, wins, threads):
-    con = duckdb.connect(config={"threads": threads})
-    define_base(con)
-    con.execute("CREATE TABLE _step_pieces (rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, "
-                "t1 BIGINT)")
-    con.execute("CREATE TABLE step_windows (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT)")
-    con.executemany("INSERT INTO _step_pieces VALUES (?, ?, ?, ?, ?, ?)", pieces)
-    con.executemany("INSERT INTO step_windows VALUES (?, ?, ?, ?)", wins)
-    con.execute(tksql.load("views", "_step_segments").text.replace("CREATE OR REPLACE VIEW _step_segments AS",
-                                                                   "CREATE TABLE _step_segments AS"))
+    con = inline(threads, _step_pieces=pieces, step_windows=wins)
+    con.execute(as_table("_step_segments"))
     con.execute(tksql.load("views", "step_breakdown").text)
     return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
 
@@ -191,14 +195,8 @@ def test_a_step_of_negative_duration_holds_no_time(tmp_path):
 
 
 def exposure(ivs, threads, order):
-    con = duckdb.connect(config={"threads": threads})
-    define_base(con)
-    con.execute("CREATE TABLE comm_intervals (rank BIGINT, step BIGINT, kind VARCHAR, ts_ns BIGINT, end_ns BIGINT, "
-                "event_index BIGINT)")
-    con.execute("CREATE TABLE step_windows (rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT)")
-    con.executemany("INSERT INTO comm_intervals VALUES (?, ?, ?, ?, ?, ?)", ivs)
-    con.execute(tksql.load("views", "comm_segments").text.replace("CREATE OR REPLACE VIEW comm_segments AS",
-                                                                  "CREATE TABLE seg AS"))
+    con = inline(threads, comm_intervals=ivs, step_windows=[])
+    con.execute(as_table("comm_segments", "seg"))
     # the segments in another row order, as another run's plan may leave them
     con.execute(f"CREATE TABLE comm_segments AS SELECT * FROM seg ORDER BY hash(ts_ns + {order})")
     con.execute(tksql.load("views", "_comm_exposure").text)
