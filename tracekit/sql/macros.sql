@@ -89,8 +89,10 @@ CREATE OR REPLACE MACRO tk_aligned(ts, offset_ns, drift_ppm, ref_ns) AS
 -- while it stays within [-2^41, 2^41): reading adds 2^41 to every lane first, so that each lies in
 -- [0, 2^42). A count of intervals active at once on one rank never comes near 2·10^12 (a trace holds far
 -- fewer events); it goes below 0 only where the trace has an event of negative duration, which a count
--- kept on its own would show the same.
+-- kept on its own would show the same. A lane is read by a shift and a mask, not // and %: DuckDB
+-- divides a HUGEINT bit by bit (0.3 us a value against 0.013 us; as // and %, reading the lanes was a third of
+-- _step_segments' time).
 CREATE OR REPLACE MACRO tk_lane(k) AS CAST(1 AS HUGEINT) << (42 * k);
 CREATE OR REPLACE MACRO tk_lane_count(packed, k) AS
-    CAST(((packed + (CAST(1 AS HUGEINT) << 41) * (1 + tk_lane(1) + tk_lane(2))) // tk_lane(k)) % tk_lane(1) AS BIGINT)
+    CAST(((packed + (CAST(1 AS HUGEINT) << 41) * (1 + tk_lane(1) + tk_lane(2))) >> (42 * k)) & (tk_lane(1) - 1) AS BIGINT)
     - (CAST(1 AS BIGINT) << 41);
