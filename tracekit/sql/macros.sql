@@ -58,6 +58,12 @@ CREATE OR REPLACE MACRO tk_busbw_factor(coll, n) AS (  -- the factors are data: 
 -- rows, and what makes a rank a GPU rank.
 CREATE OR REPLACE MACRO tk_gpu_cat(cat) AS cat IN ('kernel', 'gpu_memcpy', 'gpu_memset');
 
+-- tk_group_label(pg_desc, pg_ranks, pg_name): a collective's process group as reports name it: its
+-- pg_desc when that names one (TP, DP, PP, ...), else the group's ranks, else its name, else 'unknown'.
+CREATE OR REPLACE MACRO tk_group_label(pg_desc, pg_ranks, pg_name) AS
+    coalesce(CASE WHEN pg_desc IS NOT NULL AND pg_desc NOT IN ('undefined', '') THEN pg_desc END,
+             pg_ranks, pg_name, 'unknown');
+
 -- tk_in_span(t, lo, hi): t lies in the half-open span [lo, hi). Every "which step holds this time"
 -- join uses it, so that a time exactly on a boundary shared by two steps belongs to the later one only.
 CREATE OR REPLACE MACRO tk_in_span(t, lo, hi) AS t >= lo AND t < hi;

@@ -8,7 +8,7 @@
 -- ranks: over 256 MB); in three tables, each query's memory stays within the finish's budget. A table
 -- of the finish's connection only (@scratch): not stored; a run computes it when a query names it.
 -- @stage finish
--- @uses gpu_kernels, comm_intervals, comm_exposure, collective_waits, collective_instances
+-- @uses gpu_kernels, comm_intervals, collectives, collective_waits, collective_instances
 -- @scratch
 -- @column rank: global rank
 -- @column cls: c_gemm, c_attention, c_elementwise, c_other (compute, by family), memory, wait (a comm kernel before its collective's last rank arrived) or comm (after)
@@ -29,12 +29,13 @@ clean_wait AS (
 iv AS (
     SELECT i.rank, i.kind, i.ts_ns, i.end_ns,
            CASE WHEN i.kind = 'compute' THEN coalesce(f.family, 'other')
-                WHEN i.kind = 'comm' THEN coalesce(x.group_label, 'unknown') END AS detail, x.collective AS coll,
+                WHEN i.kind = 'comm' THEN tk_group_label(x.pg_desc, x.pg_ranks, x.pg_name) END AS detail,
+           x.collective AS coll,
            least(i.end_ns, i.ts_ns + coalesce(cw.wait_ns, 0)) AS arrived_ns
     FROM comm_intervals i
     LEFT JOIN gpu_kernels g ON i.kind = 'compute' AND g.rank = i.rank AND g.event_index = i.event_index
     LEFT JOIN fam f ON f.name = g.name
-    LEFT JOIN comm_exposure x ON i.kind = 'comm' AND x.rank = i.rank AND x.event_index = i.event_index
+    LEFT JOIN collectives x ON i.kind = 'comm' AND x.rank = i.rank AND x.event_index = i.event_index
     LEFT JOIN clean_wait cw ON i.kind = 'comm' AND cw.rank = i.rank AND cw.event_index = i.event_index
     WHERE i.end_ns > i.ts_ns)
 SELECT rank, CASE WHEN kind = 'compute' THEN 'c_' || detail ELSE kind END AS cls, detail, coll, ts_ns AS t0,

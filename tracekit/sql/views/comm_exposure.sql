@@ -16,8 +16,7 @@
 -- @column exposed_ns: share of exposed communication attributed to this collective, ns (fractional)
 CREATE OR REPLACE VIEW comm_exposure AS
 SELECT c.rank, c.event_index, coalesce(c.step, -1) AS step, c.collective,
-       coalesce(CASE WHEN c.pg_desc IS NOT NULL AND c.pg_desc NOT IN ('undefined', '') THEN c.pg_desc END,
-                c.pg_ranks, c.pg_name, 'unknown') AS group_label,
+       tk_group_label(c.pg_desc, c.pg_ranks, c.pg_name) AS group_label,
        c.size_bucket, c.size_bucket_lo, c.bytes, c.dur_ns,
        coalesce(x.exposed_ns, 0.0) AS exposed_ns
 FROM collectives c LEFT JOIN _comm_exposure x ON x.rank = c.rank AND x.event_index = c.event_index;
