@@ -68,14 +68,14 @@ def test_the_pieces_of_the_sweep_are_not_stored_and_read_as_the_hand_worked_time
     assert (tmp_path / "run" / "facts" / "step_breakdown").is_dir()
     got = run.sql("SELECT rank, cls, t0 // 1000 AS t0, t1 // 1000 AS t1 FROM _step_pieces "
                   "ORDER BY rank, t0, cls").to_pylist()
-    expected = [(0, "c_gemm", 10, 30), (0, "c_elementwise", 25, 40), (0, "wait", 50, 60), (0, "comm", 60, 80),
+    expected = [(0, "c_gemm", 10, 30), (0, "c_elementwise", 25, 40), (0, "comm", 50, 80),
                 (0, "memory", 85, 90), (0, "c_attention", 95, 105), (0, "c_elementwise", 150, 160),
                 (0, "c_other", 160, 170), (0, "c_other", 210, 220), (1, "comm", 60, 80)]
     assert [(r["rank"], r["cls"], r["t0"], r["t1"]) for r in got] == expected
     # rank 1's segments: idle [0, 60) and [80, 200) in steps 1 and 2, the transfer [60, 80)
-    seg = run.sql("SELECT t // 1000 AS t, t1 // 1000 AS t1, step, c FROM _step_segments "
+    seg = run.sql("SELECT t // 1000 AS t, t1 // 1000 AS t1, step, k FROM _step_segments "
                   "WHERE rank = 1 ORDER BY t").to_pylist()
-    assert [(r["t"], r["t1"], r["step"], r["c"]) for r in seg] == [(0, 60, 1, 0), (60, 80, 1, 1), (80, 100, 1, 0),
+    assert [(r["t"], r["t1"], r["step"], r["k"]) for r in seg] == [(0, 60, 1, 0), (60, 80, 1, 1), (80, 100, 1, 0),
                                                                    (100, 200, 2, 0)]
 
 

@@ -1,6 +1,6 @@
 """The sweep under step_breakdown (_step_segments) on inline pieces and windows (no trace file), against
 counting by hand: for each unit cell [t, t + 1) of small integer times, how many pieces of each class
-cover it and which window holds it. The sweep carries its seven counts three to a running sum
+cover it and which window holds it. The sweep carries its six counts three to a running sum
 (tk_lane) and the window's step as a running sum of its edges; these checks count each class alone."""
 
 import duckdb
@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from tracekit import sql_files as tksql
 from tracekit.rules import define_base
 
-CLASSES = ["c_gemm", "c_attention", "c_elementwise", "c_other", "comm", "wait", "memory"]
-COLUMN = dict(zip(CLASSES, "gaeocwm", strict=True))
+CLASSES = ["c_gemm", "c_attention", "c_elementwise", "c_other", "comm", "memory"]
+COLUMN = dict(zip(CLASSES, "gaeokm", strict=True))
 piece = st.tuples(st.sampled_from(CLASSES), st.integers(0, 120), st.integers(1, 40))
 # windows as step_windows makes them: consecutive, never overlapping (a zero-length one included)
 windows = st.lists(st.tuples(st.integers(0, 130), st.integers(0, 40)), max_size=4).map(
@@ -28,7 +28,11 @@ def no_overlap(ws):
 
 
 COLUMNS = {
-    "_step_pieces": "rank BIGINT, cls VARCHAR, detail VARCHAR, coll VARCHAR, t0 BIGINT, t1 BIGINT",
+    "_step_pieces": "rank BIGINT, cls VARCHAR, detail VARCHAR, event_index BIGINT, t0 BIGINT, t1 BIGINT",
+    "collectives": "rank BIGINT, event_index BIGINT, pg_desc VARCHAR, pg_ranks VARCHAR, pg_name VARCHAR, "
+                   "collective VARCHAR",
+    "collective_waits": "rank BIGINT, event_index BIGINT, instance_key VARCHAR, wait_ns BIGINT",
+    "collective_instances": "instance_key VARCHAR, status VARCHAR",
     "step_windows": "rank BIGINT, step BIGINT, ts_ns BIGINT, end_ns BIGINT",
     "comm_intervals": "rank BIGINT, step BIGINT, kind VARCHAR, ts_ns BIGINT, end_ns BIGINT, event_index BIGINT",
 }
@@ -118,8 +122,8 @@ def test_the_largest_step_number_names_its_window():
     assert got == [(5, 20, big), (20, 25, -1)]
 
 
-def breakdown(pieces, wins, threads):
-    con = inline(threads, _step_pieces=pieces, step_windows=wins)
+def breakdown(tables, threads):
+    con = inline(threads, **tables)
     con.execute(as_table("_step_segments"))
     con.execute(tksql.load("views", "step_breakdown").text)
     return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
@@ -130,24 +134,33 @@ def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_part
     whose last bits depend on the order of its terms. It adds them in time order, so the figures are the same
     on 1 or 4 threads and with the ranks derived together or one by one (the finish's partitions). Before
     (a sum in the order the plan happened to give), 4 threads changed the last bits of a few rows of this
-    timeline in each of 4 tries; the finish ran on one thread to avoid it."""
+    timeline in each of 4 tries; the finish ran on one thread to avoid it. The comm kernels wait for their
+    collective's last rank for part of their time, so segments are also cut where they turn to transfer."""
     import random
 
     rnd = random.Random(0)
-    pieces, wins = [], []
+    tables = {"_step_pieces": [], "step_windows": [], "collectives": [], "collective_waits": [],
+              "collective_instances": [("k", "clean")]}
     for r in (0, 1):
         starts = sorted(rnd.randint(0, 300) for _ in range(3))
-        wins += [(r, n + 1, s, starts[n + 1] if n + 1 < len(starts) else s + 40) for n, s in enumerate(starts)]
-        for _ in range(60):
+        tables["step_windows"] += [(r, n + 1, s, starts[n + 1] if n + 1 < len(starts) else s + 40)
+                                   for n, s in enumerate(starts)]
+        for i in range(60):
             s, d = rnd.randint(-20, 320), rnd.choice([1, 3, 7, 10, 50, 200])
-            pieces.append((r, rnd.choice(CLASSES), rnd.choice(["DP", "TP", "EP"]),
-                           rnd.choice(["allreduce", "alltoall"]), s, s + d))
-    one = breakdown(pieces, wins, 1)
+            cls = rnd.choice(CLASSES + ["comm"] * 6)  # comm kernels, most of them exposed
+            tables["_step_pieces"].append((r, cls, cls[2:] if cls.startswith("c_") else None, i, s, s + d))
+            if cls == "comm":
+                tables["collectives"].append((r, i, rnd.choice(["DP", "TP", "EP"]), None, None,
+                                              rnd.choice(["allreduce", "alltoall"])))
+                tables["collective_waits"].append((r, i, "k", rnd.choice([0, 2, 5, d // 2])))
+    one = breakdown(tables, 1)
     assert any(x[5] != round(x[5]) for x in one)  # fractional shares: the sums whose order matters
+    assert {x[2] for x in one} >= {"compute", "comm", "idle"} and any(x[3] == "waiting at a collective" for x in one)
     for _ in range(8):
-        assert breakdown(pieces, wins, 4) == one
-    by_rank = sorted((row for r in (0, 1) for row in breakdown([p for p in pieces if p[0] == r],
-                                                                 [w for w in wins if w[0] == r], 1)), key=repr)
+        assert breakdown(tables, 4) == one
+    by_rank = sorted((row for r in (0, 1) for row in breakdown(
+        {n: [x for x in rows if n == "collective_instances" or x[0] == r] for n, rows in tables.items()}, 1)),
+        key=repr)
     assert by_rank == one
 
 
@@ -218,3 +231,23 @@ def test_each_collectives_exposure_is_the_same_to_the_last_bit_whatever_the_thre
     assert any(x[2] != round(x[2]) for x in one)  # fractional shares: the sums whose order matters
     for threads, order in ((4, 1), (2, 2), (4, 3)):
         assert exposure(ivs, threads, order) == one
+
+
+def test_a_comm_kernel_turning_to_transfer_cuts_the_compute_beside_it():
+    """The sweep knows a comm kernel whole; step_breakdown cuts the segments under it where its collective's
+    last rank arrived, as if its wait and its transfer were pieces of their own, also where compute runs
+    beside it: the compute shares are added segment by segment, and a third or a seventh of a segment is a
+    float whose sum depends on where the segments are cut. Hand-worked: 7 compute kernels (1 gemm, 6 other)
+    over [0, 30), an allreduce [1, 40) whose last rank arrives at 2, the step's window [0, 100). Segments
+    [0, 1), [1, 2), [2, 30) share compute 1 : 6; [30, 40) is exposed transfer; [40, 100) starved."""
+    pieces = [(0, "c_gemm", "gemm", 0, 0, 30)] + [(0, "c_other", "other", i, 0, 30) for i in range(1, 7)]
+    pieces.append((0, "comm", None, 7, 1, 40))
+    got = breakdown({"_step_pieces": pieces, "step_windows": [(0, 1, 0, 100)],
+                     "collectives": [(0, 7, "DP", None, None, "allreduce")],
+                     "collective_waits": [(0, 7, "k", 1)], "collective_instances": [("k", "clean")]}, 1)
+    gemm = 1 * 1 / 7 + 1 * 1 / 7 + 28 * 1 / 7  # in time order, as the sweep cuts them
+    other = 1 * 6 / 7 + 1 * 6 / 7 + 28 * 6 / 7
+    assert gemm != 1 * 1 / 7 + 29 * 1 / 7  # (the cut at 2 shows in the last bits)
+    assert got == sorted([(0, 1, "compute", "gemm", None, gemm, 100.0), (0, 1, "compute", "other", None, other, 100.0),
+                          (0, 1, "comm", "DP", "allreduce", 10.0, 100.0),
+                          (0, 1, "idle", "starved", None, 60.0, 100.0)], key=repr)

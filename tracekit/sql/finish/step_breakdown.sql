@@ -15,8 +15,11 @@
 -- whatever DuckDB's threads and however the ranks are partitioned (a float sum depends on its order).
 -- The pieces (_step_pieces) and the sweep over them (_step_segments) are tables of their own: as one
 -- query, a heavy rank's step_breakdown ran out of DuckDB's memory (43M events on 8 ranks: over 256 MB).
+-- The sweep knows comm kernels whole; here each segment under comm kernels is cut again at every instant
+-- inside it where one of them turns from waiting to transfer, so the segments are those of a sweep over
+-- the waits and transfers as pieces of their own: the same cuts, the same shares, the same sums.
 -- @stage finish
--- @uses _step_segments, _step_pieces
+-- @uses _step_segments, _step_pieces, collectives, collective_waits, collective_instances
 -- @column rank: global rank
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
@@ -25,39 +28,62 @@
 -- @column ns: time, ns (fractional where several families or groups share an instant)
 -- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
--- the comm and waiting pieces that cover a segment without compute. A range join: done plainly, every
--- such segment meets every comm piece of its rank (quadratic: 0.4 s of CPU for a 270 MB trace's 10k
--- collectives), so both sides also meet in a 1 ms time bucket, as in _collectives' launching stack: a
--- piece is listed under each bucket its span covers, a segment under the bucket of its start, which
--- every piece covering it covers. Same pairs, found by hash. Pieces longer than 64 ms (few) take the
--- plain join.
-WITH open_seg AS (
-    SELECT rank, t, t1, step, c, len, CASE WHEN c > 0 THEN 'comm' ELSE 'wait' END AS want
-    FROM _step_segments WHERE g + a + e + o = 0 AND (c > 0 OR w > 0)),
-cover AS (SELECT rank, cls, detail, coll, t0, t1 FROM _step_pieces WHERE cls IN ('comm', 'wait')),
-short_cover AS (
-    SELECT *, unnest(range(t0 // 1000000, t1 // 1000000 + 1)) AS tb FROM cover WHERE t1 - t0 <= 64000000),
-covered AS (
-    SELECT s.rank, s.t, s.step, s.c, s.len, p.detail, p.coll
-    FROM open_seg s JOIN short_cover p ON p.rank = s.rank AND p.cls = s.want AND p.tb = s.t // 1000000
-                                      AND p.t0 <= s.t AND s.t1 <= p.t1
+WITH clean_wait AS (
+    SELECT w.rank, w.event_index, w.wait_ns
+    FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
+    WHERE w.wait_ns > 0),
+-- each comm kernel with its group and collective, and the instant it turns from waiting to transfer: when
+-- its clean matched instance's last rank arrived (collective_waits.wait_ns after its start), within it
+kern AS (
+    SELECT p.rank, p.t0, p.t1, tk_group_label(x.pg_desc, x.pg_ranks, x.pg_name) AS detail, x.collective AS coll,
+           least(p.t1, p.t0 + coalesce(cw.wait_ns, 0)) AS arrived
+    FROM _step_pieces p
+    LEFT JOIN collectives x ON x.rank = p.rank AND x.event_index = p.event_index
+    LEFT JOIN clean_wait cw ON cw.rank = p.rank AND cw.event_index = p.event_index
+    WHERE p.cls = 'comm'),
+ks AS (SELECT * FROM _step_segments WHERE k > 0),
+-- the k comm kernels that cover each such segment. A range join: done plainly, every segment meets every
+-- comm kernel of its rank (quadratic: 0.4 s of CPU for a 270 MB trace's 10k collectives), so both sides
+-- also meet in a 1 ms time bucket, as in _collectives' launching stack: a kernel is listed under each
+-- bucket its span covers, a segment under the bucket of its start, which every kernel covering it
+-- covers. Same pairs, found by hash. Kernels longer than 64 ms (few) take the plain join.
+short_kern AS (SELECT *, unnest(range(t0 // 1000000, t1 // 1000000 + 1)) AS tb FROM kern WHERE t1 - t0 <= 64000000),
+cov AS (
+    SELECT s.rank, s.t, s.t1 AS s1, p.detail, p.coll, p.arrived
+    FROM ks s JOIN short_kern p ON p.rank = s.rank AND p.tb = s.t // 1000000 AND p.t0 <= s.t AND s.t1 <= p.t1
     UNION ALL
-    SELECT s.rank, s.t, s.step, s.c, s.len, p.detail, p.coll
-    FROM open_seg s JOIN cover p ON p.rank = s.rank AND p.cls = s.want AND p.t0 <= s.t AND s.t1 <= p.t1
+    SELECT s.rank, s.t, s.t1, p.detail, p.coll, p.arrived
+    FROM ks s JOIN kern p ON p.rank = s.rank AND p.t0 <= s.t AND s.t1 <= p.t1
     WHERE p.t1 - p.t0 > 64000000),
-shared AS (  -- exposed transfer and waiting, shared between the groups whose pieces cover the segment
-    SELECT rank, step, t, CASE WHEN c > 0 THEN 'comm' ELSE 'idle' END AS part,
-           CASE WHEN c > 0 THEN detail ELSE 'waiting at a collective' END AS detail, coll,
-           len / count(*) OVER (PARTITION BY rank, t) AS ns
-    FROM covered),
+cuts AS (  -- a segment's start and each arrival strictly inside it
+    SELECT rank, t, t1 AS s1, t AS u FROM ks
+    UNION SELECT rank, t, s1, arrived FROM cov WHERE arrived > t AND arrived < s1),
+sub AS (  -- the segments under comm kernels, cut: [u, u1) within the segment that starts at t
+    SELECT c.rank, c.t, s.step, c.u, CAST(coalesce(lead(c.u) OVER (PARTITION BY c.rank, c.t ORDER BY c.u), c.s1) - c.u AS DOUBLE) AS len,
+           s.g, s.a, s.e, s.o
+    FROM cuts c JOIN ks s ON s.rank = c.rank AND s.t = c.t),
+-- exposed transfer and waiting, in the cut segments without compute: a kernel covering [u, u1) is in
+-- transfer there if its last rank arrived by u, else waiting (no arrival lies inside); transfer is
+-- shared equally between the kernels in transfer, waiting (when none is) between the waiting ones
+open_cov AS (
+    SELECT u.rank, u.step, u.u AS t, u.len, c.detail, c.coll, c.arrived <= u.u AS transfer
+    FROM sub u JOIN cov c ON c.rank = u.rank AND c.t = u.t
+    WHERE u.g + u.a + u.e + u.o = 0),
+shared AS (
+    SELECT *, count(*) FILTER (WHERE transfer) OVER (PARTITION BY rank, t) AS nt, count(*) OVER (PARTITION BY rank, t) AS n
+    FROM open_cov),
+busy AS (  -- the segments with compute: whole where no comm kernel runs, else cut as above
+    SELECT rank, step, t, len, g, a, e, o FROM _step_segments WHERE k = 0 AND g + a + e + o > 0
+    UNION ALL SELECT rank, step, u, len, g, a, e, o FROM sub WHERE g + a + e + o > 0),
 parts AS (
     SELECT rank, step, t, 'compute' AS part, fam.detail, CAST(NULL AS VARCHAR) AS coll, len * fam.n / (g + a + e + o) AS ns
-    FROM _step_segments, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
-    WHERE g + a + e + o > 0 AND fam.n > 0
-    UNION ALL SELECT rank, step, t, part, detail, coll, ns FROM shared
-    UNION ALL SELECT rank, step, t, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + c + w = 0 AND m > 0
+    FROM busy, LATERAL (VALUES ('gemm', g), ('attention', a), ('elementwise', e), ('other', o)) fam(detail, n)
+    WHERE fam.n > 0
+    UNION ALL SELECT rank, step, t, 'comm', detail, coll, len / nt FROM shared WHERE nt > 0 AND transfer
+    UNION ALL SELECT rank, step, t, 'idle', 'waiting at a collective', coll, len / n FROM shared WHERE nt = 0
+    UNION ALL SELECT rank, step, t, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + k = 0 AND m > 0
     UNION ALL SELECT rank, step, t, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
-    FROM _step_segments WHERE g + a + e + o + c + w + m = 0),
+    FROM _step_segments WHERE g + a + e + o + k + m = 0),
 windows AS (SELECT rank, step, sum(len) AS window_ns FROM _step_segments GROUP BY ALL)
 SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns ORDER BY p.t) AS ns, any_value(w.window_ns) AS window_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
