@@ -45,6 +45,14 @@ def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(_table_sql(name))
 
 
+def _write_rule(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
+    """Rule ``name``'s rows straight to the Parquet file ``path``, never held as a table, and ``name`` a
+    view of that file."""
+    query = _table_sql(name).split(f"CREATE TABLE {name} AS", 1)[1].strip().rstrip(";")
+    cur.execute(f"COPY (\n{query}\n) TO {sql_string(path)} (FORMAT parquet)")
+    cur.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")
+
+
 @functools.lru_cache(maxsize=None)
 def _table_sql(name: str) -> str:
     text = _sql.load("views", name).text
@@ -62,7 +70,7 @@ def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
 
 
 def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail,
-                     optional: frozenset = frozenset(), give_up: tuple = ()) -> set[str]:
+                     optional: frozenset = frozenset(), give_up: tuple = (), stream: bool = False) -> set[str]:
     """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
     again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
     at once (of those ready, the one with the longest chain of rules waiting for it first) and the Parquet
@@ -72,13 +80,22 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     reduce reads rank_clocks and _collectives_aligned) is defined once what it reads is there, never stored.
     ``fail(name, exc)`` turns a DuckDB error into ours. A rule of ``optional`` whose error becomes one of
     ``give_up`` is given up, with the rules that wait for it, and the others go on: returns those given up
-    (a one-rank run's finish, out of memory beside its facts, is derived again by finish_run)."""
+    (a one-rank run's finish, out of memory beside its facts, is derived again by finish_run).
+    ``stream``: the caller reads none of these tables afterwards, so each stored fact goes straight to its
+    file (COPY of the rule's query, never a table) and the rules after it read the file, and a scratch
+    table of the finish is dropped once every rule that reads it has run. Tables share DuckDB's memory
+    budget with the rules: a 1 GB trace's (gpu_kernels alone 165 MB of the 256, comm_segments, the
+    finish's pieces and segments) went past it, so that DuckDB wrote them out to its spill files and read
+    them back, and its rules took 1.5 to 4 times as long."""
     deps = {n: uses(n, names) for n in names}
     below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
     for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
         below[n] = 1 + max((below[m] for m in names if n in deps[m]), default=0)
     created: set[str] = set()
     given_up: set[str] = set()
+    dropped: set[str] = set()
+    # streamed: each stored fact straight to its file, read from there by the rules after it
+    direct = {n for n in names if stored(n) and n not in _VIEW_RULES} if stream else set()
     running: dict = {}
     copies = []
     alone: set[str] = set()  # rules to run again with nothing beside them (1M kernels of distinct names)
@@ -89,17 +106,23 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         rule_cursors.put(con.cursor())
     write_cursor = con.cursor()
 
+    def run(cur, name):
+        if name in direct:
+            _write_rule(cur, name, parquet_of(name))
+        else:
+            _create(cur, name)
+
     def create(name):
         cur = rule_cursors.get()
         try:
             if name not in alone:
-                _create(cur, name)
+                run(cur, name)
                 return
             # alone, and on one thread: DuckDB's memory per thread is the budget divided by its threads
             (threads,) = cur.execute("SELECT current_setting('threads')").fetchone()
             cur.execute("SET threads = 1")
             try:
-                _create(cur, name)
+                run(cur, name)
             finally:
                 cur.execute(f"SET threads = {int(threads)}")
         finally:
@@ -114,6 +137,17 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         except duckdb.Error as exc:
             disk = disk_error(exc)  # a full disk is not the trace's fault: the ingest fails, never skips it
             raise (disk or fail(name, exc)) from None
+
+    def release():
+        """Drop each scratch table made here that no rule still to run reads (itself or through a view)."""
+        def read_later(n) -> bool:
+            return any(m not in given_up and (m not in created or (m in _VIEW_RULES and read_later(m)))
+                       for m in names if n in deps[m])
+
+        for n in sorted(created - dropped):
+            if not stored(n) and n not in _VIEW_RULES and not read_later(n):
+                con.execute(f"DROP TABLE {n}")
+                dropped.add(n)
 
     def settled(name, fut) -> bool:
         """check(), but an optional rule's error of a kind to give up on gives it up, and what waits for it."""
@@ -156,8 +190,10 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                             if not settled(n, fut):
                                 continue
                             created.add(n)
-                            if stored(n):  # (not a finish's scratch table: one for the rules after it)
+                            if stored(n) and n not in direct:  # (not a finish's scratch table)
                                 copies.append((n, writes.submit(copy, n)))
+                    if stream:
+                        release()
                 for n, fut in copies:
                     if isinstance(fut.exception(), duckdb.OutOfMemoryException):
                         # a write beside two rules shares the budget with them (a table of 200k distinct
@@ -202,7 +238,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
             return os.path.join(out_dir, name + ".parquet")
 
         if not reduced:
-            _materialize_all(con, FACTS, parquet_of, fail)
+            _materialize_all(con, FACTS, parquet_of, fail, stream=True)
             return
         # the run is this rank: its cross-rank facts and its finish in the same pass as its facts, each as
         # soon as what it reads is there (collective_waits beside comm_segments, the lead-ups beside
@@ -212,13 +248,13 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         finish_fail = _finish_fail(trace.get("path"), rank, rank)
         given_up = _materialize_all(con, [n for n in ORDER if n in rules], parquet_of,
                                     lambda name, exc: (finish_fail if name in FINISHED else fail)(name, exc),
-                                    optional=frozenset(FINISHED), give_up=(_FinishOutOfMemory,))
+                                    optional=frozenset(FINISHED), give_up=(_FinishOutOfMemory,), stream=True)
         if given_up:  # out of memory beside the facts: reduce_run derives the finish again (finish_run)
             _unlink_finish(parquet_of)
-        if _align(con, parquet_of, fail) and not given_up:  # (a host's offset: never with one host)
-            for name in reversed(FINISHED):
-                con.execute(f"DROP TABLE {name}")
-            _finish_on(con, parquet_of, finish_fail)
+        # clock_offsets: one trace is one host, whose offset is 0 (clocks.estimate reads only `traces` for
+        # it), so nothing is derived again on aligned clocks
+        if _write_offsets(con, parquet_of):
+            raise AssertionError(f"{trace.get('path')}: a run of one trace was given a clock offset")
 
 
 def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: str, threads: int = 1) -> None:
@@ -244,7 +280,8 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
         ranks = [r for _, r, _, _ in items]
         _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"),
                          lambda name, exc: TracekitError(f"ranks {min(ranks)}-{max(ranks)}: could not derive their "
-                                                         f"{name.lstrip('_')}: {str(exc).splitlines()[0]}"))
+                                                         f"{name.lstrip('_')}: {str(exc).splitlines()[0]}"),
+                         stream=True)
 
 
 def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict | None = None) -> None:
@@ -327,22 +364,28 @@ def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
 def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> bool:
     """Each host's clock offset from the cross-rank facts on raw clocks, written as clock_offsets; where a
     host's clock needed a correction, the cross-rank facts again on the aligned clock (then True)."""
-    from . import clocks
-
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    offsets = clocks.estimate(con, align)
-    con.register("_offsets", offsets)
-    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _offsets")
-    con.unregister("_offsets")
-    con.execute(f"COPY {CLOCKS} TO {sql_string(parquet_of(CLOCKS))} (FORMAT parquet)")
-    again = any((r["offset_ns"] or 0) != 0 or (r["drift_ppm"] or 0) != 0 for r in offsets.to_pylist())
+    again = _write_offsets(con, parquet_of, align)
     if again:
         for name in reversed(REDUCED):
             con.execute(f"DROP TABLE {name}")
         _materialize_all(con, REDUCED, parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
     return again
+
+
+def _write_offsets(con: duckdb.DuckDBPyConnection, parquet_of, align: bool = True) -> bool:
+    """clock_offsets, estimated from the cross-rank facts on raw clocks, as a table and its file; True
+    where a host's clock needs a correction."""
+    from . import clocks
+
+    offsets = clocks.estimate(con, align)
+    con.register("_offsets", offsets)
+    con.execute(f"CREATE OR REPLACE TABLE {CLOCKS} AS SELECT * FROM _offsets")
+    con.unregister("_offsets")
+    con.execute(f"COPY {CLOCKS} TO {sql_string(parquet_of(CLOCKS))} (FORMAT parquet)")
+    return any((r["offset_ns"] or 0) != 0 or (r["drift_ppm"] or 0) != 0 for r in offsets.to_pylist())
 
 
 @contextlib.contextmanager
@@ -535,7 +578,7 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
             con.execute(_sql.load("views", name).text)
 
         _materialize_all(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name),
-                         _finish_fail(run_dir, lo, hi))
+                         _finish_fail(run_dir, lo, hi), stream=True)
 
 
 def _finish_uses() -> set[str]:

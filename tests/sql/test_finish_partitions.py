@@ -208,15 +208,15 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
     import duckdb
 
     d = tracekit.derive
-    real_create, real_part, calls, planted = d._create, d._finish_part, [], []
+    real_write, real_part, calls, planted = d._write_rule, d._finish_part, [], []
 
-    def create(cur, name):
+    def write_rule(cur, name, path):  # (the map connection writes each stored fact straight to its file)
         if name == "step_breakdown" and not calls:  # on the map connection (both tries: beside others, alone)
             planted.append(name)
             raise duckdb.OutOfMemoryException("planted: out of memory")
-        real_create(cur, name)
+        real_write(cur, name, path)
 
-    monkeypatch.setattr(d, "_create", create)
+    monkeypatch.setattr(d, "_write_rule", write_rule)
     monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
     assert_one_rank_figures(one_rank_run(tmp_path))
     assert planted == ["step_breakdown", "step_breakdown"] and calls == [[0]]
