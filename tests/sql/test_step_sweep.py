@@ -251,3 +251,15 @@ def test_a_comm_kernel_turning_to_transfer_cuts_the_compute_beside_it():
     assert got == sorted([(0, 1, "compute", "gemm", None, gemm, 100.0), (0, 1, "compute", "other", None, other, 100.0),
                           (0, 1, "comm", "DP", "allreduce", 10.0, 100.0),
                           (0, 1, "idle", "starved", None, 60.0, 100.0)], key=repr)
+
+
+def test_a_window_past_2_to_the_53_ns_adds_the_lengths_of_its_cut_segments():
+    """window_ns adds the lengths of the segments as the arrival cuts them, each a float (found by a
+    reviewer: summed over the uncut segments, a window of 2^53 + 3 ns under a comm kernel whose last rank
+    arrives at 2^53 + 1 read 9007199254740996 instead of 9007199254740994). Hand-worked: the segments
+    [0, 2^53 + 1) and [2^53 + 1, 2^53 + 3), as floats, added in time order."""
+    end, arrive = 2 ** 53 + 3, 2 ** 53 + 1
+    got = breakdown({"_step_pieces": [(0, "comm", None, 5, 0, end)], "step_windows": [(0, 1, 0, end)],
+                     "collectives": [(0, 5, "DP", None, None, "allreduce")],
+                     "collective_waits": [(0, 5, "k", arrive)], "collective_instances": [("k", "clean")]}, 1)
+    assert {r[6] for r in got} == {float(arrive) + float(end - arrive)} == {9007199254740994.0}

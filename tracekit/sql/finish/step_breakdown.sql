@@ -84,7 +84,12 @@ parts AS (
     UNION ALL SELECT rank, step, t, 'memory', 'memcpy/memset', NULL, len FROM _step_segments WHERE g + a + e + o + k = 0 AND m > 0
     UNION ALL SELECT rank, step, t, 'idle', CASE WHEN step = -1 THEN 'outside steps' ELSE 'starved' END, NULL, len
     FROM _step_segments WHERE g + a + e + o + k + m = 0),
-windows AS (SELECT rank, step, sum(len) AS window_ns FROM _step_segments GROUP BY ALL)
+-- the window: the lengths of the segments, cut as above, added in time order (each length is a float: a
+-- window past 2^53 ns adds them rounded, the same way whatever the plan)
+windows AS (
+    SELECT rank, step, sum(len ORDER BY t) AS window_ns
+    FROM (SELECT rank, step, t, len FROM _step_segments WHERE k = 0 UNION ALL SELECT rank, step, u, len FROM sub)
+    GROUP BY ALL)
 SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns ORDER BY p.t) AS ns, any_value(w.window_ns) AS window_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
 GROUP BY p.rank, p.step, p.part, p.detail, p.coll;
