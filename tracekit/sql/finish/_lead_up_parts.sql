@@ -19,12 +19,12 @@ cpu AS (
     WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation', 'python_function') AND name NOT LIKE 'ProfilerStep#%'
       AND rank IN (SELECT rank FROM win)),  -- (a rank without a window, as every rank of a one-rank run: not read)
 cpu_in AS (
-    SELECT w.instance_key, w.rank, 'cpu op' AS kind, x.name, sum(coalesce(x.dur_ns, 0)) AS ns
+    SELECT w.instance_key, w.rank, 'cpu op' AS kind, x.name, CAST(sum(coalesce(x.dur_ns, 0)) AS BIGINT) AS ns
     FROM cpu x ASOF JOIN win w ON w.rank = x.rank AND x.ts_ns >= w.t0
     WHERE x.ts_ns < w.t1 AND x.pid = w.pid AND x.tid = w.tid
     GROUP BY ALL),
 gpu_in AS (
-    SELECT w.instance_key, w.rank, 'kernel' AS kind, k.name, sum(k.dur_ns) AS ns
+    SELECT w.instance_key, w.rank, 'kernel' AS kind, k.name, CAST(sum(k.dur_ns) AS BIGINT) AS ns
     FROM (SELECT * FROM gpu_kernels WHERE kind <> 'comm' AND launch_ts_ns IS NOT NULL
                                       AND rank IN (SELECT rank FROM win)) k
     ASOF JOIN win w ON w.rank = k.rank AND k.launch_ts_ns >= w.t0

@@ -48,7 +48,7 @@ i AS (
            max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
            max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
            min(dur_ns) AS transfer_ns, min(rank) FILTER (WHERE is_last) AS last_rank,
-           count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, sum(wait_ns) AS total_wait_ns,
+           count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, CAST(sum(wait_ns) AS BIGINT) AS total_wait_ns,
            bool_and(collective IN ('alltoall', 'alltoallv')) AS a2a,
            coalesce(min(in_nelems) < max(in_nelems), false) OR coalesce(min(out_nelems) < max(out_nelems), false)
                OR coalesce(bool_or(len(list_distinct(TRY_CAST(in_splits AS BIGINT[]))) > 1), false) AS uneven_,
