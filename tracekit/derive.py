@@ -21,6 +21,7 @@ import glob
 import os
 import queue
 import shutil
+import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -81,21 +82,25 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     ``fail(name, exc)`` turns a DuckDB error into ours. A rule of ``optional`` whose error becomes one of
     ``give_up`` is given up, with the rules that wait for it, and the others go on: returns those given up
     (a one-rank run's finish, out of memory beside its facts, is derived again by finish_run).
-    ``stream``: the caller reads none of these tables afterwards, so each stored fact goes straight to its
-    file (COPY of the rule's query, never a table) and the rules after it read the file, and a scratch
-    table of the finish is dropped once every rule that reads it has run. Tables share DuckDB's memory
-    budget with the rules: a 1 GB trace's (gpu_kernels alone 165 MB of the 256, comm_segments, the
-    finish's pieces and segments) went past it, so that DuckDB wrote them out to its spill files and read
-    them back, and its rules took 1.5 to 4 times as long."""
+    ``stream``: the caller reads none of these tables afterwards, so no rule's rows are held as a table:
+    each stored fact goes straight to its file (COPY of the rule's query), a scratch table of the finish to
+    a file beside the connection's spill directory (removed at the end), and the rules after them read the
+    files. Tables share DuckDB's memory budget with the rules: a 1 GB trace's (gpu_kernels alone 165 MB of
+    the 256, comm_segments, the finish's pieces and segments) went past it, so that DuckDB wrote them out
+    to its spill files and read them back, and its rules took 1.5 to 4 times as long; a scratch table held
+    beside a rule retried alone made it run out of memory again (400k kernels of distinct names, 128 MB)."""
     deps = {n: uses(n, names) for n in names}
     below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
     for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
         below[n] = 1 + max((below[m] for m in names if n in deps[m]), default=0)
     created: set[str] = set()
     given_up: set[str] = set()
-    dropped: set[str] = set()
-    # streamed: each stored fact straight to its file, read from there by the rules after it
-    direct = {n for n in names if stored(n) and n not in _VIEW_RULES} if stream else set()
+    # streamed: each rule's rows straight to a file, read from there by the rules after it
+    direct = {n for n in names if n not in _VIEW_RULES} if stream else set()
+    scratch = None
+    if stream and any(not stored(n) for n in direct):  # beside the spill directory, inside the run being built
+        (spill,) = con.execute("SELECT current_setting('temp_directory')").fetchone()
+        scratch = tempfile.mkdtemp(prefix="_scratch-", dir=os.path.dirname(spill))
     running: dict = {}
     copies = []
     alone: set[str] = set()  # rules to run again with nothing beside them (1M kernels of distinct names)
@@ -108,7 +113,7 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
 
     def run(cur, name):
         if name in direct:
-            _write_rule(cur, name, parquet_of(name))
+            _write_rule(cur, name, parquet_of(name) if stored(name) else os.path.join(scratch, name + ".parquet"))
         else:
             _create(cur, name)
 
@@ -137,17 +142,6 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         except duckdb.Error as exc:
             disk = disk_error(exc)  # a full disk is not the trace's fault: the ingest fails, never skips it
             raise (disk or fail(name, exc)) from None
-
-    def release():
-        """Drop each scratch table made here that no rule still to run reads (itself or through a view)."""
-        def read_later(n) -> bool:
-            return any(m not in given_up and (m not in created or (m in _VIEW_RULES and read_later(m)))
-                       for m in names if n in deps[m])
-
-        for n in sorted(created - dropped):
-            if not stored(n) and n not in _VIEW_RULES and not read_later(n):
-                con.execute(f"DROP TABLE {n}")
-                dropped.add(n)
 
     def settled(name, fut) -> bool:
         """check(), but an optional rule's error of a kind to give up on gives it up, and what waits for it."""
@@ -186,14 +180,25 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                                 alone.add(n)  # two rules share the budget: this one again, with all of it
                                 del running[n]
                                 continue
+                            if n in direct and isinstance(fut.exception(), duckdb.OutOfMemoryException):
+                                # out of memory alone, reading files: again as a table, then written, from
+                                # its inputs loaded as tables (DuckDB spills a table's blocks; read from
+                                # Parquet, the same rule needed more than the budget: 400k kernels, 128 MB)
+                                direct.discard(n)
+                                for d in deps[n]:
+                                    if d in direct:
+                                        con.execute(f"CREATE TABLE _tk_load AS SELECT * FROM {d}")
+                                        con.execute(f"DROP VIEW {d}")
+                                        con.execute(f"ALTER TABLE _tk_load RENAME TO {d}")
+                                        direct.discard(d)
+                                del running[n]
+                                continue
                             del running[n]
                             if not settled(n, fut):
                                 continue
                             created.add(n)
                             if stored(n) and n not in direct:  # (not a finish's scratch table)
                                 copies.append((n, writes.submit(copy, n)))
-                    if stream:
-                        release()
                 for n, fut in copies:
                     if isinstance(fut.exception(), duckdb.OutOfMemoryException):
                         # a write beside two rules shares the budget with them (a table of 200k distinct
@@ -208,6 +213,8 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
         while not rule_cursors.empty():
             rule_cursors.get().close()
         write_cursor.close()
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     return given_up
 
 

@@ -130,6 +130,32 @@ def test_a_fact_whose_write_runs_out_beside_the_rules_is_written_again_alone(tmp
     assert got == [{"n": 50, "names": 50 // files}]  # (the files repeat their names)
 
 
+def test_a_fact_out_of_memory_alone_from_files_is_derived_again_as_a_table(tmp_path, monkeypatch):
+    """A one-rank ingest writes each fact straight to its file and the rules after it read the files; read
+    so, comm_segments of 400k kernels of distinct names needed more than 128 MB alone (found by a reviewer;
+    as a table, from tables, it fits). Planted: comm_segments runs out of memory every time it is written
+    straight to its file; it is derived again as a table from its inputs loaded as tables, and its
+    segments hold the trace's 50 kernels of 3 us (no two overlap): 150 us of compute."""
+    import duckdb
+
+    from tracekit import derive
+
+    real, planted = derive._write_rule, []
+
+    def out_of_memory(cur, name, path):
+        if name == "comm_segments":
+            planted.append(name)
+            raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block (planted)")
+        real(cur, name, path)
+
+    monkeypatch.setattr(derive, "_write_rule", out_of_memory)
+    run = tracekit.ingest([distinct_names_trace(tmp_path / "rank0.json", 50)], tmp_path / "run", jobs=1)
+    assert planted == ["comm_segments", "comm_segments"]  # beside the other rules, then alone
+    got = run.sql("SELECT sum(end_ns - ts_ns) AS ns, max(compute_active) AS most FROM comm_segments "
+                  "WHERE compute_active > 0").to_pylist()
+    assert got == [{"ns": 150_000, "most": 1}]
+
+
 def kernels_in_steps_trace(path, n, per_step):
     """One rank: every 5 us a launch [5k, 5k+1) and its kernel [5k+2, 5k+4) us, on one of 4 streams,
     a gemm and an elementwise kernel in turn; a ProfilerStep#s over each ``per_step`` kernels."""
