@@ -72,7 +72,8 @@ def test_enospc_in_duckdb(traces, tmp_path, capsys, monkeypatch, stage, on_error
 
     if stage == "derive":
         import tracekit.derive as derive
-        monkeypatch.setattr(derive, "_create", full)
+        monkeypatch.setattr(derive, "_create", full)  # a rule made a table
+        monkeypatch.setattr(derive, "_write_rule", full)  # a rule written straight to its file
     else:
         import tracekit.ingestion.run_writer as run_writer
         monkeypatch.setattr(run_writer, "reduce_run", full)

@@ -208,18 +208,27 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
     import duckdb
 
     d = tracekit.derive
-    real_write, real_part, calls, planted = d._write_rule, d._finish_part, [], []
+    real_write, real_create, real_part, calls, planted = d._write_rule, d._create, d._finish_part, [], []
 
-    def write_rule(cur, name, path):  # (the map connection writes each stored fact straight to its file)
-        if name == "step_breakdown" and not calls:  # on the map connection (both tries: beside others, alone)
+    def plant(name):
+        if name == "step_breakdown" and not calls:  # on the map connection, however it runs there
             planted.append(name)
             raise duckdb.OutOfMemoryException("planted: out of memory")
+
+    def write_rule(cur, name, path):  # (the map connection writes each stored fact straight to its file)
+        plant(name)
         real_write(cur, name, path)
 
+    def create(cur, name):  # (and, out of memory alone so, derives it again as a table)
+        plant(name)
+        real_create(cur, name)
+
     monkeypatch.setattr(d, "_write_rule", write_rule)
+    monkeypatch.setattr(d, "_create", create)
     monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
     assert_one_rank_figures(one_rank_run(tmp_path))
-    assert planted == ["step_breakdown", "step_breakdown"] and calls == [[0]]
+    # beside the other rules, alone, alone as a table: given up, and finish_run does it
+    assert planted == ["step_breakdown"] * 3 and calls == [[0]]
     for name in ("step_breakdown", "_lead_up_parts"):
         assert finish_files(tmp_path / "run", name) == ["all.parquet"]
     for name in d.FACTS + d.REDUCED:
