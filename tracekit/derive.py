@@ -49,20 +49,31 @@ def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
 def _write_rule(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
     """Rule ``name``'s rows straight to the Parquet file ``path``, never held as a table, and ``name`` a
     view of that file."""
-    query = _table_sql(name).split(f"CREATE TABLE {name} AS", 1)[1].strip().rstrip(";")
-    cur.execute(f"COPY (\n{query}\n) TO {sql_string(path)} (FORMAT parquet)")
+    cur.execute(f"COPY (\n{_rule_query(name)}\n) TO {sql_string(path)} (FORMAT parquet)")
     cur.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")
 
 
 @functools.lru_cache(maxsize=None)
-def _table_sql(name: str) -> str:
+def _rule_query(name: str) -> str:
+    """The query of rule ``name``'s file: what follows its one ``CREATE OR REPLACE VIEW name AS``."""
     text = _sql.load("views", name).text
-    if name in _VIEW_RULES:  # a view the next rules read: defined, not made a table
-        return text
     head = f"CREATE OR REPLACE VIEW {name} AS"
     if text.count(head) != 1:  # (each rule file in tracekit/sql is one)
         raise TracekitError(f"tracekit/sql: the rule {name} is not one `{head} ...` statement")
-    return text.replace(head, f"CREATE TABLE {name} AS")
+    return text.split(head, 1)[1].strip().rstrip(";")
+
+
+def _load_as_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """View ``name`` (of a file _write_rule wrote) replaced by a table of its rows."""
+    con.execute(f"CREATE TABLE _tk_load AS SELECT * FROM {name}")
+    con.execute(f"DROP VIEW {name}")
+    con.execute(f"ALTER TABLE _tk_load RENAME TO {name}")
+
+
+def _table_sql(name: str) -> str:
+    if name in _VIEW_RULES:  # a view the next rules read: defined, not made a table
+        return _sql.load("views", name).text
+    return f"CREATE TABLE {name} AS\n{_rule_query(name)}"
 
 
 def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
@@ -185,12 +196,9 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
                                 # its inputs loaded as tables (DuckDB spills a table's blocks; read from
                                 # Parquet, the same rule needed more than the budget: 400k kernels, 128 MB)
                                 direct.discard(n)
-                                for d in deps[n]:
-                                    if d in direct:
-                                        con.execute(f"CREATE TABLE _tk_load AS SELECT * FROM {d}")
-                                        con.execute(f"DROP VIEW {d}")
-                                        con.execute(f"ALTER TABLE _tk_load RENAME TO {d}")
-                                        direct.discard(d)
+                                for d in direct & set(deps[n]):
+                                    _load_as_table(con, d)
+                                    direct.discard(d)
                                 del running[n]
                                 continue
                             del running[n]
