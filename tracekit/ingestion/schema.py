@@ -146,18 +146,8 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 _FREE_TEXT = {"args", "extra", "input_dims", "input_type", "in_split_size", "out_split_size", "pg_ranks", "comms_id"}
 _REPEATING_INTS = {"pid", "tid", "stream", "device", "context", "group_size", "fwd_thread_id", "sort_index",
                    "src_rank", "dst_rank", "comm_rank", "pg_id", "global_rank_start", "global_rank_stride"}
-# ZSTD only for the columns that hold data: those most events carry, and the JSON-text ones. The columns
-# only a few events carry (the collective and process-group args of comm ops and kernels, metadata
-# events' fields, ids written as text, instant scopes) are nearly all nulls: ZSTD makes a compression
-# context for each of their pages and saves nothing (the events write's CPU, the least of 5: 0.179 ->
-# 0.153 s on the 54 MB trace, 0.85 -> 0.80 s on the 270 MB one; every shared trace's files within 0.3 %
-# of their size).
-_SPARSE = {"pid_text", "tid_text", "flow_id_text", "scope", "collective_name", "in_msg_nelems",
-           "out_msg_nelems", "group_size", "dtype", "pg_name", "pg_desc", "pg_id", "global_rank_start",
-           "global_rank_stride", "comm_rank", "seq", "src_rank", "dst_rank", "meta_name", "sort_index",
-           "labels"}
 EVENTS_PARQUET_OPTIONS = {
-    "compression": {n: "none" if n in _SPARSE else "zstd" for n, _, _ in EVENT_COLUMNS},
+    "compression": "zstd",
     "use_dictionary": [n for n, t, _ in EVENT_COLUMNS
                        if (pa.types.is_string(t) and n not in _FREE_TEXT) or n in _REPEATING_INTS],
     "write_statistics": [n for n, _, _ in EVENT_COLUMNS if n not in _FREE_TEXT],
