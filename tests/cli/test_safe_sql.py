@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 
 
@@ -26,11 +26,11 @@ def run(tmp_path):
     ("SELECT 1; COPY (SELECT 1) TO '{tmp}/x.csv'", "a COPY statement is not allowed"),
 ])
 def test_read_only_by_default(run, tmp_path, capsys, query, words):
-    before = (run / "traces.parquet").read_bytes()
+    before = (live(run) / "traces.parquet").read_bytes()
     assert main(["sql", str(run), query.format(run=run, tmp=tmp_path)]) == 5
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
-    assert (run / "traces.parquet").read_bytes() == before
+    assert (live(run) / "traces.parquet").read_bytes() == before
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.db").exists() and not (tmp_path / "dump").exists()
 
 

@@ -53,10 +53,17 @@ def __getattr__(name: str):
 
 
 def main(argv=None) -> int:
+    from ..errors import Interrupted
+    from ..ingestion.interrupts import is_interrupt, raise_on_sigterm
+
+    raise_on_sigterm()
     try:
         rc = cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
         if isinstance(rc, int):  # a command's own exit code (click.exceptions.Exit), e.g. doctor --fail-on
             return rc
+    except Interrupted as exc:  # a write cut short: what the run holds now
+        click.echo(str(exc), err=True)
+        return exc.exit_code
     except TracekitError as exc:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code
@@ -75,6 +82,9 @@ def main(argv=None) -> int:
         from .. import settings
         if settings.debug():
             raise
+        if is_interrupt(exc):  # Ctrl-C that DuckDB reported as its own error
+            click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+            return 130
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
                    "for the traceback and report it)", err=True)
         return 70
