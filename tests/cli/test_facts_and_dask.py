@@ -30,8 +30,9 @@ def make_traces(d, ranks=4):
 
 
 def tables(run_dir):
-    """Every Parquet file of a run (events and facts), as sorted rows."""
+    """Every Parquet file of a run's live version (events and facts), as sorted rows."""
     out = {}
+    run_dir = live(run_dir)
     for root, _dirs, files in os.walk(run_dir):
         for f in files:
             if f.endswith(".parquet"):
@@ -93,18 +94,18 @@ def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_pat
     before = tables(tmp_path / "run")
     _make_stale(tmp_path / "run")
     shutil.rmtree(tmp_path / "t")  # the traces are not needed
-    old = os.path.realpath(tmp_path / "run")
-    with open(tmp_path / ".run.lock", "a+") as held:  # an ingest writing the run holds its lock
+    old = str(live(tmp_path / "run"))
+    with open(tmp_path / "run" / "writer.lock", "a+") as held:  # an ingest writing the run holds its lock
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(tracekit.TracekitError, match="another tracekit ingest is writing"):
             tracekit.rederive(tmp_path / "run")
-    assert os.path.realpath(tmp_path / "run") == old and not (live(tmp_path / "run") / "facts").exists()
+    assert str(live(tmp_path / "run")) == old and not (live(tmp_path / "run") / "facts").exists()
     from tracekit.layout.versions import hold_for_reading
 
     fd = hold_for_reading(old)  # a reader on the old version (its shared lock, as a Run holds)
     try:
         run = tracekit.rederive(tmp_path / "run")
-        assert os.path.realpath(tmp_path / "run") != old  # a new version, switched in by the link
+        assert str(live(tmp_path / "run")) != old  # a new version, switched in by CURRENT
         assert os.path.isdir(old) and not os.path.exists(os.path.join(old, "facts"))  # the reader keeps it
     finally:
         os.close(fd)
@@ -114,8 +115,8 @@ def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_pat
 
 def test_a_read_only_run_of_current_rules_opens(tmp_path):
     tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
-    version = os.path.realpath(tmp_path / "run")
-    dirs = [tmp_path] + [os.path.join(r, d) for r, ds, _ in os.walk(version) for d in ds] + [version]
+    run_dir = tmp_path / "run"
+    dirs = [tmp_path] + [os.path.join(r, d) for r, ds, _ in os.walk(run_dir) for d in ds] + [run_dir]
     for d in dirs:
         os.chmod(d, 0o555)
     try:

@@ -62,8 +62,7 @@ def _snapshot(d):
     "EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1",
 ])
 def test_explain_does_not_smuggle_a_write(run, query, capsys):
-    import os
-    v = os.path.realpath(run)
+    v = live(run)
     before = _snapshot(run)
     assert main(["sql", str(run), query.format(v=v)]) == 5
     err = capsys.readouterr().err
@@ -95,7 +94,7 @@ def test_the_working_directory_tmp_is_not_readable(run, tmp_path, monkeypatch, c
 
 def test_a_symlink_planted_in_the_run_does_not_escape(run, tmp_path, capsys):
     import os
-    v = os.path.realpath(run)
+    v = live(run)
     outside = tmp_path / "outside"
     (outside / "etc").mkdir(parents=True)
     (outside / "etc" / "passwd").write_text("root:x:0:0\n")

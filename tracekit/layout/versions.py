@@ -230,6 +230,15 @@ def pin(run: str) -> tuple[str, int | None]:
     raise RunError(f"{run}: its live version kept changing while it was opened; try again")
 
 
+def hold_for_reading(version: str) -> int | None:
+    """A reader's shared lock on a version directory (flock: nothing is written into the run): its
+    descriptor, to close when done, or None where it cannot be locked."""
+    try:
+        return _lock_dir(version, shared=True)
+    except BlockingIOError:
+        return None
+
+
 def in_use(out: str) -> bool:
     """Run ``out`` is being written (its writer lock is held) or read (a version of it is held by a
     reader): not to be removed."""
