@@ -53,8 +53,18 @@ def __getattr__(name: str):
 
 
 def main(argv=None) -> int:
+    rc = _main(argv)
+    if argv is None:  # the command line (not a caller's process): the command is done, an interrupt now
+        import signal  # would only cut the interpreter's own cleanup short
+
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+    return rc
+
+
+def _main(argv=None) -> int:
     from ..errors import Interrupted
-    from ..ingestion.interrupts import is_interrupt, raise_on_sigterm
+    from ..ingestion.interrupts import is_interrupt, message, raise_on_sigterm
 
     raise_on_sigterm()
     try:
@@ -67,11 +77,8 @@ def main(argv=None) -> int:
     except TracekitError as exc:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo(message(), err=True)
         return 130
     except click.ClickException as exc:
         exc.show()
@@ -83,7 +90,7 @@ def main(argv=None) -> int:
         if settings.debug():
             raise
         if is_interrupt(exc):  # Ctrl-C that DuckDB reported as its own error
-            click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+            click.echo(message(), err=True)
             return 130
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
                    "for the traceback and report it)", err=True)

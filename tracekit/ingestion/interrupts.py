@@ -38,24 +38,46 @@ def deferred():
             raise KeyboardInterrupt
 
 
-def is_interrupt(exc: BaseException) -> bool:
-    """``exc`` is DuckDB's (or Arrow's) report of a query stopped by Ctrl-C: the signal it swallowed."""
-    try:
-        import duckdb
+_switched: list[str] = []  # the runs this process has switched a new version into
 
-        if isinstance(exc, duckdb.InterruptException):
+
+def note_switched(out: str) -> None:
+    """Run ``out`` now holds a new version: an interrupt from here on must not say that nothing was written."""
+    _switched.append(out)
+
+
+def message() -> str:
+    """What an interrupt that reached the command line (outside a writer's own handling) says."""
+    if _switched:
+        return f"interrupted after the new run was complete and in place: {_switched[-1]} holds it"
+    return "interrupted: nothing was written (an earlier run, if any, is intact)"
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """``exc`` is DuckDB's (or Arrow's) report of a query stopped by Ctrl-C (the signal it swallowed), or an
+    error raised while an interrupt was being handled (DuckDB's "connection is busy" from a cleanup that
+    met the interrupted query): either way, the user's interrupt."""
+    import duckdb
+
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)):
             return True
-    except ImportError:  # pragma: no cover
-        pass
-    text = str(exc)
-    return "Query interrupted" in text or "INTERRUPT Error" in text
+        text = str(exc)
+        if "Query interrupted" in text or "INTERRUPT Error" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def raise_on_sigterm() -> None:
-    """SIGTERM in this process raises KeyboardInterrupt, as Ctrl-C does (the writer cleans up and says what
-    the run holds); a child forked from it (a pool worker) still dies of it at once."""
+    """At the start of a command: SIGTERM in this process raises KeyboardInterrupt, as Ctrl-C does (the
+    writer cleans up and says what the run holds); a child forked from it (a pool worker) still dies of it
+    at once."""
     import os
 
+    _switched.clear()  # (a new command: tests call the CLI's main many times in one process)
     main_pid = os.getpid()
 
     def on_term(signum, frame):

@@ -201,7 +201,7 @@ def build_and_switch(build, tmp: str, out: str) -> None:
     interrupt (Ctrl-C, SIGTERM, DuckDB's "Query interrupted") at any moment leaves the previous version or
     the new one live, never neither, and raises Interrupted saying which: the switch and the note that it
     happened are one step that signals wait for (interrupts.deferred)."""
-    from .interrupts import Interrupted, deferred, is_interrupt
+    from .interrupts import Interrupted, deferred, is_interrupt, note_switched
 
     switched = False
     try:
@@ -210,6 +210,7 @@ def build_and_switch(build, tmp: str, out: str) -> None:
             with deferred():
                 switch(tmp, out)
                 switched = True
+                note_switched(out)
             collect(out)
         except Exception as exc:
             if is_interrupt(exc):
