@@ -16,7 +16,7 @@ from ..derive import derive_rank, reduce_run
 from ..errors import RunError
 from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
-from ..layout.paths import EVENTS_DIR, TABLE_FILES, is_run, place_facts, rank_parts, table_path
+from ..layout.paths import EVENTS_DIR, TABLE_FILES, is_run, place_facts, rank_facts_scratch, rank_parts, table_path
 from ..layout.versions import collect, current_version, left_aside, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from .run_writer import build_and_switch
@@ -54,7 +54,7 @@ def _rederive_locked(out: str) -> None:
         pgs = pq.read_table(table_path(tmp, "process_groups")).to_pylist()
         for t in traces:
             rank = t["rank"]
-            one = os.path.join(tmp, f"_facts-{rank}")
+            one = rank_facts_scratch(tmp, rank)
             derive_rank(rank_parts(tmp, rank), rank, t, [p for p in pgs if p["rank"] == rank], one)
             place_facts(one, tmp, rank, FACTS)
         reduce_run(tmp, align=manifest.get("options", {}).get("align", True))

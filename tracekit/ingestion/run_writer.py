@@ -32,6 +32,7 @@ from ..layout.paths import (
     part_facts_dir,
     place_facts,
     rank_dir,
+    rank_facts_scratch,
     rank_parts,
     staging_part,
     table_path,
@@ -308,7 +309,7 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
             for _, _, res in results:
                 rank = res["trace"]["rank"]
-                one = os.path.join(tmp, f"_facts-{rank}")
+                one = rank_facts_scratch(tmp, rank)
                 derive_rank(rank_parts(tmp, rank), rank, res["trace"],
                             res["process_groups"], one)
                 place_facts(one, tmp, rank, FACTS)

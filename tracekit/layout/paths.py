@@ -126,6 +126,27 @@ def events_glob(run: str) -> str:
     return os.path.join(glob.escape(run), EVENTS_DIR, "*", "*.parquet")
 
 
+def events_files(run: str) -> list[str]:
+    """Every events part of a run, as paths."""
+    return glob.glob(events_glob(run))
+
+
+def spill_dir(where: str, tag: str = "") -> str:
+    """A derive connection's spill directory in ``where`` (a version being built, or a rank's facts
+    directory): ``_spill`` or ``_spill-TAG``."""
+    return os.path.join(where, f"_spill-{tag}" if tag else "_spill")
+
+
+def rank_facts_scratch(run: str, rank: int) -> str:
+    """Where one rank's facts are derived before place_facts moves them into facts/NAME/."""
+    return os.path.join(run, f"_facts-{rank}")
+
+
+def ranks_file(lo: int, hi: int) -> str:
+    """The file name of a fact's part holding ranks LO to HI (compaction's and the finish's alike)."""
+    return f"ranks-{lo:07d}-{hi:07d}.parquet"
+
+
 def rank_dir(run: str, rank: int) -> str:
     return os.path.join(run, EVENTS_DIR, f"rank={rank}")
 
