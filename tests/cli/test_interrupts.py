@@ -79,6 +79,28 @@ def test_duckdbs_interrupt_is_an_interrupt_not_an_internal_error(run_of_one, cap
     assert len(os.listdir(run / "versions")) == 1  # the half-built version is gone
 
 
+@pytest.mark.parametrize("words", [
+    "INTERRUPT Error: Query interrupted",
+    "Invalid Input Error: reading the schema of the object registered as '_traces' failed: KeyboardInterrupt: ",
+])
+def test_duckdbs_words_for_ctrl_c_are_an_interrupt(words):
+    """What DuckDB raised when SIGINT landed in a query or in its read of a Python object (both seen in
+    the test below), and an error raised while an interrupt was being handled."""
+    import duckdb
+
+    from tracekit.ingestion.interrupts import is_interrupt
+
+    assert is_interrupt(duckdb.InvalidInputException(words))
+    try:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise duckdb.Error("Resource In Use Error: connection is busy with another call")
+    except duckdb.Error as exc:
+        assert is_interrupt(exc)
+    assert not is_interrupt(duckdb.InvalidInputException("Invalid Input Error: no such column"))
+
+
 def _lock_taken(run, pid, deadline):
     """Wait until the ingest ``pid`` holds the run's writer lock (it writes its pid there): its write began."""
     while time.monotonic() < deadline:

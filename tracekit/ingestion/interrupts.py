@@ -64,8 +64,8 @@ def is_interrupt(exc: BaseException) -> bool:
         if isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)):
             return True
         text = str(exc)
-        if "Query interrupted" in text or "INTERRUPT Error" in text:
-            return True
+        if any(w in text for w in ("Query interrupted", "INTERRUPT Error", "KeyboardInterrupt")):
+            return True  # (the last: DuckDB's words for a Python object it read that Ctrl-C cut short)
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
