@@ -162,9 +162,9 @@ def test_versions_are_read_once_at_ingest_into_trace_versions(tmp_path):
                     header={**dist(r, world=3), **head})
     run = tracekit.open(tmp_path)
     rows = run.sql("SELECT * FROM trace_versions ORDER BY first_rank").to_pylist()
-    assert rows == [{"pytorch_version": "2.5.0", "cuda_runtime_version": "12040", "has_config": False, "ranks": 2,
+    assert rows == [{"pytorch_version": "2.5.0", "cuda_runtime_version": "12040", "has_config": False, "rank_count": 2,
                      "first_rank": 0},
-                    {"pytorch_version": "2.6.0", "cuda_runtime_version": "12040", "has_config": True, "ranks": 1,
+                    {"pytorch_version": "2.6.0", "cuda_runtime_version": "12040", "has_config": True, "rank_count": 1,
                      "first_rank": 2}]
     ident = {r["item"]: r["value"] for r in tracekit.report(run, "identity").to_pylist()}
     assert ident["PyTorch"] == "2.5.0, 2.6.0" and ident["CUDA runtime"] == "12.4"

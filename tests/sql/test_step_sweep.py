@@ -198,8 +198,8 @@ def test_a_step_of_negative_duration_holds_no_time(tmp_path):
     ev += kernel(NCCL, 150, 40, launch=(120, 1))
     write_trace(tmp_path / "t.json", ev, header=dist(0, world=1))
     run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
-    rows = run.sql("SELECT step, part, detail, ns, window_ns FROM step_breakdown").to_pylist()
-    assert {(r["step"], r["part"], r["detail"], r["ns"], r["window_ns"]) for r in rows} == {
+    rows = run.sql("SELECT step, part, detail, ns, timeline_ns FROM step_breakdown").to_pylist()
+    assert {(r["step"], r["part"], r["detail"], r["ns"], r["timeline_ns"]) for r in rows} == {
         (1, "compute", "gemm", 30_000, 100_000), (1, "comm", "unknown", 40_000, 100_000),  # (no group recorded)
         (1, "idle", "starved", 30_000, 100_000)}
     busy = run.sql("SELECT busy_ns, idle_ns FROM comm_overlap WHERE step = 1").to_pylist()

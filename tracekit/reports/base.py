@@ -79,6 +79,8 @@ class Report:
                     "torch.profiler.schedule and call prof.step() once per training step")
         if note is None and table.num_rows == 0:
             note = why_empty(run, self.name, values)
+        elif note is None and "step" in table.column_names and -1 in table["step"].to_pylist():
+            note = outside_steps(run)
         if shown:
             note = shown + (f"; {note}" if note else "")
         meta = dict(table.schema.metadata or {})
@@ -99,6 +101,19 @@ class Report:
         text = self.sql.text
         used = {k: v for k, v in values.items() if k in dollars(text)}
         return run.sql(text, used or None)
+
+
+def outside_steps(run) -> str:
+    """What the step -1 rows are, and on which ranks they hold kernels launched before the profile."""
+    note = "step -1: time and kernels outside every ProfilerStep's window"
+    early = run.sql("SELECT rank, early_kernels FROM rank_checks WHERE early_kernels > 0 ORDER BY rank").to_pylist()
+    if early:
+        from ..words import plural
+        n = sum(r["early_kernels"] for r in early)
+        ranks = ",".join(str(r["rank"]) for r in early)
+        note += (f"; on {plural(len(early), 'rank', 'ranks')} ({ranks}) it holds {plural(n, 'kernel', 'kernels')} "
+                 "launched before the profiler started (doctor: kernels launched before the profile)")
+    return note
 
 
 def why_empty(run, name: str, values: dict) -> str:

@@ -6,7 +6,7 @@
 -- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
--- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
+-- @column ranks: the ranks concerned, comma-separated, every one (empty when the run as a whole)
 -- @column finding: what was found, with counts
 -- @column fix: what to do about it
 WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns FROM traces),
