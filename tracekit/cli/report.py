@@ -7,9 +7,8 @@ import pyarrow as pa
 
 import tracekit
 
-from ..render import emit
 from ..reports import REGISTRY, get
-from .options import output_options, run_argument
+from .options import emit, output_options, run_argument
 
 
 def report_options(f):

@@ -4,8 +4,7 @@ import click
 
 import tracekit
 
-from ..render import emit
-from .options import model_options, output_options, plan_options, run_argument
+from .options import emit, model_options, output_options, plan_options, run_argument
 
 
 @click.command("whatif")

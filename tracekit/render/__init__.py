@@ -208,14 +208,6 @@ def _print_vertical(columns, rows, numeric, title, console) -> None:
         console.print(t)
 
 
-def _chosen_columns() -> list[str] | None:
-    """The command line's --columns, if the running command has one (cli/options.output_options)."""
-    import click
-
-    ctx = click.get_current_context(silent=True)
-    return ctx.meta.get("tracekit.columns") if ctx is not None else None
-
-
 def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     """``table`` with only ``columns``, in that order; a name it does not have is an error listing those
     it has."""
@@ -229,10 +221,11 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     return table.select(columns).replace_schema_metadata(table.schema.metadata)
 
 
-def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
-    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout; a report's note (what it left out)
-    goes to stderr, so that the data on stdout stays machine-readable."""
-    table = pick_columns(table, _chosen_columns())
+def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None,
+         columns: list[str] | None = None) -> None:
+    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout, with only ``columns`` when given; a
+    report's note (what it left out) goes to stderr, so that the data on stdout stays machine-readable."""
+    table = pick_columns(table, columns)
     note = note_of(table)
     if note:
         import sys
