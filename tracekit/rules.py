@@ -202,7 +202,7 @@ def facts_key() -> str:
 def _facts_key(catalogue: tuple) -> str:
     h = hashlib.sha256(_sql.load("", "macros").text.encode())
     for name in FACTS + REDUCED + FINISHED + views_for(FACTS + REDUCED + FINISHED):
-        h.update(_sql.load("views", name).text.encode())
+        h.update(_sql.rule(name).text.encode())
     h.update(repr(dtype_rows()).encode())
     h.update(repr(BUSBW_FACTORS).encode())
     h.update(repr(catalogue).encode())

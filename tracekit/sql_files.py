@@ -76,15 +76,26 @@ def _dir(kind: str):
 
 
 @functools.lru_cache(maxsize=None)
-def load(kind: str, name: str) -> SqlFile:
-    """The file ``kind/name.sql``; ``kind`` "views" finds a rule in whichever stage folder holds it (facts,
-    reduce, finish or views), "" a file at the top (macros)."""
-    kinds = RULE_FOLDERS if kind == "views" else (kind,)
-    for k in kinds:
+def load(folder: str, name: str) -> SqlFile:
+    """The file ``folder/name.sql`` ("reports", a rule folder, or "" for a file at the top: macros). A rule
+    whose folder is not known is ``rule(name)``. (``folder`` "views" still finds a rule in any stage
+    folder, for the callers in derive.py: new code calls rule().)"""
+    if folder == "views":
+        return rule(name)
+    f = _dir(folder).joinpath(f"{name}.sql")
+    if f.is_file():
+        return parse(name, f.read_text(), folder)
+    raise FileNotFoundError(f"tracekit/sql/{folder}/{name}.sql")
+
+
+@functools.lru_cache(maxsize=None)
+def rule(name: str) -> SqlFile:
+    """The rule ``name``, in whichever stage folder holds it (facts, reduce, finish or views)."""
+    for k in RULE_FOLDERS:
         f = _dir(k).joinpath(f"{name}.sql")
         if f.is_file():
             return parse(name, f.read_text(), k)
-    raise FileNotFoundError(f"tracekit/sql/{kind}/{name}.sql")
+    raise FileNotFoundError(f"tracekit/sql/{{{','.join(RULE_FOLDERS)}}}/{name}.sql")
 
 
 def rule_files(folders=RULE_FOLDERS) -> list[SqlFile]:
