@@ -35,6 +35,8 @@ class Report:
     left_out: str | None = None
     # the columns a reader needs first: kept when the terminal is narrow, shown first in the HTML page
     first: tuple[str, ...] = ()
+    # a report of one row per rank: the column whose largest values mark the rows that matter most
+    most: str | None = None
     # "package.module:function": the rows come from function(run, params) -> pyarrow.Table, not the SQL
     python: str | None = None
     # the .sql file: its header, and its query unless ``python`` names a function

@@ -6,6 +6,9 @@ is a helper query, not a report). Besides the rule header (``-- NAME: what it co
     -- @param NAME = DEFAULT [A|B|C]: help      one per parameter; [choices] optional; the default's form
                                                gives the type (a whole number: int, else text)
     -- @first a, b, c                            the columns a reader needs first (kept in a narrow terminal)
+    -- @most column                            a report of one row per rank: the rows that matter most (this
+                                               column, largest first), shown with each number's spread above
+                                               64 ranks (reports/spread.py)
     -- @left_out _helper                         a helper query of (status, instances) rows: a note under the
                                                table counts what the report left out
     -- @python package.module:function           the rows come from function(run, params) -> pyarrow.Table,
@@ -25,7 +28,7 @@ from .. import sql_files as _sql
 from ..errors import TracekitError
 from .base import Param, Report, dollars
 
-TAGS = ("summary", "param", "first", "left_out", "python")
+TAGS = ("summary", "param", "first", "most", "left_out", "python")
 _PARAM = re.compile(r"^(\w+)\s*=\s*([^\s\[:]+)\s*(?:\[([^\]]*)\])?\s*:\s*(\S.*)$")
 _PYTHON = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -62,7 +65,7 @@ def report_of(f: _sql.SqlFile, helpers: set[str]) -> Report:
     for k in sorted(tags - set(TAGS)):
         raise ReportHeaderError(f"{where}: unknown header tag @{k}; a report's header takes "
                                 f"{', '.join('@' + t for t in TAGS)} (tracekit/reports/declared.py)")
-    for k in ("summary", "first", "left_out", "python"):
+    for k in ("summary", "first", "most", "left_out", "python"):
         if len(f.tag(k)) > 1:
             raise ReportHeaderError(f"{where}: @{k} is given {len(f.tag(k))} times; give it once")
     summary = (f.tag("summary") or [""])[0]
@@ -79,6 +82,9 @@ def report_of(f: _sql.SqlFile, helpers: set[str]) -> Report:
     for c in first:
         if c not in columns:
             raise ReportHeaderError(f"{where}: @first {c}: not one of its @column names ({', '.join(columns)})")
+    most = (f.tag("most") or [None])[0]
+    if most is not None and (most not in columns or "rank" not in columns):
+        raise ReportHeaderError(f"{where}: @most {most}: needs a rank column and {most} among its @column names")
     left_out = (f.tag("left_out") or [None])[0]
     if left_out is not None and left_out not in helpers:
         raise ReportHeaderError(f"{where}: @left_out {left_out}: no helper query tracekit/sql/reports/"
@@ -95,7 +101,7 @@ def report_of(f: _sql.SqlFile, helpers: set[str]) -> Report:
         undeclared = sorted(used - set(names))
         if undeclared:
             raise ReportHeaderError(f"{where}: the query binds ${', $'.join(undeclared)}, which no @param declares")
-    return Report(f.name, summary, params, left_out=left_out, first=first, python=python,
+    return Report(f.name, summary, params, left_out=left_out, first=first, most=most, python=python,
                   sql=f)
 
 

@@ -5,6 +5,7 @@
 -- not by the step that launched it, unlike overlap's): its numbers are named apart from overlap's. Step
 -- -1 is the time outside every step's window. See step_breakdown for the windows and the precedence.
 -- @stage report
+-- @most timeline_ms
 -- @summary where each step goes: compute by kernel family, exposed comm per group, memory, idle by cause
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, whole timeline
 -- @first rank, step, timeline_ms, compute_part_ms, comm_part_ms, memory_part_ms, wait_ms, starved_ms

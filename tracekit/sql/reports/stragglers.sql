@@ -1,5 +1,6 @@
 -- stragglers: per rank, how often it arrived last at a collective and the waiting around it.
 -- @stage report
+-- @most caused_wait_ms
 -- @summary per rank: how often last at a collective, waiting caused and suffered
 -- @left_out _left_out
 -- @uses stragglers

@@ -1,5 +1,6 @@
 -- summary: one row per rank: the one-screen answer.
 -- @stage report
+-- @most exposed_comm_ms
 -- @summary one row per rank: window, busy %, comm, exposed comm, overlap %, top collective
 -- @first rank, steps, window_ms, busy_pct, comm_ms, exposed_comm_ms, overlap_pct, top_collective
 -- @uses steps, _collectives, comm_overlap
