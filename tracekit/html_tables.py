@@ -51,21 +51,23 @@ def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS)
     return out
 
 
-def per_rank_table(t: pa.Table, first: list[str], ranks: int, command: str, rows_are: str = "ranks") -> str:
+def per_rank_table(t: pa.Table, first: list[str], ranks: int, command: str, rows_are: str = "ranks",
+                   most: str = "exposed_comm_ms") -> str:
     """A report's table of one row per rank (``rows_are``: "ranks", or "rank and step" rows): whole up to
     PER_RANK_ROWS ranks (``ranks``); above, each number's spread over the rows (min, median, 90th
     percentile, max and the row that has the max: reports/spread.py), then the WORST_ROWS rows with
-    the most exposed communication, and a sentence naming ``command``, which gives every row."""
+    the most ``most`` (exposed communication), and a sentence naming ``command``, which gives every row."""
     if ranks <= PER_RANK_ROWS or not t.num_rows:
         return table(t, first)
     from .reports.spread import most_rows, rank_spread
 
     spread_t = rank_spread(t)
-    worst = most_rows(t, "exposed_comm_ms", WORST_ROWS)
+    worst = most_rows(t, most, WORST_ROWS)
+    what = "exposed communication" if most == "exposed_comm_ms" else most
     head = f"{ranks:,} ranks" if rows_are == "ranks" else f"{ranks:,} ranks, {t.num_rows:,} {rows_are}"
     return (why(f"{head}: each number's spread over the {rows_are} (the median and 90th percentile interpolated "
-                f"between the rows' values), then the {worst.num_rows} {rows_are} with the most exposed "
-                f"communication. Every row: `{command}`.")
+                f"between the rows' values), then the {worst.num_rows} {rows_are} with the most {what}. "
+                f"Every row: `{command}`.")
             + f'<div class="scroll">{to_html(spread_t)}</div>' + table(worst, first, max_rows=WORST_ROWS))
 
 
@@ -79,8 +81,9 @@ def report_html(run, name: str, first_key: str | None = None, per_rank: tuple[in
     if not t.num_rows:
         body = ""
     elif per_rank:
-        body = per_rank_table(t, first, *per_rank, rows_are="rank and step rows" if params.get("by") == "step"
-                              else "ranks")
+        by_step = get(name).bind(**params).get("by") == "step"
+        body = per_rank_table(t, first, *per_rank, rows_are="rank and step rows" if by_step else "ranks",
+                              most=get(name).most or "exposed_comm_ms")
     else:
         body = table(t, first)
     return t, body + (why(note) if note else "")
