@@ -78,6 +78,7 @@ def test_a_query_that_mentions_limit_is_refused(body):
     ("-- @first i, j\n", "SELECT 1 AS i", "@first j: not one of its @column names"),
     ("-- @left_out _nothing\n", "SELECT 1 AS i", "@left_out _nothing: no helper query"),
     ("-- @python no_function\n", "SELECT 1 AS i", "write it as package.module:function"),
+    ("-- @most i\n", "SELECT 1 AS i", "@most i: needs a rank column"),
 ])
 def test_a_broken_header_is_an_error_naming_the_file_and_the_rule(extra, body, message):
     with pytest.raises(ReportHeaderError, match=r"tracekit/sql/reports/r\.sql: .*" + message):
