@@ -43,6 +43,7 @@ def ingest_measured(trace, run, stats, env, jobs: int):
                           check=False, capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow  # builds a trace large enough to measure memory: 72 s of the fast suite
 def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
     trace = tmp_path / "rank0.json"
     huge_name_trace(trace)
@@ -175,6 +176,7 @@ def kernels_in_steps_trace(path, n, per_step):
         f.write("\n]}\n")
 
 
+@pytest.mark.slow  # a heavy rank, to measure memory: 16 s of the fast suite
 def test_a_heavy_ranks_step_breakdown_derives_within_the_budget(tmp_path):
     """The finish of one heavy rank within the smallest budget, with no retry: step_breakdown as one query
     held its sweep's sums beside the join of the kernels to their families and ran out of 64 MB at 150k

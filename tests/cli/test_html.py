@@ -83,6 +83,7 @@ def test_page_of_the_fsdp_example(tmp_path):
     assert "<details><summary>The whole table: 2 more columns (collectives, comm_mb)</summary>" in text
 
 
+@pytest.mark.slow  # a browser over the real DLRM job: 18 s of the fast suite
 def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     traces = shared_traces() / "param_dlrm_kineto_8rank"
     text = make_page(tmp_path, traces)
