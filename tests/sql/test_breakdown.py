@@ -34,8 +34,11 @@ def hand_run(tmp_path):
 
 def test_a_hand_worked_timeline(tmp_path):
     run = hand_run(tmp_path)
-    got = {(r["rank"], r["step"]): r for r in tracekit.report(run, "breakdown").to_pylist()}
+    t = tracekit.report(run, "breakdown")
+    got = {(r["rank"], r["step"]): r for r in t.to_pylist()}
     assert set(got) == {(0, 1), (0, 2), (0, -1), (1, 1), (1, 2)}
+    from tracekit.table_meta import note_of
+    assert note_of(t) == "step -1: the time outside every ProfilerStep's window"  # the -1 row said under the table
     cols = ("timeline_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_part_ms", "memory_part_ms",
             "wait_ms", "starved_ms", "outside_ms")
     ms = 1e-3  # the figures below are in us

@@ -82,7 +82,7 @@ class Report:
         if note is None and table.num_rows == 0:
             note = why_empty(run, self.name, values)
         elif note is None and "step" in table.column_names and -1 in table["step"].to_pylist():
-            note = outside_steps(run)
+            note = outside_steps(run, by_time="timeline_ms" in table.column_names)
         if shown:
             note = shown + (f"; {note}" if note else "")
         meta = dict(table.schema.metadata or {})
@@ -105,8 +105,11 @@ class Report:
         return run.sql(text, used or None)
 
 
-def outside_steps(run) -> str:
-    """What the step -1 rows are, and on which ranks they hold kernels launched before the profile."""
+def outside_steps(run, by_time: bool = False) -> str:
+    """What the step -1 rows are, and on which ranks they hold kernels launched before the profile (a row of
+    time, ``by_time``: breakdown's, places a kernel where it ran, so it holds them only if they ran there)."""
+    if by_time:
+        return "step -1: the time outside every ProfilerStep's window"
     note = "step -1: time and kernels outside every ProfilerStep's window"
     early = run.sql("SELECT rank, early_kernels FROM rank_checks WHERE early_kernels > 0 ORDER BY rank").to_pylist()
     if early:
