@@ -26,6 +26,9 @@ COMMANDS = {
     **{name: ["report", "{run}", name, "--format", "csv"] for name in (
         "identity", "summary", "collectives", "overlap", "exposed", "skew", "stragglers", "why_late", "breakdown",
         "doctor")},
+    # a per-rank report drawn for the terminal: above 64 ranks its spread and worst rows, or every row (--all)
+    "summary table": ["report", "{run}", "summary"],
+    "summary table --all": ["report", "{run}", "summary", "--all"],
     "html": ["html", "{run}", "-o", "{tmp}/page.html"],
     "timeline 8 ranks": ["timeline", "{run}", "-o", "{tmp}/t8.json.gz", "--steps", "10", "--ranks", "0:7"],
     "timeline 64 ranks": ["timeline", "{run}", "-o", "{tmp}/t64.json.gz", "--steps", "10", "--ranks", "0:63"],

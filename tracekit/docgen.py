@@ -10,7 +10,7 @@ import sys
 from . import sql_files as _sql
 from .commands.schema import documented_objects
 from .reports import REGISTRY
-from .rules import FACT_TABLES
+from .rules import LOOKUP_TABLES
 
 
 def render() -> str:
@@ -24,7 +24,7 @@ def render() -> str:
         out += [f"| `{c}` | {m.replace('|', '/')} |" for c, m in cols]
         out.append("")
     out += ["### Fact tables", ""]
-    for name, cols in FACT_TABLES.items():
+    for name, cols in LOOKUP_TABLES.items():
         out += [f"`{name}`: " + "; ".join(f"`{c}` {m}" for c, _t, m in cols), ""]
     out += ["## Reports", "", "`tracekit report RUN NAME` or `tracekit.report(run, NAME, **params)`.", ""]
     for rep in REGISTRY.values():

@@ -9,7 +9,7 @@ import html
 import pyarrow as pa
 
 from .render import to_html
-from .reports import get
+from .reports import get, spread
 from .table_meta import note_of
 from .words import plural
 
@@ -25,8 +25,8 @@ FIRST = {
 MAX_ROWS = 16
 # Above this many ranks a table of one row per rank (or per rank and step) becomes the spread of its numbers
 # and its worst rows (per_rank_table): the page's size and the time to draw it stay what they are at 64 ranks.
-PER_RANK_ROWS = 64
-WORST_ROWS = 8
+PER_RANK_ROWS = spread.PER_RANK_ROWS
+WORST_ROWS = spread.MOST_ROWS
 
 
 def why(sentence: str) -> str:
@@ -51,39 +51,24 @@ def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS)
     return out
 
 
-def per_rank_table(t: pa.Table, first: list[str], ranks: int, command: str, rows_are: str = "ranks") -> str:
+def per_rank_table(t: pa.Table, first: list[str], ranks: int, command: str, rows_are: str = "ranks",
+                   most: str = "exposed_comm_ms") -> str:
     """A report's table of one row per rank (``rows_are``: "ranks", or "rank and step" rows): whole up to
     PER_RANK_ROWS ranks (``ranks``); above, each number's spread over the rows (min, median, 90th
-    percentile, max and the row that has the max: reports/_rank_spread.sql), then the WORST_ROWS rows with
-    the most exposed communication, and a sentence naming ``command``, which gives every row."""
+    percentile, max and the row that has the max: reports/spread.py), then the WORST_ROWS rows with
+    the most ``most`` (exposed communication), and a sentence naming ``command``, which gives every row."""
     if ranks <= PER_RANK_ROWS or not t.num_rows:
         return table(t, first)
-    import duckdb
-    import pyarrow.compute as pc
+    from .reports.spread import most_rows, rank_spread
 
-    from . import sql_files as _sql
-    from .render import is_number
-
-    numbers = [f.name for f in t.schema if f.name not in ("rank", "step") and is_number(f)]
-    step = t["step"] if "step" in t.column_names else pa.nulls(t.num_rows, pa.int64())
-    data = pa.table({"rank": t["rank"], "step": step, **{c: pc.cast(t[c], pa.float64()) for c in numbers}})
-    con = duckdb.connect()
-    try:
-        con.register("per_rank", data)
-        spread = con.sql(_sql.load("reports", "_rank_spread").text).to_arrow_table()
-    finally:
-        con.close()
-    order = {c: i for i, c in enumerate(numbers)}  # the report's column order
-    spread = spread.take(sorted(range(spread.num_rows), key=lambda i: order[spread["column"][i].as_py()]))
-    if spread["max_step"].null_count == spread.num_rows:
-        spread = spread.drop_columns(["max_step"])
-    worst = t.sort_by([("exposed_comm_ms", "descending"), ("rank", "ascending")]
-                      + ([("step", "ascending")] if "step" in t.column_names else [])).slice(0, WORST_ROWS)
+    spread_t = rank_spread(t)
+    worst = most_rows(t, most, WORST_ROWS)
+    what = "exposed communication" if most == "exposed_comm_ms" else most
     head = f"{ranks:,} ranks" if rows_are == "ranks" else f"{ranks:,} ranks, {t.num_rows:,} {rows_are}"
     return (why(f"{head}: each number's spread over the {rows_are} (the median and 90th percentile interpolated "
-                f"between the rows' values), then the {worst.num_rows} {rows_are} with the most exposed "
-                f"communication. Every row: `{command}`.")
-            + f'<div class="scroll">{to_html(spread)}</div>' + table(worst, first, max_rows=WORST_ROWS))
+                f"between the rows' values), then the {worst.num_rows} {rows_are} with the most {what}. "
+                f"Every row: `{command}`.")
+            + f'<div class="scroll">{to_html(spread_t)}</div>' + table(worst, first, max_rows=WORST_ROWS))
 
 
 def report_html(run, name: str, first_key: str | None = None, per_rank: tuple[int, str] | None = None,
@@ -96,8 +81,9 @@ def report_html(run, name: str, first_key: str | None = None, per_rank: tuple[in
     if not t.num_rows:
         body = ""
     elif per_rank:
-        body = per_rank_table(t, first, *per_rank, rows_are="rank and step rows" if params.get("by") == "step"
-                              else "ranks")
+        by_step = get(name).bind(**params).get("by") == "step"
+        body = per_rank_table(t, first, *per_rank, rows_are="rank and step rows" if by_step else "ranks",
+                              most=get(name).most or "exposed_comm_ms")
     else:
         body = table(t, first)
     return t, body + (why(note) if note else "")

@@ -37,8 +37,9 @@ class RuleGraphError(Exception):
     """The rules' declarations do not make a graph: the message names the file and what to fix."""
 
 
-# Small tables of facts registered on every connection: name -> ([(column, SQL type, meaning)], rows).
-FACT_TABLES = {
+# The lookup tables every connection has (dtypes, busbw factors, size buckets, comm-kernel catalogue, kernel
+# families: data, not derived facts): name -> [(column, SQL type, meaning)].
+LOOKUP_TABLES = {
     "tk_dtypes": [("spelling", "VARCHAR", "dtype as a trace spells it"),
                   ("canonical", "VARCHAR", "canonical dtype name"), ("bytes", "BIGINT", "bytes per element"),
                   ("kernel_suffix", "BOOLEAN", "NCCL spells the dtype so at the end of a kernel's name (_f32, _bf16)")],
@@ -120,7 +121,7 @@ def _cycle(deps: dict, done: set) -> list[str]:
 def graph() -> dict:
     """name -> its SqlFile, in the order of the graph read from tracekit/sql."""
     files = {f.name: f for f in _sql.rule_files()}
-    return {n: files[n] for n in order(list(files.values()), set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS})}
+    return {n: files[n] for n in order(list(files.values()), set(TABLE_NAMES) | set(LOOKUP_TABLES) | {CLOCKS})}
 
 
 # The two runs' sides a diff report compares, registered by tracekit/commands/diff.py.
@@ -142,7 +143,7 @@ def check_reports(reports: list, rules, tables) -> None:
                 raise RuleGraphError(f"{where}: @uses {u}: no rule or table of that name")
 
 
-check_reports(_sql.rule_files(("reports",)), graph(), set(TABLE_NAMES) | set(FACT_TABLES) | {CLOCKS})
+check_reports(_sql.rule_files(("reports",)), graph(), set(TABLE_NAMES) | set(LOOKUP_TABLES) | {CLOCKS})
 ORDER: list[str] = list(graph())
 # Derived per rank at ingest, in this order (each may use the ones before it).
 FACTS: list[str] = [n for n in ORDER if graph()[n].stage == "fact"]
@@ -201,7 +202,7 @@ def facts_key() -> str:
 def _facts_key(catalogue: tuple) -> str:
     h = hashlib.sha256(_sql.load("", "macros").text.encode())
     for name in FACTS + REDUCED + FINISHED + views_for(FACTS + REDUCED + FINISHED):
-        h.update(_sql.load("views", name).text.encode())
+        h.update(_sql.rule(name).text.encode())
     h.update(repr(dtype_rows()).encode())
     h.update(repr(BUSBW_FACTORS).encode())
     h.update(repr(catalogue).encode())
@@ -214,7 +215,7 @@ def define_base(con, size_buckets: list[int] | None = None) -> None:
     rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS),
             "tk_size_buckets": bucket_rows(size_buckets), "tk_comm_kernels": comm_kernel_rows(),
             "tk_kernel_families": family_rows()}
-    for name, cols in FACT_TABLES.items():
+    for name, cols in LOOKUP_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)
             values = ", ".join(f"({', '.join('?' * len(cols))})" for _ in rows[name])

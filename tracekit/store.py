@@ -100,7 +100,7 @@ class Run:
         for dep in uses(name):  # what its header declares: rules, stored facts and events (tables are there already)
             if dep in graph() or stored(dep) or dep == "events":
                 self._ensure_view(dep)
-        self._con.execute(_sql.load("views", name).text)
+        self._con.execute(_sql.rule(name).text)
         self._created.add(name)
 
     def read_only(self, memory_mb: int | None = None) -> "Run":

@@ -44,6 +44,7 @@ def ingest_measured(trace, run, stats, env, jobs: int):
                           check=False, capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow  # builds a trace large enough to measure memory: 72 s of the fast suite
 def test_a_huge_kernel_name_derives_within_bounded_memory(tmp_path):
     trace = tmp_path / "rank0.json"
     huge_name_trace(trace)
@@ -176,6 +177,7 @@ def kernels_in_steps_trace(path, n, per_step):
         f.write("\n]}\n")
 
 
+@pytest.mark.slow  # a heavy rank, to measure memory: 16 s of the fast suite
 def test_a_heavy_ranks_step_breakdown_derives_within_the_budget(tmp_path):
     """The finish of one heavy rank within the smallest budget, with no retry: step_breakdown as one query
     held its sweep's sums beside the join of the kernels to their families and ran out of 64 MB at 150k
@@ -197,12 +199,12 @@ def test_a_heavy_ranks_step_breakdown_derives_within_the_budget(tmp_path):
     # each step's window is 50 ms (the next step's start; the last: its CPU end, after its last kernel), in it
     # 5,000 gemm and 5,000 elementwise kernels of 2 us that never overlap; the rest starved; nothing outside
     got = tracekit.open(tmp_path / "run").sql(
-        "SELECT step, part, detail, ns, window_ns FROM step_breakdown ORDER BY step, part, detail").to_pylist()
+        "SELECT step, part, detail, ns, timeline_ns FROM step_breakdown ORDER BY step, part, detail").to_pylist()
     expected = []
     for s in range(n // per_step):
-        expected += [{"step": s, "part": "compute", "detail": "elementwise", "ns": 10e6, "window_ns": 50e6},
-                     {"step": s, "part": "compute", "detail": "gemm", "ns": 10e6, "window_ns": 50e6},
-                     {"step": s, "part": "idle", "detail": "starved", "ns": 30e6, "window_ns": 50e6}]
+        expected += [{"step": s, "part": "compute", "detail": "elementwise", "ns": 10e6, "timeline_ns": 50e6},
+                     {"step": s, "part": "compute", "detail": "gemm", "ns": 10e6, "timeline_ns": 50e6},
+                     {"step": s, "part": "idle", "detail": "starved", "ns": 30e6, "timeline_ns": 50e6}]
     assert got == expected
     # memory: the 64 MB budget and the process's own (Python, DuckDB, pyarrow: about 120 MB)
     assert json.loads(stats.read_text())["tree_peak_rss_mb"] < 320

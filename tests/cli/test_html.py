@@ -24,7 +24,10 @@ PROBE = """<script>window.addEventListener("load",()=>setTimeout(()=>{const box=
 return [r.left,r.top,r.right,r.bottom]};for(const d of document.querySelectorAll("div.plot")){
 const lg=d.querySelector("g.legend");console.log("LAYOUT "+JSON.stringify({id:d.id,
 legend:lg?box(lg):null,area:box(d.querySelector("rect.nsewdrag")),
-bars:[...d.querySelectorAll("g.point path")].map(box)}))}},300))</script>"""
+bars:[...d.querySelectorAll("g.point path")].map(box)}))}
+for(const h of document.querySelectorAll("h2")){const s=h.nextElementSibling;
+if(s&&s.classList.contains("scroll")){console.log("WIDTH "+JSON.stringify({section:h.textContent,
+scroll:s.scrollWidth,client:s.clientWidth}))}}},300))</script>"""
 
 
 def chromium():
@@ -69,7 +72,9 @@ def test_page_of_the_fsdp_example(tmp_path):
                         ("NCCL", "not recorded in the traces"), ("steps", "step 2 (1 step)")):  # ProfilerStep#2 only
         assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item
     for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks (most skewed first)",
-                  "Exposed communication by process group", "Measured against the model (validate)"):
+                  "Exposed communication by process group", "Measured against the model (validate)",
+                  "Health checks (doctor)", "Where each step goes (breakdown)", "Stragglers: who arrives last",
+                  "Why the last rank is late (why_late)"):
         assert f"<h2>{title}</h2>" in text
     assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 4  # sizes, overlap, skew, validate
     # one step: the per-step section says why it has no chart
@@ -78,6 +83,7 @@ def test_page_of_the_fsdp_example(tmp_path):
     assert "<details><summary>The whole table: 2 more columns (collectives, comm_mb)</summary>" in text
 
 
+@pytest.mark.slow  # a browser over the real DLRM job: 18 s of the fast suite
 def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     traces = shared_traces() / "param_dlrm_kineto_8rank"
     text = make_page(tmp_path, traces)
@@ -97,7 +103,17 @@ def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     layouts = [json.loads(re.search(r'"LAYOUT (.*)", source', line).group(1).replace('\\"', '"'))
                for line in console if "LAYOUT " in line]
-    assert len(console) == len(layouts), console  # no other console message: every chart drew
+    widths = {w["section"]: w for w in (json.loads(re.search(r'"WIDTH (.*)", source', line).group(1).replace(
+        '\\"', '"')) for line in console if "WIDTH " in line)}
+    assert len(console) == len(layouts) + len(widths), console  # no other console message: every chart drew
+    # the sections of issue 30 are on the page, and why_late's long kernel names wrap in their cells: its table
+    # is no wider than the page (its numbers are in view without scrolling sideways)
+    for title in ("Health checks (doctor)", "Where each step goes (breakdown)", "Stragglers: who arrives last",
+                  "Why the last rank is late (why_late)"):
+        assert f"<h2>{title}</h2>" in text, title
+    late = widths["Why the last rank is late (why_late)"]
+    assert late["scroll"] <= late["client"], late
+    assert "cub::DeviceRadixSortOnesweepKernel" in text  # a 200-character name is among its rows
     assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew"}
 
     def meet(a, b):
@@ -162,9 +178,9 @@ def test_versions_are_read_once_at_ingest_into_trace_versions(tmp_path):
                     header={**dist(r, world=3), **head})
     run = tracekit.open(tmp_path)
     rows = run.sql("SELECT * FROM trace_versions ORDER BY first_rank").to_pylist()
-    assert rows == [{"pytorch_version": "2.5.0", "cuda_runtime_version": "12040", "has_config": False, "ranks": 2,
+    assert rows == [{"pytorch_version": "2.5.0", "cuda_runtime_version": "12040", "has_config": False, "rank_count": 2,
                      "first_rank": 0},
-                    {"pytorch_version": "2.6.0", "cuda_runtime_version": "12040", "has_config": True, "ranks": 1,
+                    {"pytorch_version": "2.6.0", "cuda_runtime_version": "12040", "has_config": True, "rank_count": 1,
                      "first_rank": 2}]
     ident = {r["item"]: r["value"] for r in tracekit.report(run, "identity").to_pylist()}
     assert ident["PyTorch"] == "2.5.0, 2.6.0" and ident["CUDA runtime"] == "12.4"
@@ -231,7 +247,10 @@ def test_page_above_the_per_rank_limit_shows_spreads_and_the_worst_ranks(tmp_pat
 
     import html as _html
     words = _html.unescape(text)
-    assert words.count("4 ranks: each number's spread over the ranks") == 2  # the summary and the overlap per rank
+    # the summary, the overlap per rank and the stragglers (breakdown's rows are ranks and steps)
+    assert words.count("4 ranks: each number's spread over the ranks") == 3
+    assert "4 ranks, 4 rank and step rows: each number's spread over the rank and step rows" in words
+    assert "then the 2 rank and step rows with the most timeline_ms" in words  # breakdown's longest steps
     assert f"Every row: `tracekit report {tmp_path} summary`." in words
     spread, worst = _tables_after(text, "4 ranks: each number")[:2]
     assert spread[0] == ["column", "rows", "min", "median", "p90", "max", "max_rank"]
@@ -246,3 +265,26 @@ def test_page_above_the_per_rank_limit_shows_spreads_and_the_worst_ranks(tmp_pat
     assert figs["skew"]["data"][0]["y"] == ["0", "3"]
     assert "The chart draws the 2 ranks with the most exposed communication, of 4." in words
     assert "The chart draws 2 of the 4 ranks: the 1 that waited least in all over its instances" in words
+
+
+def test_a_long_name_without_spaces_wraps_in_its_cell_in_chromium(tmp_path):
+    """A kernel name with no space to break at (a mangled C++ name, 300 characters) wraps inside its cell:
+    the table stays as wide as the page and the numbers after the name stay in view."""
+    import pyarrow as pa
+
+    from tracekit.commands.html import STYLE
+    from tracekit.html_tables import table
+
+    name = "_ZN2at6native" + "x" * 280 + "Kernel"
+    t = pa.table({"rank": [4], "kind": ["kernel"], "name": [name], "late_ms": [0.047], "diff_ms": [0.041]})
+    page = tmp_path / "page.html"
+    page.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"><style>{STYLE}</style></head><body>'
+                    f"<h2>why_late</h2>{table(t)}{PROBE}</body></html>")
+    proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", "--window-size=1000,800", "--virtual-time-budget=3000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    widths = [json.loads(re.search(r'"WIDTH (.*)", source', line).group(1).replace('\\"', '"'))
+              for line in proc.stderr.splitlines() if "WIDTH " in line]
+    assert len(widths) == 1, proc.stderr[-2000:]
+    assert widths[0]["scroll"] <= widths[0]["client"], widths

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 import tracekit
 from tests.conftest import write_trace
 
@@ -26,6 +28,7 @@ def peak_mb(trace, out, tmp):
     return json.loads(stats.read_text())["peak_rss_mb"]
 
 
+@pytest.mark.slow  # ingests several trace sizes to compare peak RSS: 31 s of the fast suite
 def test_peak_rss_flat_in_trace_size(tmp_path):
     small = big_trace(tmp_path / "small.json", 150_000)  # ~30 MB of JSON: several 8 MB batches
     large = big_trace(tmp_path / "large.json", 600_000)  # ~125 MB of JSON, 4x

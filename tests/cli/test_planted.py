@@ -23,7 +23,7 @@ def test_the_straggler_explanation_names_the_planted_slow_op(tmp_path):
     assert (top["kind"], top["name"]) == ("cpu op", "DataLoader.fetch")
     # the op runs SLOW_US - 6 us before every launch of the slow rank, never on the others
     assert top["others_ms"] == 0
-    assert top["diff_ms"] * 1e3 == pytest.approx(top["instances"] * (synth.SLOW_US - 6))
+    assert top["diff_ms"] * 1e3 == pytest.approx(top["late_instances"] * (synth.SLOW_US - 6))
 
 
 def advice(run):

@@ -53,7 +53,7 @@ def ours(run, hta_window: bool):
         from tracekit import sql_files as tksql
         run.con.execute(HTA_WINDOW)
         for name in ("comm_segments", "comm_overlap"):
-            run.con.execute(tksql.load("views", name).text)
+            run.con.execute(tksql.rule(name).text)
     return dict(run.con.execute("SELECT rank, overlap_pct FROM comm_overlap WHERE step IS NULL").fetchall())
 
 

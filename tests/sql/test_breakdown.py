@@ -34,9 +34,12 @@ def hand_run(tmp_path):
 
 def test_a_hand_worked_timeline(tmp_path):
     run = hand_run(tmp_path)
-    got = {(r["rank"], r["step"]): r for r in tracekit.report(run, "breakdown").to_pylist()}
+    t = tracekit.report(run, "breakdown")
+    got = {(r["rank"], r["step"]): r for r in t.to_pylist()}
     assert set(got) == {(0, 1), (0, 2), (0, -1), (1, 1), (1, 2)}
-    cols = ("window_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_ms", "memory_ms",
+    from tracekit.table_meta import note_of
+    assert note_of(t) == "step -1: the time outside every ProfilerStep's window"  # the -1 row said under the table
+    cols = ("timeline_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_part_ms", "memory_part_ms",
             "wait_ms", "starved_ms", "outside_ms")
     ms = 1e-3  # the figures below are in us
     expected = {
@@ -53,9 +56,9 @@ def test_a_hand_worked_timeline(tmp_path):
     }
     for key, exp in expected.items():
         assert tuple(got[key][c] for c in cols) == pytest.approx(tuple(v * ms for v in exp)), key
-    assert got[(0, 1)]["comm_by_group"] == "DP 0.020"
+    assert got[(0, 1)]["comm_part_by_group"] == "DP 0.020"
     by_rank = {r["rank"]: r for r in tracekit.report(run, "breakdown", by="rank").to_pylist()}
-    assert by_rank[0]["window_ms"] == pytest.approx(220 * ms) and by_rank[0]["starved_ms"] == pytest.approx(105 * ms)
+    assert by_rank[0]["timeline_ms"] == pytest.approx(220 * ms) and by_rank[0]["starved_ms"] == pytest.approx(105 * ms)
 
 
 
@@ -91,13 +94,13 @@ FROM st LEFT JOIN k USING (rank, step)
 @pytest.mark.parametrize("trace", all_shared_files(), ids=lambda p: getattr(p, "name", str(p)))
 def test_parts_add_up_to_each_step_window_on_shared_traces(trace, tmp_path):
     run = tracekit.ingest([trace], tmp_path / "run", jobs=1)
-    parts = ("compute_ms", "comm_ms", "memory_ms", "wait_ms", "starved_ms", "outside_ms")
+    parts = ("compute_part_ms", "comm_part_ms", "memory_part_ms", "wait_ms", "starved_ms", "outside_ms")
     windows = {(r["rank"], r["step"]): r["w"] / 1e6 for r in run.sql(WINDOWS).to_pylist()}
     rows = tracekit.report(run, "breakdown").to_pylist()
     for r in rows:
-        assert sum(r[p] for p in parts) == pytest.approx(r["window_ms"], rel=1e-9, abs=1e-9), r
+        assert sum(r[p] for p in parts) == pytest.approx(r["timeline_ms"], rel=1e-9, abs=1e-9), r
         fams = r["gemm_ms"] + r["attention_ms"] + r["elementwise_ms"] + r["other_ms"]
-        assert fams == pytest.approx(r["compute_ms"], rel=1e-9, abs=1e-9)
+        assert fams == pytest.approx(r["compute_part_ms"], rel=1e-9, abs=1e-9)
         if r["step"] != -1:
-            assert r["window_ms"] == pytest.approx(windows[(r["rank"], r["step"])], rel=1e-9), r
+            assert r["timeline_ms"] == pytest.approx(windows[(r["rank"], r["step"])], rel=1e-9), r
     assert {k for k in windows} <= {(r["rank"], r["step"]) for r in rows}

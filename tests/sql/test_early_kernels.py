@@ -42,3 +42,15 @@ def test_early_kernels_belong_to_no_step(tmp_path):
     assert "start profiling one step earlier" in early["fix"]
     missing = found["kernels without launch"]
     assert missing["finding"].startswith("1 of 4 GPU kernels has no CPU launch event inside the profiled window")
+    # a report that shows the step -1 row says what it holds, kernels launched before the profile included
+    # (breakdown partitions by time: the early kernel ran inside step 1's window, and it has no -1 row)
+    from tracekit.table_meta import note_of
+    assert tracekit.report(run, "breakdown", by="step")["step"].to_pylist() == [1, 2]
+    for name in ("overlap",):
+        t = tracekit.report(run, name, by="step")
+        assert -1 in t["step"].to_pylist(), name
+        assert note_of(t) == ("step -1: time and kernels outside every ProfilerStep's window; on 1 rank (0) it "
+                              "holds 1 kernel launched before the profiler started (doctor: kernels launched "
+                              "before the profile)"), name
+    keys = [r["key"] for r in tracekit.report(run, "exposed", by="step").to_pylist()]
+    assert "-1 (outside every step)" in keys

@@ -113,7 +113,7 @@ def test_why_late_on_the_dlrm_job_equals_a_recomputation_by_hand_with_partitions
     assert len(rows) == sum(1 for k in expected if k[0] in count)  # every name, none twice
     for r in rows:
         late, others = expected[(r["rank"], r["kind"], None if r["kind"] == "lead-up" else r["name"])]
-        assert r["instances"] == count[r["rank"]]
+        assert r["late_instances"] == count[r["rank"]]
         assert (r["late_ms"], r["others_ms"]) == pytest.approx((late / 1e6, others / 1e6), rel=1e-9, abs=1e-12)
 
 
@@ -177,7 +177,7 @@ def one_rank_run(tmp_path):
 
 def assert_one_rank_figures(run):
     got = {(r["rank"], r["step"]): r for r in tracekit.report(run, "breakdown").to_pylist()}
-    cols = ("window_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_ms", "memory_ms",
+    cols = ("timeline_ms", "gemm_ms", "attention_ms", "elementwise_ms", "other_ms", "comm_part_ms", "memory_part_ms",
             "wait_ms", "starved_ms", "outside_ms")
     expected = {  # as test_breakdown's rank 0, with [50, 80) idle: starved [0, 10) [40, 85) [90, 95)
         (0, 1): (100, 17.5, 5, 12.5, 0, 0, 5, 0, 60, 0),

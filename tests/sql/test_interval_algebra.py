@@ -52,7 +52,7 @@ def overlap_rows(data, steps=()):
     if steps:
         con.executemany("INSERT INTO steps VALUES (0, ?, ?, ?, ?)", [(n, s, e, e - s) for n, s, e in steps])
     for name in ("step_windows", "comm_segments", "comm_overlap"):
-        con.execute(tksql.load("views", name).text)
+        con.execute(tksql.rule(name).text)
     cols = [d[0] for d in con.execute("SELECT * FROM comm_overlap").description]
     rows = con.execute("SELECT * FROM comm_overlap ORDER BY step NULLS FIRST").fetchall()
     return [dict(zip(cols, r, strict=True)) for r in rows]

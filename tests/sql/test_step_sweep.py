@@ -51,14 +51,14 @@ def inline(threads=None, **rows):
 
 def as_table(rule, name=None):
     """Rule ``rule``'s file with its view made a table (of ``name``, default its own)."""
-    return tksql.load("views", rule).text.replace(f"CREATE OR REPLACE VIEW {rule} AS",
+    return tksql.rule(rule).text.replace(f"CREATE OR REPLACE VIEW {rule} AS",
                                                   f"CREATE TABLE {name or rule} AS")
 
 
 def segments(pieces, wins):
     con = inline(_step_pieces=[(0, c, None, None, s, s + d) for c, s, d in pieces],
                  step_windows=[(0, *w) for w in wins])
-    con.execute(tksql.load("views", "_step_segments").text)
+    con.execute(tksql.rule("_step_segments").text)
     cols = [d[0] for d in con.execute("SELECT * FROM _step_segments").description]
     return [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM _step_segments ORDER BY t").fetchall()]
 
@@ -117,7 +117,7 @@ def test_the_largest_step_number_names_its_window():
     rows = segments([("c_gemm", 5, 10)], [(big - 1, 0, 10), (big, 10, 30)])
     assert [(r["t"], r["step"]) for r in rows] == [(0, big - 1), (5, big - 1), (10, big), (15, big)]
     con = inline(comm_intervals=[(0, None, "compute", 5, 25, 0)], step_windows=[(0, big, 0, 20)])
-    con.execute(tksql.load("views", "comm_segments").text)
+    con.execute(tksql.rule("comm_segments").text)
     got = con.execute("SELECT ts_ns, end_ns, window_step FROM comm_segments ORDER BY ts_ns").fetchall()
     assert got == [(5, 20, big), (20, 25, -1)]
 
@@ -125,7 +125,7 @@ def test_the_largest_step_number_names_its_window():
 def breakdown(tables, threads):
     con = inline(threads, **tables)
     con.execute(as_table("_step_segments"))
-    con.execute(tksql.load("views", "step_breakdown").text)
+    con.execute(tksql.rule("step_breakdown").text)
     return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
 
 
@@ -198,8 +198,8 @@ def test_a_step_of_negative_duration_holds_no_time(tmp_path):
     ev += kernel(NCCL, 150, 40, launch=(120, 1))
     write_trace(tmp_path / "t.json", ev, header=dist(0, world=1))
     run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
-    rows = run.sql("SELECT step, part, detail, ns, window_ns FROM step_breakdown").to_pylist()
-    assert {(r["step"], r["part"], r["detail"], r["ns"], r["window_ns"]) for r in rows} == {
+    rows = run.sql("SELECT step, part, detail, ns, timeline_ns FROM step_breakdown").to_pylist()
+    assert {(r["step"], r["part"], r["detail"], r["ns"], r["timeline_ns"]) for r in rows} == {
         (1, "compute", "gemm", 30_000, 100_000), (1, "comm", "unknown", 40_000, 100_000),  # (no group recorded)
         (1, "idle", "starved", 30_000, 100_000)}
     busy = run.sql("SELECT busy_ns, idle_ns FROM comm_overlap WHERE step = 1").to_pylist()
@@ -212,7 +212,7 @@ def exposure(ivs, threads, order):
     con.execute(as_table("comm_segments", "seg"))
     # the segments in another row order, as another run's plan may leave them
     con.execute(f"CREATE TABLE comm_segments AS SELECT * FROM seg ORDER BY hash(ts_ns + {order})")
-    con.execute(tksql.load("views", "_comm_exposure").text)
+    con.execute(tksql.rule("_comm_exposure").text)
     return sorted(con.execute("SELECT * FROM _comm_exposure").fetchall())
 
 

@@ -5,8 +5,7 @@ import click
 import tracekit
 
 from ..errors import TracekitError
-from ..render import _chosen_columns, emit
-from .options import output_options, run_argument
+from .options import chosen_columns, emit, output_options, run_argument
 
 
 @click.command("advise")
@@ -31,7 +30,7 @@ def advise_cmd(run, show_sql, fmt, output):
     table = tracekit.advise(run)
     if show_sql is None:
         title = "advise — ranked findings (saving per step)"
-        if fmt == "table" and not _chosen_columns():  # sentences in nine columns: one block per finding
+        if fmt == "table" and not chosen_columns():  # sentences in nine columns: one block per finding
             _print_blocks(table, title, output)
         else:
             emit(table, fmt, output, title=title)

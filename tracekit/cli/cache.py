@@ -5,9 +5,8 @@ import click
 import tracekit
 
 from .. import cache
-from ..render import emit
 from ..words import plural
-from .options import output_options
+from .options import emit, output_options
 
 
 @click.group("cache")

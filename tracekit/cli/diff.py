@@ -8,8 +8,8 @@ import tracekit
 
 from ..commands.diff import STEPS_BY
 from ..errors import TracekitError
-from ..render import _chosen_columns, emit, to_json
-from .options import output_options, run_argument
+from ..render import to_json
+from .options import chosen_columns, emit, output_options, run_argument
 
 PARTS = ("collectives", "steps")
 
@@ -34,8 +34,8 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
       tracekit diff runs/before runs/after --steps-by number
       tracekit diff examples/traces/ddp examples/traces/fsdp --only collectives --format csv
     """
-    if only is None and (fmt in ("csv", "parquet") or _chosen_columns()):
-        what = "--columns" if _chosen_columns() else f"--format {fmt}"
+    if only is None and (fmt in ("csv", "parquet") or chosen_columns()):
+        what = "--columns" if chosen_columns() else f"--format {fmt}"
         raise TracekitError(f"{what} takes one table: add --only collectives or --only steps")
     tables = tracekit.diff(run_a, run_b, steps_by=steps_by)
     if only is not None:

@@ -4,10 +4,9 @@ import click
 
 import tracekit
 
-from ..render import _chosen_columns, emit
 from ..reports import get
 from ..words import plural
-from .options import output_options, run_argument
+from .options import chosen_columns, emit, output_options, run_argument
 
 # severities, least to most severe; --fail-on LEVEL fails on LEVEL and every one after it
 LEVELS = ("info", "warning", "error")
@@ -35,7 +34,7 @@ def doctor_cmd(run, fmt, output, fail_on):
     rep = get("doctor")
     table = tracekit.doctor(run)
     title = f"doctor — {rep.summary}"
-    if fmt == "table" and not _chosen_columns():  # sentences in five columns: one block per finding
+    if fmt == "table" and not chosen_columns():  # sentences in five columns: one block per finding
         _print_blocks(table, title, output)
     else:
         emit(table, fmt, output, title=title)

@@ -16,22 +16,29 @@ import click  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import TracekitError  # noqa: E402
 
-# The subcommands, in the order `--help` lists them: command NAME is NAME_cmd in tracekit/cli/NAME.py,
-# imported when it runs (`tracekit ingest` loads the ingest path only).
-_COMMANDS = ["ingest", "sql", "schema", "report", "validate", "model", "plot", "cache", "doctor", "diff",
-             "timeline", "html", "whatif", "advise"]
+# The subcommands, in the order `--help` lists them: name -> the module and the click command in it, imported
+# when it runs (`tracekit ingest` loads the ingest path only). The one list of commands; each calls the
+# tracekit function of its name (tracekit.__all__; tests/unit/test_api_names.py checks the pairs).
+COMMAND_MODULES = {
+    "ingest": "ingest:ingest_cmd", "sql": "sql:sql_cmd", "schema": "schema:schema_cmd", "report": "report:report_cmd",
+    "validate": "validate:validate_cmd", "model": "model:model_cmd", "plot": "plot:plot_cmd",
+    "cache": "cache:cache_cmd", "doctor": "doctor:doctor_cmd", "diff": "diff:diff_cmd",
+    "timeline": "timeline:timeline_cmd", "html": "html:html_cmd", "whatif": "whatif:whatif_cmd",
+    "advise": "advise:advise_cmd",
+}
 
 
 def _command(name: str) -> click.Command:
-    return getattr(importlib.import_module(f".{name}", __package__), f"{name}_cmd")
+    module, attribute = COMMAND_MODULES[name].split(":")
+    return getattr(importlib.import_module(f".{module}", __package__), attribute)
 
 
 class _Commands(click.Group):
     def list_commands(self, ctx):
-        return list(_COMMANDS)
+        return list(COMMAND_MODULES)
 
     def get_command(self, ctx, name):
-        return _command(name) if name in _COMMANDS else None
+        return _command(name) if name in COMMAND_MODULES else None
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +55,7 @@ def cli():
 
 def __getattr__(name: str):
     if name == "COMMANDS":  # every command object (tests check each is documented)
-        return [_command(n) for n in _COMMANDS]
+        return [_command(n) for n in COMMAND_MODULES]
     raise AttributeError(name)
 
 

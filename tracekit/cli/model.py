@@ -4,8 +4,7 @@ import click
 
 import tracekit
 
-from ..render import emit
-from .options import model_options, output_options, plan_options
+from .options import emit, model_options, output_options, plan_options
 
 
 @click.command("model")

@@ -8,13 +8,26 @@ import click
 
 from ..render import FORMATS
 
-COLUMNS_META = "tracekit.columns"  # where --columns leaves its choice for render.emit (click's ctx.meta)
+COLUMNS_META = "tracekit.columns"  # where --columns leaves its choice (click's ctx.meta): chosen_columns()
 
 
 def _columns(ctx, _param, value):
     if value:
         ctx.meta[COLUMNS_META] = [c.strip() for c in value.split(",") if c.strip()]
     return value
+
+
+def chosen_columns() -> list[str] | None:
+    """The command line's --columns, if the running command has one (output_options)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(COLUMNS_META) if ctx is not None else None
+
+
+def emit(table, fmt: str, output: str | None = None, title: str | None = None) -> None:
+    """render.emit with the command line's --columns: what every command that prints a table calls."""
+    from ..render import emit as render_emit
+
+    render_emit(table, fmt, output, title, columns=chosen_columns())
 
 
 def output_options(f):

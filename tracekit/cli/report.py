@@ -7,9 +7,8 @@ import pyarrow as pa
 
 import tracekit
 
-from ..render import emit
 from ..reports import REGISTRY, get
-from .options import output_options, run_argument
+from .options import chosen_columns, emit, output_options, run_argument
 
 
 def report_options(f):
@@ -34,8 +33,11 @@ def report_options(f):
 @report_options
 @click.option("--buckets", default=None, metavar="EDGES",
               help="Size-bucket edges, e.g. 1KiB,64KiB,1MiB [default: powers of two].")
+@click.option("--all", "every_row", is_flag=True,
+              help="Every row in the terminal: above 64 ranks a per-rank report shows each number's spread and "
+                   "the rows that matter most (csv, json, parquet and -o FILE always keep every row).")
 @output_options
-def report_cmd(run, name, buckets, fmt, output, **params):
+def report_cmd(run, name, buckets, every_row, fmt, output, **params):
     """Print a report; without NAME, list the reports.
 
     RUN is a run directory, or a trace file/directory (ingested into a cache first).
@@ -57,7 +59,35 @@ def report_cmd(run, name, buckets, fmt, output, **params):
     rep = get(name)
     given = {k: v for k, v in params.items() if v is not None}
     table = tracekit.report(run, name, buckets=buckets, **given)
-    emit(table, fmt, output, title=f"{name} — {rep.summary}")
+    title = f"{name} — {rep.summary}"
+    if fmt == "table" and output is None and not every_row and rep.most:
+        from ..reports.spread import PER_RANK_ROWS, ranks_in
+
+        if ranks_in(table) > PER_RANK_ROWS and (not chosen_columns() or "rank" in chosen_columns()):
+            _print_spread(table, rep, title)
+            return
+    emit(table, fmt, output, title=title)
+
+
+def _print_spread(table: pa.Table, rep, title: str) -> None:
+    """A per-rank table of a big job in the terminal: each number's spread over the rows, then the rows with
+    the largest ``rep.most``, and how to get every row."""
+    import sys
+
+    from ..render import emit as render_emit
+    from ..render import pick_columns
+    from ..reports.spread import most_rows, rank_spread, ranks_in
+
+    table = pick_columns(table, chosen_columns())
+    n = ranks_in(table)
+    rows_are = "ranks" if table.num_rows == n else "rank and step rows"
+    spread = rank_spread(table)
+    most = most_rows(table, rep.most) if rep.most in table.column_names else table.slice(0, 0)
+    render_emit(spread, "table", title=f"{title}\n{n:,} ranks: each number's spread over the {rows_are}")
+    if most.num_rows:
+        render_emit(most, "table", title=f"the {most.num_rows} {rows_are} with the most {rep.most}")
+    print(f"({n:,} ranks, {table.num_rows:,} rows: --all prints every row; --format csv, json or parquet keeps "
+          "every row)", file=sys.stderr)
 
 
 # `tracekit report --help` lists the reports, one line each, from the registry

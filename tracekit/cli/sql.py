@@ -6,7 +6,7 @@ import tracekit
 
 from ..render.stream import write_batches
 from ..sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-from .options import output_options, run_argument
+from .options import chosen_columns, output_options, run_argument
 
 
 @click.command("sql", context_settings={"ignore_unknown_options": True})  # a query may start with --
@@ -36,4 +36,4 @@ def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
       tracekit sql run/ "SELECT * FROM traces" --format json
     """
     with tracekit.sql(run, query, timeout=timeout, memory_mb=memory_mb, unsafe=unsafe) as result:
-        write_batches(result.schema, result, fmt, output)
+        write_batches(result.schema, result, fmt, output, columns=chosen_columns())

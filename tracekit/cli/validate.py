@@ -4,8 +4,7 @@ import click
 
 import tracekit
 
-from ..render import emit
-from .options import output_options, run_argument
+from .options import emit, output_options, run_argument
 
 
 @click.command("validate")

@@ -4,8 +4,7 @@ import click
 
 import tracekit
 
-from ..render import emit
-from .options import model_options, output_options, plan_options, run_argument
+from .options import emit, model_options, output_options, plan_options, run_argument
 
 
 @click.command("whatif")
@@ -30,7 +29,7 @@ def whatif_cmd(run, fmt, output, fit, **params):
     Example:
       tracekit whatif examples/traces/ddp
       tracekit whatif run/ --tp 4 --pp 2
-      tracekit whatif ../shared/traces/hta_df_index_resolver --preset gpt2-small --dp 2
+      tracekit whatif examples/traces/ddp --preset gpt2-small --dp 2
       tracekit whatif run/ --fit
     """
     table = tracekit.whatif(run, fit=fit, **params)

@@ -1,9 +1,11 @@
 """`tracekit html RUN -o report.html`: one self-contained page (no network: the Plotly bundle is embedded)
-with the run's identity, then advise's findings, then what summary, collectives, overlap, exposed --by
-group, skew and, when the run carries a training config, validate say, with interactive charts (values on
-hover). Wide tables show the columns a reader needs first, the rest one click away; a section with nothing
-to show says why. Above 64 ranks a table of one row per rank shows each number's spread and its worst rows,
-and the per-rank charts draw 64 ranks (html_tables.per_rank_table): the page does not grow with the job."""
+with the run's identity, then advise's findings, doctor's checks, then what summary, breakdown,
+collectives, overlap, exposed --by group, skew, stragglers, why_late and, when the run carries a training
+config, validate say, with interactive charts (values on hover). Long text wraps within its cell, so that
+the numbers beside it stay in view. Wide tables show the columns a reader needs first, the rest one click
+away; a section with nothing to show says why. Above 64 ranks a table of one row per rank shows each
+number's spread and its worst rows, and the per-rank charts draw 64 ranks (html_tables.per_rank_table):
+the page does not grow with the job."""
 
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ import html
 from .. import __version__, figures, html_tables
 from ..errors import TracekitError
 from ..html_tables import FIRST, identity_table, report_html, table, why
+from ..reports import get
 from ..table_meta import note_of
 from .plot import SIZES_SQL
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{border:1px solid #ddd;padding:.2em .5em}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.t{max-width:32em;overflow-wrap:anywhere}th{background:#f4f4f4;text-align:left}
 p.why{color:#444;background:#f6f8fa;border-left:3px solid #9ab;padding:.4em .7em}
 details{margin:.3em 0 .8em}summary{cursor:pointer;color:#0366d6}.scroll{overflow-x:auto;max-width:100%}
 table.identity td:first-child{font-weight:600;background:#f8f8f8}p.meta{color:#666;margin-top:0}
@@ -77,6 +81,19 @@ def advice(run) -> str:
         why(note) if note else "")
 
 
+def doctor(run) -> str:
+    """doctor's findings, a rank list written with ranges (exact and short: 0-63,65)."""
+    import pyarrow as pa
+
+    from ..render.findings import rank_ranges
+
+    t, body = report_html(run, "doctor")
+    if "ranks" not in t.column_names or not t.num_rows:
+        return body
+    ranks = pa.array([rank_ranges(r) if r else r for r in t["ranks"].to_pylist()], pa.string())
+    return table(t.set_column(t.column_names.index("ranks"), "ranks", ranks), list(get("doctor").first))
+
+
 def sections(run) -> list[tuple[str, str]]:
     from .validate import validate
 
@@ -86,7 +103,9 @@ def sections(run) -> list[tuple[str, str]]:
         return ranks, " ".join(("tracekit report", _quoted(run.name)) + args)
 
     out = [("What to change first (advise)", advice(run)),
-           ("Summary", report_html(run, "summary", per_rank=every("summary"))[1])]
+           ("Health checks (doctor)", doctor(run)),
+           ("Summary", report_html(run, "summary", per_rank=every("summary"))[1]),
+           ("Where each step goes (breakdown)", report_html(run, "breakdown", per_rank=every("breakdown"))[1])]
     sizes = run.sql(SIZES_SQL).to_pylist()
     out.append(("Collectives by message size", report_html(run, "collectives")[1] + _chart(
         figures.message_sizes(sizes), "message_sizes",
@@ -128,6 +147,8 @@ def sections(run) -> list[tuple[str, str]]:
                                    ranks=run.sql(WAIT_RANKS_SQL).column("rank").to_pylist())
     out.append(("Skew across ranks (most skewed first)", body + _chart(
         fig, "skew", "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
+    out.append(("Stragglers: who arrives last", report_html(run, "stragglers", per_rank=every("stragglers"))[1]))
+    out.append(("Why the last rank is late (why_late)", report_html(run, "why_late")[1]))
     try:
         rows = validate(run)
     except TracekitError as exc:

@@ -30,7 +30,7 @@ def documented_objects() -> list[tuple[str, str, list[tuple[str, str]]]]:
             from ..clocks import OFFSET_COLUMNS, TABLE_DOC
             out.append((name, TABLE_DOC, [(c, m) for c, _t, m in OFFSET_COLUMNS]))
             continue
-        f = _sql.load("views", name)
+        f = _sql.rule(name)
         out.append((name, f.doc, f.columns))
     return out
 

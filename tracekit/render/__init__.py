@@ -15,6 +15,9 @@ from ..table_meta import first_of, note_of
 from ..words import plural
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
+# a text column of a table in the terminal is at most this wide (longer text wraps): a kernel's name of 200
+# characters would push the numbers after it off the screen, or to its far right in a pipe
+TEXT_MAX = 80
 
 
 # characters a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1 controls (ESC
@@ -118,7 +121,8 @@ def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[st
     least needed columns left out (those not among ``first``, rightmost first; never the first column).
     None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
-    cell = {c: max([len(r[i]) for r in rows] or [0]) for i, c in enumerate(columns)}
+    cell = {c: max([len(r[i]) for r in rows] or [0]) if c in numeric else min(max([len(r[i]) for r in rows] or [0]),
+                                                                             TEXT_MAX) for i, c in enumerate(columns)}
     want = {c: max(cell[c], longest_part[c]) for c in columns}
     # short labels (a size bucket, an instance) stay on one line; long text wraps, to 16 at least, and a word
     # longer than that (a path, a dotted name) is folded across lines rather than the column left out
@@ -156,15 +160,17 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     columns = table.column_names
     rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    widths = [w if c in numeric else min(w, max(TEXT_MAX, len(c))) for w, c in zip(widths, columns, strict=True)]
     natural = sum(widths) + 3 * len(widths) + 1
     # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
     console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, natural)))
     if not rows or natural <= console.width:
         # every string is a Text: rich never reads a trace's "[bold]" or "[/x]" as markup
         t = Table(title=Text(safe_text(title)) if title else None, show_lines=False)
-        for c in columns:  # a number is never broken across lines
+        for c, w in zip(columns, widths, strict=True):  # a number is never broken across lines; text wraps
             t.add_column(Text(safe_text(c)), justify="right" if c in numeric else "left",
-                         no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold")
+                         no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold",
+                         max_width=None if c in numeric else w)
         for r in rows:
             t.add_row(*(Text(v) for v in r))
         console.print(t)
@@ -208,14 +214,6 @@ def _print_vertical(columns, rows, numeric, title, console) -> None:
         console.print(t)
 
 
-def _chosen_columns() -> list[str] | None:
-    """The command line's --columns, if the running command has one (cli/options.output_options)."""
-    import click
-
-    ctx = click.get_current_context(silent=True)
-    return ctx.meta.get("tracekit.columns") if ctx is not None else None
-
-
 def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     """``table`` with only ``columns``, in that order; a name it does not have is an error listing those
     it has."""
@@ -229,10 +227,11 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     return table.select(columns).replace_schema_metadata(table.schema.metadata)
 
 
-def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None) -> None:
-    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout; a report's note (what it left out)
-    goes to stderr, so that the data on stdout stays machine-readable."""
-    table = pick_columns(table, _chosen_columns())
+def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None,
+         columns: list[str] | None = None) -> None:
+    """Write ``table`` in ``fmt`` to the file ``out`` or to stdout, with only ``columns`` when given; a
+    report's note (what it left out) goes to stderr, so that the data on stdout stays machine-readable."""
+    table = pick_columns(table, columns)
     note = note_of(table)
     if note:
         import sys

@@ -27,6 +27,21 @@ def _saving(row: dict) -> str | None:
 DOCTOR_ORDER = ("ranks", "finding", "fix")
 
 
+def rank_ranges(text: str) -> str:
+    """A comma-separated list of ranks written with ranges, as exact and shorter: "0,1,2,3,5,7,8" ->
+    "0-3,5,7-8". Text that is not such a list comes back as it is."""
+    parts = text.split(",")
+    if len(parts) < 3 or not all(p.strip().isdigit() for p in parts):
+        return text
+    ranks = sorted({int(p) for p in parts})
+    out, lo = [], ranks[0]
+    for prev, r in zip(ranks, ranks[1:] + [None], strict=True):
+        if r is None or r != prev + 1:
+            out.append(str(lo) if lo == prev else f"{lo}-{prev}")
+            lo = r
+    return ",".join(out)
+
+
 def doctor_heading(i: int, row: dict) -> str:
     return f"{row.get('severity') or ''}: {row.get('check') or ''}"
 
@@ -57,6 +72,7 @@ def print_findings(table: pa.Table, title: str | None = None, console=None, head
         console.print(Text(safe_text(heading(i, row)), style="bold"))
         lines = [("saving", _saving(row))]
         lines += [(c, None if row.get(c) is None else _cell(row[c])) for c in order + tuple(rest) if c in row]
+        lines = [(c, rank_ranges(v) if c == "ranks" and v else v) for c, v in lines]
         if row.get("sql"):
             lines.append(("", f"(--sql {row.get('priority', i)} prints it)"))
         grid = Table.grid(padding=(0, 2))

@@ -18,12 +18,10 @@ from .target import target
 TABLE_ROWS = 10_000
 
 
-def write_batches(schema: pa.Schema, batches, fmt: str, out: str | None = None) -> int:
+def write_batches(schema: pa.Schema, batches, fmt: str, out: str | None = None,
+                  columns: list[str] | None = None) -> int:
     """Write the record batches in ``fmt`` to the file ``out`` (replaced whole once complete: a failed
-    query leaves no half file) or stdout; returns the rows written."""
-    from . import _chosen_columns
-
-    columns = _chosen_columns()  # --columns
+    query leaves no half file) or stdout, with only ``columns`` when given; returns the rows written."""
     if columns:
         pick_columns(schema.empty_table(), columns)  # an unknown name: the error lists the columns
         schema, batches = pa.schema([schema.field(c) for c in columns]), (b.select(columns) for b in batches)

@@ -1,7 +1,9 @@
-"""A report is a .sql file (sql/reports/NAME.sql) plus the parameters it binds; this runs one."""
+"""A report: a query (sql/reports/NAME.sql, or a Python function its header names) and the parameters it
+binds, as its header declares them (tracekit/reports/declared.py); this runs one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -9,6 +11,11 @@ import pyarrow as pa
 from .. import sql_files as _sql
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
+
+
+def dollars(text: str) -> set[str]:
+    """The ``$name`` parameters a query mentions outside its comments (a comment's ``$by`` is prose)."""
+    return set(re.findall(r"\$([A-Za-z_]\w*)", re.sub(r"--[^\n]*|/\*.*?\*/", "", text, flags=re.S)))
 
 
 @dataclass(frozen=True)
@@ -28,10 +35,12 @@ class Report:
     left_out: str | None = None
     # the columns a reader needs first: kept when the terminal is narrow, shown first in the HTML page
     first: tuple[str, ...] = ()
-
-    @property
-    def sql(self) -> _sql.SqlFile:
-        return _sql.load("reports", self.name)
+    # a report of one row per rank: the column whose largest values mark the rows that matter most
+    most: str | None = None
+    # "package.module:function": the rows come from function(run, params) -> pyarrow.Table, not the SQL
+    python: str | None = None
+    # the .sql file: its header, and its query unless ``python`` names a function
+    sql: _sql.SqlFile | None = field(default=None, repr=False)
 
     def bind(self, **given) -> dict:
         known = {p.name: p for p in self.params}
@@ -50,17 +59,13 @@ class Report:
 
     def run(self, run, **given) -> pa.Table:
         values = self.bind(**given)
-        text = self.sql.text
-        used = {k: v for k, v in values.items() if f"${k}" in text}
-        limit = used.get("limit")
-        if "limit" in used:  # every row, cut here: a truncated table says how many it left out
-            if not isinstance(limit, int) or limit < 0:
-                raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
-                                    f"not {limit!r}")
-            used["limit"] = None
-        table = run.sql(text, used or None)
+        limit = values.get("limit")
+        if "limit" in values and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
+                                f"not {limit!r}")
+        table = self.rows(run, values)
         shown = None
-        if limit and table.num_rows > limit:
+        if limit and table.num_rows > limit:  # the limit is the runner's: the query gave every row, in order
             shown = f"{limit:,} of {table.num_rows:,} rows shown; --limit 0 shows all"
             table = table.slice(0, limit)
         note = None
@@ -76,6 +81,8 @@ class Report:
                     "torch.profiler.schedule and call prof.step() once per training step")
         if note is None and table.num_rows == 0:
             note = why_empty(run, self.name, values)
+        elif note is None and "step" in table.column_names and -1 in table["step"].to_pylist():
+            note = outside_steps(run, by_time="timeline_ms" in table.column_names)
         if shown:
             note = shown + (f"; {note}" if note else "")
         meta = dict(table.schema.metadata or {})
@@ -84,6 +91,34 @@ class Report:
         if self.first:
             meta[FIRST_KEY] = ",".join(self.first).encode()
         return table.replace_schema_metadata(meta) if meta else table
+
+
+    def rows(self, run, values: dict) -> pa.Table:
+        """Every row of the report, in the order to show them (``limit`` aside: the caller cuts)."""
+        if self.python:
+            import importlib
+
+            module, function = self.python.split(":")
+            return getattr(importlib.import_module(module), function)(run, dict(values))
+        text = self.sql.text
+        used = {k: v for k, v in values.items() if k in dollars(text)}
+        return run.sql(text, used or None)
+
+
+def outside_steps(run, by_time: bool = False) -> str:
+    """What the step -1 rows are, and on which ranks they hold kernels launched before the profile (a row of
+    time, ``by_time``: breakdown's, places a kernel where it ran, so it holds them only if they ran there)."""
+    if by_time:
+        return "step -1: the time outside every ProfilerStep's window"
+    note = "step -1: time and kernels outside every ProfilerStep's window"
+    early = run.sql("SELECT rank, early_kernels FROM rank_checks WHERE early_kernels > 0 ORDER BY rank").to_pylist()
+    if early:
+        from ..words import plural
+        n = sum(r["early_kernels"] for r in early)
+        ranks = ",".join(str(r["rank"]) for r in early)
+        note += (f"; on {plural(len(early), 'rank', 'ranks')} ({ranks}) it holds {plural(n, 'kernel', 'kernels')} "
+                 "launched before the profiler started (doctor: kernels launched before the profile)")
+    return note
 
 
 def why_empty(run, name: str, values: dict) -> str:

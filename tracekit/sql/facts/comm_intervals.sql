@@ -7,10 +7,10 @@
 -- @uses steps, gpu_kernels, _gloo_collectives
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL outside steps)
--- @column kind: comm, compute or memory
+-- @column kind: the row's kind: comm, compute or memory
 -- @column ts_ns: start, ns (trace clock)
 -- @column end_ns: end, ns
--- @column event_index: index of the kernel or op in its trace's traceEvents
+-- @column event_index: index of the event (the kernel or op) in its trace's traceEvents
 CREATE OR REPLACE VIEW comm_intervals AS
 WITH cpu_ranks AS (SELECT DISTINCT rank FROM _gloo_collectives),
 cpu AS (

@@ -5,9 +5,9 @@
 -- @stage fact
 -- @uses gpu_kernels
 -- @column rank: global rank
--- @column name: kernel name
--- @column kernels: kernels of that name on the rank, count
--- @column ns: their time, ns
+-- @column name: the event's name (a kernel's)
+-- @column kernels: GPU kernels of that name on the rank, count
+-- @column ns: time, ns: their durations summed
 CREATE OR REPLACE VIEW comm_like_kernels AS
 WITH no_comm AS (
     SELECT rank FROM gpu_kernels GROUP BY rank

@@ -8,8 +8,8 @@
 -- alltoall_base_ records its split sizes there too (signatures: torch/csrc/distributed/c10d/Functional.cpp, Ops.cpp).
 -- @stage fact
 -- @column rank: global rank
--- @column event_index: index of the op in its trace's traceEvents
--- @column name: op name
+-- @column event_index: index of the event (the op) in its trace's traceEvents
+-- @column name: the event's name (an op's)
 -- @column pid: process id
 -- @column tid: thread id
 -- @column ts_ns: start, ns (trace clock)
@@ -17,21 +17,21 @@
 -- @column collective_name: args 'Collective name' (newer PyTorch)
 -- @column in_msg_nelems: args 'In msg nelems', elements
 -- @column out_msg_nelems: args 'Out msg nelems', elements
--- @column dtype: args 'dtype'
--- @column group_size: args 'Group size', ranks
--- @column pg_name: args 'Process Group Name'
--- @column pg_desc: args 'Process Group Description'
--- @column pg_ranks: args 'Process Group Ranks' (JSON text)
--- @column seq: args 'Seq'
--- @column comms_id: args 'Comms Id' (exact digits)
--- @column src_rank: args 'Src Rank'
--- @column dst_rank: args 'Dst Rank'
+-- @column dtype: element type: args 'dtype'
+-- @column group_size: ranks in the process group: args 'Group size', count
+-- @column pg_name: process group name: args 'Process Group Name'
+-- @column pg_desc: process group description: args 'Process Group Description'
+-- @column pg_ranks: global ranks of the process group, JSON text: args 'Process Group Ranks'
+-- @column seq: collective sequence number in its process group: args 'Seq'
+-- @column comms_id: collective instance id: args 'Comms Id' (exact digits)
+-- @column src_rank: point-to-point source rank: args 'Src Rank'
+-- @column dst_rank: point-to-point destination rank: args 'Dst Rank'
 -- @column shape_in_nelems: input elements from 'Input Dims' (a TensorList: summed over its tensors), elements
 -- @column shape_out_nelems: output elements from 'Input Dims', for ops that take their output as an argument of its own (else NULL), elements
 -- @column shape_dtype: 'Input type' of the input argument
 -- @column arg_group_size: the group_size argument of _c10d_functional all_gather_into_tensor(_coalesced/_out) and reduce_scatter_tensor(_coalesced), ranks
--- @column in_splits: all-to-all input split sizes, one per peer along dim 0, JSON list: args 'In split size' when not empty, else the op's own input_split_sizes argument (NULL: not recorded)
--- @column out_splits: all-to-all output split sizes, the same way
+-- @column in_splits: all-to-all input split sizes per peer, along dim 0, JSON list: args 'In split size' when not empty, else the op's own input_split_sizes argument (NULL: not recorded)
+-- @column out_splits: all-to-all output split sizes per peer, the same way
 CREATE OR REPLACE VIEW comm_ops AS
 -- all_to_all_single records its input shape only: its output is the output splits' sum times the
 -- elements of one dim-0 row (input elements / input splits' sum)

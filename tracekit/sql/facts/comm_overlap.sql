@@ -13,12 +13,12 @@
 -- @uses comm_intervals, step_windows, comm_segments
 -- @column rank: global rank
 -- @column step: ProfilerStep number; -1 outside every step; NULL for the whole trace
--- @column window_ns: whole trace: from the first start to the last end of the intervals; a step: its window (step_windows) inside that span; -1: the rest of that span, ns
--- @column comm_ns: length of the union of comm intervals over all streams, ns
+-- @column window_ns: the time the row covers on the rank's span (from its first interval's start to its last's end): the whole span; a step: its window (step_windows) clipped to the span; step -1: the rest of the span, ns
+-- @column comm_ns: length of the union of communication intervals over all streams the row owns, ns
 -- @column compute_ns: length of the union of compute intervals, ns
 -- @column overlap_ns: length of comm ∩ compute, ns
 -- @column exposed_comm_ns: length of comm − compute (communication nothing hides), ns
--- @column overlap_pct: 100 · overlap_ns / comm_ns, % (NULL without comm)
+-- @column overlap_pct: 100 · overlap / comm, %: 100 · overlap_ns / comm_ns (NULL without comm)
 -- @column exposed_pct_of_window: 100 · exposed_comm_ns / window_ns, %
 -- @column busy_ns: length of the union of all intervals (comm, compute, memory) inside the window, ns
 -- @column idle_ns: window_ns − busy_ns: time inside the window when nothing runs, ns

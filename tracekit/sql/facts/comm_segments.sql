@@ -9,8 +9,8 @@
 -- @stage fact
 -- @uses comm_intervals, step_windows
 -- @column rank: global rank
--- @column ts_ns: segment start, ns (trace clock)
--- @column end_ns: segment end, ns
+-- @column ts_ns: start of the segment, ns (trace clock)
+-- @column end_ns: end of the segment, ns
 -- @column comm_active: comm intervals active in the segment
 -- @column compute_active: compute intervals active in the segment
 -- @column memory_active: memory intervals active in the segment

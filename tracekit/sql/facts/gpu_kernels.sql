@@ -3,24 +3,24 @@
 -- @stage fact
 -- @uses steps
 -- @column rank: global rank
--- @column event_index: index of the kernel in its trace's traceEvents
--- @column name: kernel name
--- @column cat: kernel, gpu_memcpy or gpu_memset
--- @column kind: comm, compute, memory or other (rule: macro tk_kernel_kind, docs/definitions.md)
+-- @column event_index: index of the event (the kernel) in its trace's traceEvents
+-- @column name: the event's name (a kernel's)
+-- @column cat: the trace event's category: kernel, gpu_memcpy or gpu_memset
+-- @column kind: the row's kind: comm, compute, memory or other (rule: macro tk_kernel_kind, docs/definitions.md)
 -- @column device: GPU index (pid of the GPU track)
 -- @column stream: GPU stream (args stream, else tid)
 -- @column ts_ns: start, ns (trace clock)
 -- @column dur_ns: duration, ns
--- @column end_ns: ts_ns + dur_ns, ns
+-- @column end_ns: end: ts_ns + dur_ns, ns
 -- @column correlation: correlation id shared with the launch
 -- @column launch_ts_ns: start of the launching runtime call (cudaLaunchKernel, hipLaunchKernel, ...), ns
 -- @column launch_pid: pid of the launching thread's process
 -- @column launch_tid: thread that launched the kernel
 -- @column launch_name: the runtime call's name
--- @column step: ProfilerStep whose CPU span holds the launch; a kernel whose launch is missing: the step holding its own start, unless it was launched before the window (NULL: no step)
+-- @column step: ProfilerStep number whose CPU span holds the launch; a kernel whose launch is missing: the step holding its own start, unless it was launched before the window (NULL: no step)
 -- @column launch_status: recorded (the launch is in the trace), before window (no launch, and its correlation id is below the rank's first recorded runtime call: launched before the profiler started) or missing (no launch inside the window: a dropped CPU event)
 -- @column comm_library: comm kernels: the library the catalogue names (tk_comm_kernels: nccl, deepep, ...); else NULL
--- @column comm_kind: comm kernels: collective, p2p, ep_dispatch, ep_combine or sync (tk_comm_kernels); else NULL
+-- @column comm_kind: the communication kernel's kind: collective, p2p, ep_dispatch, ep_combine or sync (tk_comm_kernels); NULL for other kernels
 -- @column comm_collective: comm kernels: the collective the catalogue says for the name, else NULL
 CREATE OR REPLACE VIEW gpu_kernels AS
 -- the kind rules run once per distinct (name, category), not once per kernel; a kernel carries the

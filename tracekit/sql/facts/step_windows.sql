@@ -7,8 +7,8 @@
 -- @uses steps, comm_intervals
 -- @column rank: global rank
 -- @column step: ProfilerStep number
--- @column ts_ns: window start (the step's CPU start), ns (trace clock)
--- @column end_ns: window end (the next step's CPU start; the last step: its CPU end or its last GPU interval's end, the later), ns
+-- @column ts_ns: start of the window (the step's CPU start), ns (trace clock)
+-- @column end_ns: end of the window (the next step's CPU start; the last step: its CPU end or its last GPU interval's end, the later), ns
 CREATE OR REPLACE VIEW step_windows AS
 WITH st AS (
     SELECT rank, step, ts_ns, end_ns, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns, step) AS next_ts

@@ -24,9 +24,9 @@
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
 -- @column detail: compute: gemm, attention, elementwise or other; comm: the process group (comm_exposure.group_label); memory: memcpy/memset; idle: waiting at a collective, starved or outside steps
--- @column collective: comm and waiting: the collective (comm_exposure.collective); NULL for the other parts
+-- @column collective: the collective (comm_exposure.collective) of comm and waiting rows; NULL for the other parts
 -- @column ns: time, ns (fractional where several families or groups share an instant)
--- @column window_ns: the step's window on the rank, ns (the same on every row of a rank and step)
+-- @column timeline_ns: the time the row covers on the rank's timeline (the row's step): the step's whole window (step_windows); step -1: the rest of the timeline, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
 WITH clean_wait AS (
     SELECT w.rank, w.event_index, w.wait_ns
@@ -87,9 +87,9 @@ parts AS (
 -- the window: the lengths of the segments, cut as above, added in time order (each length is a float: a
 -- window past 2^53 ns adds them rounded, the same way whatever the plan)
 windows AS (
-    SELECT rank, step, sum(len ORDER BY t) AS window_ns
+    SELECT rank, step, sum(len ORDER BY t) AS timeline_ns
     FROM (SELECT rank, step, t, len FROM _step_segments WHERE k = 0 UNION ALL SELECT rank, step, u, len FROM sub)
     GROUP BY ALL)
-SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns ORDER BY p.t) AS ns, any_value(w.window_ns) AS window_ns
+SELECT p.rank, p.step, p.part, p.detail, p.coll AS collective, sum(p.ns ORDER BY p.t) AS ns, any_value(w.timeline_ns) AS timeline_ns
 FROM parts p JOIN windows w ON w.rank = p.rank AND w.step = p.step
 GROUP BY p.rank, p.step, p.part, p.detail, p.coll;

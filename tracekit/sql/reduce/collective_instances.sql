@@ -3,14 +3,14 @@
 -- feed stragglers and the skew report: a partial or mismatched instance would name a false straggler.
 -- @stage reduce
 -- @uses collective_waits
--- @column instance_key: the matching key (id:..., pg:NAME/seq:N, or GROUP/#N for order matching)
+-- @column instance_key: the collective instance's matching key (id:..., pg:NAME/seq:N, or GROUP/#N for order matching)
 -- @column match_method: comms_id, pg_seq or order
 -- @column collective: the collective; sendrecv for a send matched with its recv; the smallest name when ranks disagree (see mismatch)
--- @column ranks_present: ranks that ran this instance, count
+-- @column ranks_present: ranks that ran the instance, count
 -- @column expected_ranks: ranks in the instance: 2 for a point-to-point send/recv; else the group size the rows report, else the world size when every rank of the world took part (NULL when unknown)
--- @column missing_ranks: expected_ranks − ranks_present (NULL when unknown)
--- @column ranks: the ranks present, comma-separated
--- @column mismatch: NULL, or which metadata disagree across ranks (collective, bytes; alltoall sizes are not compared)
+-- @column missing_ranks: expected ranks − ranks present: expected_ranks − ranks_present (NULL when unknown), count
+-- @column ranks: the ranks concerned: those present, comma-separated
+-- @column mismatch: metadata that disagree across ranks (collective, bytes; alltoall sizes are not compared), or NULL
 -- @column status: clean, single rank, missing ranks, mismatch, unaligned (order matching could not align the group) or before window (a row whose partners fall before another rank's profile starts)
 -- @column bytes: message bytes (largest reported), bytes
 -- @column first_start_ns: earliest start across ranks, ns (aligned clock: see clock_offsets)
@@ -18,7 +18,7 @@
 -- @column start_skew_ns: last_start_ns − first_start_ns, ns
 -- @column end_skew_ns: latest end − earliest end, ns
 -- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs, without waiting), ns
--- @column busbw_gbps: bus bandwidth over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal); NULL for an uneven all-to-all (nccl-tests' factor assumes even splits: see throughput_gbps)
+-- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal); NULL for an uneven all-to-all (nccl-tests' factor assumes even splits: see throughput_gbps)
 -- @column last_rank: the rank that started last (everyone else waited for it); ranks tied at the latest start: the lowest rank number (collective_waits.is_last)
 -- @column last_tied: ranks that share the latest start, count (1: no tie)
 -- @column uneven: all-to-all instances: the ranks send or receive different amounts (their input or output elements differ, or a rank's recorded split sizes differ across peers); NULL for other collectives
@@ -28,7 +28,7 @@
 -- @column throughput_gbps: all-to-all: the bytes all ranks sent together / exchange_ns, GB/s (decimal); the figure for uneven instances, where busbw_gbps is left out
 -- @column total_wait_ns: sum over ranks of (last_start_ns − own start), ns
 -- @column hosts: distinct hosts of the ranks present (traces.host), count
--- @column link_kind: intra-node (one host), inter-node (every rank on a host of its own), mixed (several hosts, some with several of its ranks), NULL when a rank's host is unknown
+-- @column link_kind: the links between the ranks' hosts: intra-node (one host), inter-node (every rank on a host of its own), mixed (several hosts, some with several of its ranks), NULL when a rank's host is unknown
 CREATE OR REPLACE VIEW collective_instances AS
 WITH world AS (SELECT max(world_size) AS world_size FROM traces),
 i AS (

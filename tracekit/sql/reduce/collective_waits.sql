@@ -13,24 +13,24 @@
 -- across ranks (uneven splits) and are not compared.
 -- @stage reduce
 -- @uses _collectives_aligned
--- @column instance_key: the matching key (id:..., pg:NAME/seq:N, GROUP/#N, or GROUP/rank R/#N for rows left without partner)
+-- @column instance_key: the collective instance's matching key (id:..., pg:NAME/seq:N, GROUP/#N, or GROUP/rank R/#N for rows left without partner)
 -- @column match_method: comms_id, pg_seq or order
 -- @column rank: global rank
--- @column event_index: index of the kernel or op in its trace's traceEvents (joins collectives)
--- @column collective: collective type on this rank
+-- @column event_index: index of the event (the kernel or op) in its trace's traceEvents (joins collectives)
+-- @column collective: the collective, on this rank
 -- @column match_collective: the collective as matched: send and recv are both sendrecv
--- @column group_size: ranks in the group as this rank reports it (NULL when unknown)
--- @column bytes: message bytes on this rank
--- @column ts_ns: this rank's start on the aligned clock (the trace's clock corrected by its host's offset: see clock_offsets), ns
--- @column end_ns: this rank's end on the aligned clock, ns
--- @column dur_ns: this rank's duration, ns
+-- @column group_size: ranks in the process group as this rank reports it (NULL when unknown), count
+-- @column bytes: message bytes on this rank, bytes
+-- @column ts_ns: start on this rank, on the aligned clock (the trace's clock corrected by its host's offset: see clock_offsets), ns
+-- @column end_ns: end on this rank, on the aligned clock, ns
+-- @column dur_ns: duration on this rank, ns
 -- @column wait_ns: last start across ranks − this rank's start: time spent waiting for the last rank, ns
 -- @column is_last: this rank is the instance's last: it started last; of several ranks that started at the same latest ns, the lowest rank number (one tie rule, shared by collective_instances.last_rank and stragglers)
 -- @column is_first: this rank started first; of several at the same earliest ns, the lowest rank number
 -- @column starts_last: this rank's start is the latest of the instance (every tied rank: true)
--- @column in_nelems: this rank's input elements (collectives.in_nelems)
--- @column out_nelems: this rank's output elements
--- @column in_splits: all-to-all: this rank's input split sizes per peer, JSON list, when recorded
+-- @column in_nelems: input elements on this rank (collectives.in_nelems)
+-- @column out_nelems: output elements on this rank
+-- @column in_splits: all-to-all input split sizes per peer on this rank, JSON list, when recorded
 -- @column order_status: order matching only: aligned, before window (no partner: another rank's profile starts later) or unaligned (the whole group); NULL for id/seq matching
 CREATE OR REPLACE VIEW collective_waits AS
 WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: the peer is the other one

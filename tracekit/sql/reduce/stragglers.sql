@@ -6,8 +6,8 @@
 -- @uses collective_waits, collective_instances
 -- @column rank: global rank
 -- @column instances: clean collective instances the rank took part in, count
--- @column times_last: instances where this rank started last (ties: collective_waits.is_last), count
--- @column times_first: instances where this rank started first (ties: the lowest rank), count
+-- @column times_last: instances where the rank started last (ties: collective_waits.is_last), count
+-- @column times_first: instances where the rank started first (ties: the lowest rank), count
 -- @column last_share_pct: 100 · times_last / instances, %
 -- @column caused_wait_ns: waiting of the other ranks in the instances where this rank was last, ns
 -- @column own_wait_ns: time this rank waited for the last rank, summed, ns

@@ -23,7 +23,7 @@ ratio AS (SELECT c.rank, least(coalesce(any_value(e.ns), 0) / nullif(sum(c.wait_
           FROM clean c LEFT JOIN (SELECT rank, sum(ns) AS ns FROM step_breakdown
                                   WHERE detail = 'waiting at a collective' GROUP BY rank) e USING (rank)
           GROUP BY c.rank),
-win AS (SELECT rank, sum(window_ns) AS ns FROM (SELECT DISTINCT rank, step, window_ns FROM step_breakdown WHERE step <> -1)
+win AS (SELECT rank, sum(timeline_ns) AS ns FROM (SELECT DISTINCT rank, step, timeline_ns FROM step_breakdown WHERE step <> -1)
         GROUP BY rank)
 SELECT p.rank, p.sends / st.n AS sends_per_step, p.recvs / st.n AS recvs_per_step,
        coalesce(i.starved_ns, 0) / st.n / 1e6 AS starved_ms,

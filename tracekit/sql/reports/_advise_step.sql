@@ -4,7 +4,7 @@
 -- @column step_ms: mean over ranks and steps of the step window; without steps, the mean rank timeline, ms
 -- @column steps: profiled steps (1 when the traces hold none), count
 -- @column ranks: ranks, count
-WITH w AS (SELECT DISTINCT rank, step, window_ns FROM step_breakdown)
-SELECT coalesce(avg(window_ns) FILTER (WHERE step <> -1), sum(window_ns) / count(DISTINCT rank)) / 1e6 AS step_ms,
+WITH w AS (SELECT DISTINCT rank, step, timeline_ns FROM step_breakdown)
+SELECT coalesce(avg(timeline_ns) FILTER (WHERE step <> -1), sum(timeline_ns) / count(DISTINCT rank)) / 1e6 AS step_ms,
        greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS steps, count(DISTINCT rank) AS ranks
 FROM w

@@ -1,10 +1,12 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
 -- nothing to report gives one row: check 'all', severity 'ok'.
 -- @stage report
+-- @summary health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix
+-- @first check, severity, ranks, finding, fix
 -- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
--- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
+-- @column ranks: the ranks concerned, comma-separated, every one (empty when the run as a whole)
 -- @column finding: what was found, with counts
 -- @column fix: what to do about it
 WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns FROM traces),
@@ -12,8 +14,7 @@ WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_
 torch AS (SELECT count(DISTINCT pytorch_version) AS n FROM trace_versions),
 world AS (SELECT max(world_size) AS n FROM tr),
 missing AS (
-    SELECT array_to_string(list(CAST(r AS VARCHAR) ORDER BY r)[1:16], ',')
-           || CASE WHEN count(*) > 16 THEN ',...' ELSE '' END AS ranks, count(*) AS n
+    SELECT array_to_string(list(CAST(r AS VARCHAR) ORDER BY r), ',') AS ranks, count(*) AS n
     FROM world, range(0, coalesce(world.n, 0)) AS t(r)
     WHERE r NOT IN (SELECT rank FROM tr)),
 step_sets AS (
@@ -120,7 +121,7 @@ findings AS (
            'compare skew only within a node, or align the clocks; start skews are not trustworthy here'
     FROM clocks WHERE off > 0
     UNION ALL
-    SELECT 'hosts assumed', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank)[1:80],
+    SELECT 'hosts assumed', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{}: {}', tk_plural(count(*), 'rank''s host is not in its trace', 'ranks'' hosts are not in their traces'),
                   string_agg(DISTINCT host_source, '; ')),
            'give each rank''s host: tracekit ingest --hosts FILE (RANK HOST lines) or --hosts N (ranks per host), '
@@ -141,7 +142,7 @@ findings AS (
     SELECT 'hosts not aligned', 'warning', '',
            format('{} no clean collective with the reference host''s group: {} raw ({})',
                   tk_plural(count(*), 'host shares', 'hosts share'), tk_word(count(*), 'its clock is', 'their clocks are'),
-                  string_agg(host, ', ' ORDER BY host)[1:200]),
+                  string_agg(host, ', ' ORDER BY host)),
            'their waits, skew and stragglers against other hosts compare raw clocks; profile a collective '
            'that spans them (a global allreduce), or compare within a host'
     FROM offsets WHERE status = 'no shared collective' HAVING count(*) > 0

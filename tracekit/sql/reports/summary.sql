@@ -1,14 +1,17 @@
 -- summary: one row per rank: the one-screen answer.
 -- @stage report
+-- @most exposed_comm_ms
+-- @summary one row per rank: window, busy %, comm, exposed comm, overlap %, top collective
+-- @first rank, steps, window_ms, busy_pct, comm_ms, exposed_comm_ms, overlap_pct, top_collective
 -- @uses steps, _collectives, comm_overlap
 -- @column rank: global rank
 -- @column steps: ProfilerSteps in the trace, count
--- @column window_ms: first to last GPU (or Gloo/CPU) interval, ms
+-- @column window_ms: the time the row covers on the rank's span: from its first GPU (or Gloo/CPU) interval's start to its last's end, ms
 -- @column busy_pct: 100 · busy / window: time any kernel (or Gloo op / CPU op on CPU runs) runs, %
--- @column comm_ms: union of communication intervals, ms
--- @column exposed_comm_ms: communication not hidden by compute, ms
--- @column overlap_pct: 100 · overlap / comm, %
--- @column collectives: communication kernels (or Gloo ops), count
+-- @column comm_ms: length of the union of communication intervals over the rank's span, ms
+-- @column exposed_comm_ms: length of comm − compute (communication nothing hides) over the rank's span, ms
+-- @column overlap_pct: 100 · overlap / comm, % (NULL without comm)
+-- @column collectives: communication kernels (or Gloo ops) of the rank, count
 -- @column comm_mb: bytes moved as nccl-tests counts them, MB (1e6 bytes: 402 KB shows as 0.402, 40 GB as 40,000.000); NULL parts are left out
 -- @column top_collective: the collective type with the most total time on this rank
 WITH st AS (SELECT rank, count(*) AS n FROM steps GROUP BY rank),

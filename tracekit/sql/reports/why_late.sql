@@ -11,12 +11,16 @@
 -- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts), and summed
 -- per instance over each partition of ranks (_lead_up_sums, _lead_up_ranks): this query adds those up.
 -- @stage report
+-- @summary what a rank did before the collectives it arrived last at, against the others
+-- @param per_rank = 5: names shown per rank, largest difference first
+-- @left_out _left_out
+-- @first rank, kind, name, late_ms, others_ms, diff_ms
 -- @uses collective_instances, _lead_up_ranks, _lead_up_sums, stragglers
--- @column rank: the rank that arrived last
--- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms
--- @column instances: clean instances it arrived last at with a lead-up on every rank, count
--- @column kind: lead-up (the whole lead-up's length), cpu op or kernel
--- @column name: the op or kernel name
+-- @column rank: global rank of the rank that arrived last
+-- @column caused_wait_ms: the other ranks' waiting in the instances the rank arrived last at (stragglers), ms
+-- @column late_instances: clean instances it arrived last at with a lead-up on every rank, count
+-- @column kind: the row's kind: lead-up (the whole lead-up's length), cpu op or kernel
+-- @column name: the event's name: the op's or the kernel's
 -- @column late_ms: its time in the late rank's lead-ups, summed over those instances, ms
 -- @column others_ms: its mean time in the other ranks' lead-ups, summed over those instances, ms
 -- @column diff_ms: late_ms − others_ms, ms (positive: the late rank spent longer on it)
@@ -36,7 +40,7 @@ agg AS (
            row_number() OVER (PARTITION BY p.last_rank ORDER BY p.kind = 'lead-up' DESC,
                                                      sum(p.late_ns) - sum(p.others_ns) DESC, p.name) AS k
     FROM per p GROUP BY p.last_rank, p.kind, p.name)
-SELECT a.rank, s.caused_wait_ns / 1e6 AS caused_wait_ms, n.instances, a.kind, a.name,
+SELECT a.rank, s.caused_wait_ns / 1e6 AS caused_wait_ms, n.instances AS late_instances, a.kind, a.name,
        a.late_ns / 1e6 AS late_ms, a.others_ns / 1e6 AS others_ms, (a.late_ns - a.others_ns) / 1e6 AS diff_ms
 FROM agg a JOIN n ON n.last_rank = a.rank LEFT JOIN stragglers s ON s.rank = a.rank
 WHERE a.k <= $per_rank + 1

@@ -6,11 +6,11 @@
 -- 0..n-1 when there are world-size splits; otherwise the rank's row is left out (peers unknown).
 -- @stage view
 -- @uses collective_waits, collectives, traces
--- @column instance_key: the instance (collective_instances)
--- @column src_rank: the sending rank
--- @column dst_rank: the receiving rank
+-- @column instance_key: the collective instance's matching key (collective_instances)
+-- @column src_rank: point-to-point source rank: the sending rank
+-- @column dst_rank: point-to-point destination rank: the receiving rank
 -- @column elements: elements sent from src_rank to dst_rank, elements
--- @column bytes: elements × bytes per element (NULL when the dtype is unknown), bytes
+-- @column bytes: message bytes from src_rank to dst_rank: elements × bytes per element (NULL when the dtype is unknown), bytes
 CREATE OR REPLACE VIEW alltoall_pairs AS
 WITH w AS (
     SELECT w.instance_key, w.rank, TRY_CAST(w.in_splits AS BIGINT[]) AS sp, TRY_CAST(c.pg_ranks AS BIGINT[]) AS grp,

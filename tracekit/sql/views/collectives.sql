@@ -18,34 +18,34 @@
 -- @column dur_ns: duration, ns
 -- @column end_ns: end, ns
 -- @column kernel_name: kernel (or Gloo op) name
--- @column collective: allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter; for a catalogue kernel whose name and ops say none of these, its kind (ep_dispatch, ep_combine, sync); else unknown
+-- @column collective: the collective: allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall, alltoallv, send, recv, sendrecv, barrier, gather, scatter; for a catalogue kernel whose name and ops say none of these, its kind (ep_dispatch, ep_combine, sync); else unknown
 -- @column library: the communication library: from the kernel catalogue tk_comm_kernels (nccl, rccl, msccl, mscclpp, deepep, nvshmem, symm_mem, userbuffers, custom_ar, or a user's), rccl for NCCL-named kernels on AMD GPUs, gloo for Gloo ops
--- @column comm_kind: collective, p2p, ep_dispatch (expert-parallel token dispatch), ep_combine (its return) or sync (notify/barrier/signal kernels), from the catalogue; Gloo ops: p2p for send/recv, else collective
+-- @column comm_kind: the communication kernel's kind: collective, p2p, ep_dispatch (expert-parallel token dispatch), ep_combine (its return) or sync (notify/barrier/signal kernels), from the catalogue; Gloo ops: p2p for send/recv, else collective
 -- @column algorithm: NCCL algorithm from the kernel name (RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, COLLNET_CHAIN, PAT) or NULL
 -- @column protocol: NCCL protocol from the kernel name (LL, LL128, SIMPLE) or NULL
 -- @column pg_name: process group name
 -- @column pg_desc: process group description (default_pg, TP, DP, ...)
--- @column group_size: ranks in the process group (NULL when the trace does not tell)
+-- @column group_size: ranks in the process group (NULL when the trace does not tell), count
 -- @column group_size_source: where group_size comes from: kernel args, op args (record_param_comms), functional op args (the group_size argument of _c10d_functional all_gather_into_tensor / reduce_scatter_tensor), pg table (distributedInfo.pg_config), shapes (allgather: output/input elements; reduce_scatter: input/output), world (the op names the default group), matched instance (the kernel's clean matched instance across ranks: collective_instances.expected_ranks), or unknown
--- @column pg_ranks: global ranks of the group, JSON text
+-- @column pg_ranks: global ranks of the process group, JSON text
 -- @column dtype: element type, canonical name (float32, bfloat16, ...)
 -- @column elem_bytes: bytes per element
 -- @column in_nelems: input elements
 -- @column out_nelems: output elements (recorded, or derived from in_nelems and a known group size; alltoall: recorded only)
--- @column bytes: message size as nccl-tests counts it (allgather: output; others: input), bytes (NULL when it needs an unknown group size)
+-- @column bytes: message bytes as nccl-tests counts them (allgather: output; others: input), bytes (NULL when it needs an unknown group size)
 -- @column algbw_gbps: bytes / dur_ns = algorithm bandwidth, GB/s (decimal, 1e9 bytes/s)
--- @column busbw_gbps: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.busbw_gbps is the transfer's
+-- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over the kernel's own duration: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.busbw_gbps is the transfer's
 -- @column meta_source: kernel args, launching CPU op, kernel name only, or gloo op
 -- @column seq: collective sequence number in its process group, when the trace has it
 -- @column comms_id: collective instance id, when the trace has it
--- @column src_rank: point-to-point source, when the trace has it
--- @column dst_rank: point-to-point destination, when the trace has it
--- @column in_splits: all-to-all: input split sizes per peer (dim-0 rows), JSON list, when the trace records them (comm_ops.in_splits)
--- @column out_splits: all-to-all: output split sizes per peer, JSON list, when recorded
--- @column event_index: index of the kernel (or op) in its trace's traceEvents
--- @column size_bucket: label of the size bucket of bytes (powers of two by default; tracekit.open(run, size_buckets=...) sets others)
--- @column size_bucket_lo: lower edge of the bucket, bytes
--- @column link_kind: the group's links from its ranks' hosts (pg_ranks; without them, a run on one host is intra-node): intra-node (one host), inter-node (a host per rank), mixed (several hosts, some with several of its ranks); NULL when a rank's host is unknown
+-- @column src_rank: point-to-point source rank, when the trace has it
+-- @column dst_rank: point-to-point destination rank, when the trace has it
+-- @column in_splits: all-to-all input split sizes per peer (dim-0 rows), JSON list, when the trace records them (comm_ops.in_splits)
+-- @column out_splits: all-to-all output split sizes per peer, JSON list, when recorded
+-- @column event_index: index of the event (the kernel or op) in its trace's traceEvents
+-- @column size_bucket: message-size bucket label of bytes (powers of two by default; tracekit.open(run, size_buckets=...) sets others)
+-- @column size_bucket_lo: lower edge of the message-size bucket, bytes
+-- @column link_kind: the links between the ranks' hosts, from the group's ranks (pg_ranks; without them, a run on one host is intra-node): intra-node (one host), inter-node (a host per rank), mixed (several hosts, some with several of its ranks); NULL when a rank's host is unknown
 CREATE OR REPLACE VIEW collectives AS
 WITH grp AS (SELECT DISTINCT pg_ranks FROM _collectives WHERE pg_ranks IS NOT NULL),
 links AS (

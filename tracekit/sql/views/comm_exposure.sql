@@ -5,14 +5,14 @@
 -- @stage view
 -- @uses _comm_exposure, collectives
 -- @column rank: global rank
--- @column event_index: index of the kernel or op (joins collectives)
+-- @column event_index: index of the event (the kernel or op) in its trace's traceEvents (joins collectives)
 -- @column step: ProfilerStep number that launched it (-1 outside every step)
--- @column collective: collective type
+-- @column collective: the collective (collectives.collective)
 -- @column group_label: process group: pg_desc when it names one (TP, DP, PP, ...), else the group's ranks, else its name
--- @column size_bucket: size bucket label
--- @column size_bucket_lo: lower edge of the size bucket, bytes
+-- @column size_bucket: message-size bucket label (collectives.size_bucket)
+-- @column size_bucket_lo: lower edge of the message-size bucket, bytes
 -- @column bytes: message bytes
--- @column dur_ns: kernel duration, ns
+-- @column dur_ns: duration of the kernel (or Gloo op), ns
 -- @column exposed_ns: share of exposed communication attributed to this collective, ns (fractional)
 CREATE OR REPLACE VIEW comm_exposure AS
 SELECT c.rank, c.event_index, coalesce(c.step, -1) AS step, c.collective,

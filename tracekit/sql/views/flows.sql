@@ -3,7 +3,7 @@
 -- @stage view
 -- @uses events
 -- @column rank: global rank of the trace
--- @column cat: flow category (ac2g, async_cpu_to_gpu, fwdbwd, ...)
+-- @column cat: the trace event's category: the flow's (ac2g, async_cpu_to_gpu, fwdbwd, ...)
 -- @column flow_id: flow id shared by the two ends
 -- @column start_ts_ns: time of the 's' end, ns (trace clock)
 -- @column start_pid: pid of the 's' end

@@ -2,7 +2,7 @@
 -- @stage view
 -- @uses events
 -- @column rank: global rank of the trace
--- @column kind: process_name, thread_name, process_labels, process_sort_index or thread_sort_index
+-- @column kind: the row's kind: process_name, thread_name, process_labels, process_sort_index or thread_sort_index
 -- @column pid: process id (GPU events: device)
 -- @column tid: thread id (GPU events: stream); NULL for process-level names
 -- @column label: the name or label text
