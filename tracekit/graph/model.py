@@ -59,6 +59,10 @@ class Graph:
         slack[bind[keep]] = resid[keep]
         set_(self, "slack_ns", slack)
 
+    def edge_kind_of(self, e: int, r: "Replay") -> str:
+        """The kind of edge ``e`` of replay ``r`` (whose edges may be a subset of the graph's)."""
+        return self.edge_kind[e] if r.src is self.src else self.edge_kind[r.edge_pos[e]]
+
     @property
     def nodes(self) -> int:
         return len(self.ts_ns)
@@ -99,13 +103,14 @@ class Graph:
         dur = self.dur_ns if durations is None else np.asarray(durations, dtype=np.int64)
         gap = self.gap_ns + self.slack_ns if gaps is None else np.asarray(gaps, dtype=np.int64)
         ptr, by, src, dst = self.ptr, self.by, self.src, self.dst
+        pos = np.arange(len(src))
         if remove is not None and np.any(remove):
             keep = ~np.asarray(remove, dtype=bool)
-            src, dst, gap = src[keep], dst[keep], gap[keep]
+            src, dst, gap, pos = src[keep], dst[keep], gap[keep], pos[keep]
             ptr, by = sim.in_edges(self.nodes, dst)
         base = np.where(np.bincount(dst, minlength=self.nodes) > 0, sim.NO_BASE, self.ts_ns)
         start, end = sim.simulate(self.order, ptr, by, src, gap, dur, base)
-        return Replay(self, start, end, src, dst, gap)
+        return Replay(self, start, end, src, dst, gap, pos)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +122,7 @@ class Replay:
     src: np.ndarray
     dst: np.ndarray
     gap_ns: np.ndarray
+    edge_pos: np.ndarray  # per edge of this replay, its position among the graph's edges
 
     def counterfactual(self, durations=None, gaps=None, remove=None) -> "Replay":
         """The same graph replayed with other durations / gaps / edges (Graph.replay's parameters)."""

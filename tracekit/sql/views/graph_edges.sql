@@ -2,7 +2,9 @@
 -- starts at the latest of its predecessors' ends, each plus the edge's gap; the gap is the time the
 -- trace shows between them that no node holds.
 --   thread: consecutive nodes of a CPU thread; gap: the measured time between them (CPU work the graph
---           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer
+--           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer. Also (inferred) a
+--           Gloo op on a worker thread after the latest node of its rank's step thread (the thread of
+--           its ProfilerSteps) that started by then: the op was enqueued by that thread's work
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
 --   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
@@ -56,12 +58,22 @@ waited AS (  -- ... or, when that one ended after the waiting op started, the la
     SELECT b.rank, b.event_index, CASE WHEN l.op_ts < b.a_ts THEN l.event_index ELSE b.a_index END AS src_index
     FROM by_launch b ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
          AND b.op_ts >= l.op_end),
+main AS (SELECT DISTINCT rank, chain FROM graph_nodes WHERE kind = 'step_start'),
+on_main AS (SELECT n.rank, n.node_id, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns FROM graph_nodes n
+            JOIN main m ON m.rank = n.rank AND m.chain = n.chain),
+enqueued AS (  -- a Gloo op on a worker thread follows the rank's step thread: its latest node started by then
+    SELECT m.node_id AS src, n.node_id AS dst, n.ts_ns - m.end_ns AS gap_ns
+    FROM graph_nodes n ASOF JOIN on_main m ON m.rank = n.rank AND n.ts_ns >= m.ts_ns
+    WHERE n.kind IN ('arrive', 'gloo') AND n.chain LIKE 'cpu/%'
+      AND n.chain NOT IN (SELECT chain FROM main WHERE main.rank = n.rank)),
 last_part AS (SELECT node_id, rank, event_index, max(part) OVER (PARTITION BY rank, event_index) AS top, part
               FROM graph_nodes WHERE kind <> 'hub')
 SELECT prev_id AS src, node_id AS dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
        CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN ts_ns - prev_end
             ELSE 0 END AS gap_ns
 FROM chained WHERE prev_id IS NOT NULL
+UNION ALL
+SELECT src, dst, 'thread', gap_ns FROM enqueued
 UNION ALL
 SELECT l.rank * 1099511627776 + l.call_index * 4, l.rank * 1099511627776 + l.event_index * 4, 'launch', -n.dur_ns
 FROM launched l JOIN graph_nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4

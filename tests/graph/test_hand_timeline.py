@@ -1,0 +1,87 @@
+"""The dependency graph, its replay and its critical path on a hand-worked 3-rank timeline: every expected
+figure below is worked out by hand from the events' times (us), not from the code."""
+
+import numpy as np
+import pytest
+
+import tracekit
+import tracekit.graph as G
+from tests.conftest import dist, write_trace
+from tests.tracegen import cpu_op, kernel, step
+
+GROUP = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+         "Group size": 3, "Process Group Name": "0", "Process Group Description": "default_pg",
+         "Process Group Ranks": "[0, 1, 2]"}
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+GEMM = "volta_sgemm_128x64_nn"
+
+
+def hand_run(tmp_path):
+    # rank 0: step [0, 100); gemm launched at 10, runs [12, 40); allreduce launched at 20, runs [41, 70)
+    r0 = [step(1, 0, 100)] + kernel(GEMM, 12, 28, launch=(10, 1)) + kernel(NCCL, 41, 29, stream=20,
+                                                                             launch=(20, 1), **GROUP)
+    # rank 1: step [5, 100); allreduce launched at 30, runs [31, 70); a cudaStreamWaitEvent at 59, then the
+    # tail gemm launched at 60 on stream 7 runs [70, 110): it waits for the allreduce (inferred wait edge)
+    r1 = [step(1, 5, 95)] + kernel(NCCL, 31, 39, stream=20, launch=(30, 1), **GROUP)
+    r1 += [cpu_op("cudaStreamWaitEvent", 59, 0.5, cat="cuda_runtime")] + kernel(GEMM, 70, 40, launch=(60, 1))
+    # rank 2: step [8, 100); gemm launched at 9 runs [10, 50); allreduce launched at 40 runs [55, 70): last
+    r2 = [step(1, 8, 92)] + kernel(GEMM, 10, 40, launch=(9, 1)) + kernel(NCCL, 55, 15, stream=20,
+                                                                          launch=(40, 1), **GROUP)
+    for r, evs in enumerate((r0, r1, r2)):
+        write_trace(tmp_path / f"rank{r}.json", evs, header=dist(r, world=3))
+    return tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+
+
+def test_replay_gives_back_each_ranks_step(tmp_path):
+    run = hand_run(tmp_path)
+    got = {r["rank"]: r for r in tracekit.report(run, "replay").to_pylist()}
+    # rank 0: [0, 100) (CPU step end last); rank 1: [5, 110) (the tail gemm); rank 2: [8, 100)
+    assert {k: (v["measured_ms"], v["replayed_ms"], v["error_pct"]) for k, v in got.items()} == {
+        0: (pytest.approx(0.100), pytest.approx(0.100), 0), 1: (pytest.approx(0.105), pytest.approx(0.105), 0),
+        2: (pytest.approx(0.092), pytest.approx(0.092), 0)}
+
+
+def test_the_edges_the_trace_implies(tmp_path):
+    run = hand_run(tmp_path)
+    rows = run.sql("SELECT kind, count(*) AS n FROM graph_edges GROUP BY kind").to_pylist()
+    kinds = {r["kind"]: r["n"] for r in rows}
+    # launches: 6 calls -> 6 ops; collective: 3 arrivals -> hub -> 3 transfers; one inferred wait (rank 1);
+    # streams: each rank's allreduce arrival -> its transfer (3), and nothing else shares a stream;
+    # threads: per rank step start -> two launch calls -> step end (3 each)
+    assert kinds == {"launch": 6, "collective": 6, "wait": 1, "stream": 3, "thread": 9}
+    hub = run.sql("SELECT ts_ns FROM graph_nodes WHERE kind = 'hub'").column(0).to_pylist()
+    assert len(hub) == 1 and hub[0] % 10**9 == 55_000  # the last arrival: rank 2 at 55 us
+
+
+def test_a_counterfactual_moves_what_depends_on_it(tmp_path):
+    run = hand_run(tmp_path)
+    g = G.build(run)
+    r = g.replay()
+    # rank 2's allreduce waited 14.5 us after its launch call (40.5 -> 55): remove that launch latency
+    arrive2 = np.flatnonzero((g.kind == "arrive") & (g.rank == 2))[0]
+    e = np.flatnonzero((g.dst == arrive2) & (g.edge_kind == "launch"))[0]
+    gaps = g.gap_ns + g.slack_ns
+    gaps[e] = -500  # from the call's end: the op starts with its call (40.5 us)
+    cf = r.counterfactual(gaps=gaps)
+    steps = {row["rank"]: row["replayed_ms"] for row in cf.steps().to_pylist()}
+    # the last arrival is now rank 0 at 41: transfers [41, 56); rank 1's tail gemm [56, 96); its step
+    # ends with its CPU at 100: 95 us; ranks 0 and 2 end with their CPU steps as before
+    assert steps == {0: pytest.approx(0.100), 1: pytest.approx(0.095), 2: pytest.approx(0.092)}
+
+
+def test_critical_path_rows_by_hand(tmp_path):
+    run = hand_run(tmp_path)
+    rows = [(r["rank"], r["cause"], r["name"], r["ns"]) for r in tracekit.report(run, "critical_path").to_pylist()]
+    # the step's span: rank 0's start (0) to rank 1's tail gemm end (110). Walked back: the gemm [70, 110)
+    # waited for rank 1's transfer [55, 70), which waited for the last arrival, rank 2's at 55; rank 2's
+    # allreduce started 14.5 us after its launch call ended (40.5); before it, rank 2's CPU from its step
+    # start (8): the gemm's launch [9, 9.5), CPU [9.5, 40), the allreduce's launch [40, 40.5); before 8
+    # nothing on rank 2 is recorded
+    assert rows == [
+        (2, "idle", "before the rank's first recorded work", 8_000),
+        (2, "launch/CPU", "CPU between ops (+1 more)", 32_500),
+        (2, "starved", "launch latency", 14_500),
+        (1, "comm transfer", NCCL, 15_000),
+        (1, "compute: gemm", GEMM, 40_000),
+    ]
+    assert sum(r[3] for r in rows) == 110_000

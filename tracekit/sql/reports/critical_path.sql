@@ -1,0 +1,16 @@
+-- critical_path: per step, the chain of work that sets the step's end, walked back on the replay of the
+-- run's dependency graph from the step's last work to the earliest rank's ProfilerStep start
+-- (tracekit/graph/critical.py; docs/definitions.md, "Critical path").
+-- @stage report
+-- @summary per step: the chain of work, rank by rank, that sets the step's end (adds up to the step's span)
+-- @python tracekit.graph.reports:critical_path_rows
+-- @first step, rank, cause, name, ms
+-- @uses graph_nodes, graph_edges
+-- @column step: ProfilerStep number
+-- @column rank: global rank the piece runs on
+-- @column cause: compute: FAMILY (a kernel, by tk_kernel_families; memory: a memcpy/memset), comm transfer, waiting at a collective, launch/CPU (CPU work and the gaps between it), starved (a GPU op waiting for its launch), idle (a wait the trace does not explain)
+-- @column name: the kernel, op or runtime call; for a gap, what the gap is
+-- @column ms: the piece's length, ms
+-- @column ns: the piece's length, ns (per step they add up to the span exactly)
+-- @column start_ms: the piece's start after the step's span start, ms
+SELECT NULL
