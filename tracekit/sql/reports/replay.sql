@@ -10,4 +10,5 @@
 -- @column measured_ms: from the rank's ProfilerStep start to the end of its last work of the step (its CPU step end, or a GPU op launched in it, or its transfer of a collective of the step), ms (aligned clock)
 -- @column replayed_ms: the same span in the replay, ms
 -- @column error_pct: 100 · (replayed_ms − measured_ms) / measured_ms, %
+-- @column unexplained_ms: the time the rank's GPU ops of the step waited beyond their slack allowance (50 us each) for something the trace does not record, which the replay does not reproduce (graph_unexplained), ms
 SELECT NULL

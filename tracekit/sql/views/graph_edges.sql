@@ -4,7 +4,10 @@
 --   thread: consecutive nodes of a CPU thread; gap: the measured time between them (CPU work the graph
 --           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer. Also (inferred) a
 --           Gloo op on a worker thread after the latest node of its rank's step thread (the thread of
---           its ProfilerSteps) that started by then: the op was enqueued by that thread's work
+--           its ProfilerSteps) that started by then: the op was enqueued by that thread's work. A CPU op
+--           that starts while the Gloo op before it on its thread is still in its transfer (isend/irecv,
+--           asynchronous) follows that op's arrival instead, and the first node of the thread that starts
+--           after the transfer ended follows the transfer's end
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
 --   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
@@ -23,11 +26,24 @@
 -- @column kind: thread, stream, launch, sync, wait or collective
 -- @column gap_ns: the edge's gap: dst may start no earlier than src's end + gap_ns, ns
 CREATE OR REPLACE VIEW graph_edges AS
-WITH chained AS (
-    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain,
-           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end
-    FROM graph_nodes WHERE kind <> 'hub'
+WITH nodes AS MATERIALIZED (SELECT * FROM graph_nodes),
+chained AS MATERIALIZED (
+    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain, rank,
+           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end, lag(kind) OVER w AS prev_kind,
+           lag(node_id, 2) OVER w AS prev2_id, lag(ts_ns + dur_ns, 2) OVER w AS prev2_end
+    FROM nodes WHERE kind <> 'hub'
     WINDOW w AS (PARTITION BY rank, chain ORDER BY order_ns, kind <> 'step_end', kind <> 'step_start', event_index, part)),
+threaded AS (  -- an op that starts while the CPU op before it is still in its transfer (asynchronous isend/irecv
+               -- on one thread) follows that op's arrival, not its end
+    SELECT CASE WHEN async THEN prev2_id ELSE prev_id END AS src, node_id AS dst, kind, part, chain,
+           ts_ns - CASE WHEN async THEN prev2_end ELSE prev_end END AS gap
+    FROM (SELECT *, chain LIKE 'cpu/%' AND prev_kind = 'transfer' AND prev_end > ts_ns AS async FROM chained)
+    WHERE prev_id IS NOT NULL),
+completed AS (  -- ... and the first node of its thread that starts after it ended follows its end
+    SELECT t.node_id AS src, n.node_id AS dst, n.ts_ns - t.end_ns AS gap
+    FROM (SELECT * FROM chained WHERE kind = 'transfer' AND chain LIKE 'cpu/%') t
+    ASOF JOIN chained n ON n.rank = t.rank AND n.chain = t.chain AND t.end_ns <= n.ts_ns
+    WHERE n.node_id NOT IN (SELECT dst FROM threaded WHERE src = t.node_id)),
 first_call AS (
     SELECT rank, correlation, arg_min(event_index, ts_ns) AS event_index
     FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
@@ -58,25 +74,26 @@ waited AS (  -- ... or, when that one ended after the waiting op started, the la
     SELECT b.rank, b.event_index, CASE WHEN l.op_ts < b.a_ts THEN l.event_index ELSE b.a_index END AS src_index
     FROM by_launch b ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
          AND b.op_ts >= l.op_end),
-main AS (SELECT DISTINCT rank, chain FROM graph_nodes WHERE kind = 'step_start'),
-on_main AS (SELECT n.rank, n.node_id, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns FROM graph_nodes n
+main AS (SELECT DISTINCT rank, chain FROM nodes WHERE kind = 'step_start'),
+on_main AS (SELECT n.rank, n.node_id, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns FROM nodes n
             JOIN main m ON m.rank = n.rank AND m.chain = n.chain),
 enqueued AS (  -- a Gloo op on a worker thread follows the rank's step thread: its latest node started by then
     SELECT m.node_id AS src, n.node_id AS dst, n.ts_ns - m.end_ns AS gap_ns
-    FROM graph_nodes n ASOF JOIN on_main m ON m.rank = n.rank AND n.ts_ns >= m.ts_ns
+    FROM nodes n ASOF JOIN on_main m ON m.rank = n.rank AND n.ts_ns >= m.ts_ns
     WHERE n.kind IN ('arrive', 'gloo') AND n.chain LIKE 'cpu/%'
       AND n.chain NOT IN (SELECT chain FROM main WHERE main.rank = n.rank)),
 last_part AS (SELECT node_id, rank, event_index, max(part) OVER (PARTITION BY rank, event_index) AS top, part
-              FROM graph_nodes WHERE kind <> 'hub')
-SELECT prev_id AS src, node_id AS dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
-       CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN ts_ns - prev_end
-            ELSE 0 END AS gap_ns
-FROM chained WHERE prev_id IS NOT NULL
+              FROM nodes WHERE kind <> 'hub')
+SELECT src, dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
+       CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN gap ELSE 0 END AS gap_ns
+FROM threaded
+UNION ALL
+SELECT src, dst, 'thread', gap FROM completed
 UNION ALL
 SELECT src, dst, 'thread', gap_ns FROM enqueued
 UNION ALL
 SELECT l.rank * 1099511627776 + l.call_index * 4, l.rank * 1099511627776 + l.event_index * 4, 'launch', -n.dur_ns
-FROM launched l JOIN graph_nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
+FROM launched l JOIN nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
 UNION ALL
 SELECT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
 FROM _graph_calls c JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
@@ -86,8 +103,8 @@ FROM waited w JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_inde
 UNION ALL
 SELECT x.src, x.dst, 'collective', 0 FROM (
     SELECT a.node_id AS src, h.node_id AS dst, a.node_id + 1 AS transfer
-    FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key
-    JOIN graph_nodes a ON a.kind = 'arrive' AND a.node_id = w.rank * 1099511627776 + w.event_index * 4) x
+    FROM collective_waits w JOIN nodes h ON h.kind = 'hub' AND h.name = w.instance_key
+    JOIN nodes a ON a.kind = 'arrive' AND a.node_id = w.rank * 1099511627776 + w.event_index * 4) x
 UNION ALL
 SELECT h.node_id, w.rank * 1099511627776 + w.event_index * 4 + 1, 'collective', 0
-FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key;
+FROM collective_waits w JOIN nodes h ON h.kind = 'hub' AND h.name = w.instance_key;
