@@ -1,6 +1,6 @@
 """The step's dependency graph of a run (the views graph_nodes and graph_edges) and its replays.
 
-``Graph`` holds the nodes and edges as numpy arrays; ``Graph.replay`` simulates it (simulate.py) with the
+``Graph`` holds the nodes and edges as numpy arrays; ``Graph.replay`` simulates it (engine.py) with the
 measured durations, or with others (a counterfactual), and returns a ``Replay``. Each edge's gap is its
 fixed gap (graph_edges.gap_ns) plus the node's slack: the time between the latest of its predecessors'
 ends (+ gaps) and its measured start, which the trace shows but no dependency explains; it is kept on the
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import TracekitError
-from . import simulate as sim
+from . import engine as sim
 
 EDGE_KINDS = ("thread", "stream", "launch", "sync", "wait", "collective")
 GPU_KINDS = ("kernel", "memory", "comm", "arrive")
