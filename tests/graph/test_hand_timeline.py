@@ -85,3 +85,14 @@ def test_critical_path_rows_by_hand(tmp_path):
         (1, "compute: gemm", GEMM, 40_000),
     ]
     assert sum(r[3] for r in rows) == 110_000
+
+
+def test_the_pages_chart_sums_the_path_by_rank_and_cause(tmp_path):
+    from tracekit.graph.page import by_cause_figure
+
+    run = hand_run(tmp_path)
+    fig = by_cause_figure(tracekit.report(run, "critical_path").to_pylist())
+    got = {(x, bar["name"]): y for bar in fig["data"] for x, y in zip(bar["x"], bar["y"], strict=True) if y}
+    # the rows of test_critical_path_rows_by_hand, in ms, per rank and cause
+    assert got == pytest.approx({("1", "comm transfer"): 0.015, ("1", "compute: gemm"): 0.040,
+                                 ("2", "idle"): 0.008, ("2", "launch/CPU"): 0.0325, ("2", "starved"): 0.0145})
