@@ -96,3 +96,19 @@ def test_the_pages_chart_sums_the_path_by_rank_and_cause(tmp_path):
     # the rows of test_critical_path_rows_by_hand, in ms, per rank and cause
     assert got == pytest.approx({("1", "comm transfer"): 0.015, ("1", "compute: gemm"): 0.040,
                                  ("2", "idle"): 0.008, ("2", "launch/CPU"): 0.0325, ("2", "starved"): 0.0145})
+
+
+def test_the_timeline_marks_the_path_as_a_track(tmp_path):
+    import json
+
+    run = hand_run(tmp_path)
+    counts = tracekit.timeline(run, tmp_path / "job.json")
+    events = json.loads((tmp_path / "job.json").read_text())["traceEvents"]
+    got = [(e["pid"], e["name"].split(":")[0], e["ts"], e["dur"])
+           for e in events if e.get("cat") == "tracekit-critical"]
+    # the rows of test_critical_path_rows_by_hand, at the trace's own times (us)
+    assert got == [(2, "idle", 0, 8), (2, "launch/CPU", 8, 32.5), (2, "starved", 40.5, 14.5),
+                   (1, "comm transfer", 55, 15), (1, "compute", 70, 40)]
+    assert counts["critical"] == 5
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["tid"] == 900003}
+    assert names == {(1, "tracekit: critical path"), (2, "tracekit: critical path")}

@@ -71,24 +71,29 @@ def walk(r: Replay, last: int, lo: int, chain: list | None = None) -> list[tuple
     return pieces
 
 
-def critical_path(r: Replay) -> pa.Table:
-    """Rows step, rank, cause, name, ms, ns, start_ms (from the step's span start), in time order; a run of
-    consecutive pieces of one rank and cause is one row, named by its longest piece (+N more). Per step
-    the ns add up to the span exactly."""
-    cols = {k: [] for k in ("step", "rank", "cause", "name", "ms", "ns", "start_ms")}
+def runs(r: Replay):
+    """Per step, in time order: (step, span start, start, end, rank, cause, name) of each run of consecutive
+    pieces of one rank and cause, named by its longest piece (+N more)."""
     for step, (lo, _hi, last) in sorted(step_spans(r).items()):
-        runs = []  # consecutive pieces of one rank and cause: [start, end, rank, cause, {name: ns}]
+        merged = []  # [start, end, rank, cause, {name: ns}]
         for a, b, rank, cause, name, _node in reversed(walk(r, last, lo)):
-            if runs and runs[-1][2] == rank and runs[-1][3] == cause and runs[-1][1] == a:
-                runs[-1][1] = b
+            if merged and merged[-1][2] == rank and merged[-1][3] == cause and merged[-1][1] == a:
+                merged[-1][1] = b
             else:
-                runs.append([a, b, rank, cause, {}])
-            runs[-1][4][name] = runs[-1][4].get(name, 0) + b - a
-        for a, b, rank, cause, names in runs:
+                merged.append([a, b, rank, cause, {}])
+            merged[-1][4][name] = merged[-1][4].get(name, 0) + b - a
+        for a, b, rank, cause, names in merged:
             top = max(names, key=names.get)
-            name = top if len(names) == 1 else f"{top} (+{len(names) - 1} more)"
-            for k, x in zip(cols, (step, rank, cause, name, (b - a) / 1e6, b - a, (a - lo) / 1e6), strict=True):
-                cols[k].append(x)
+            yield step, lo, a, b, rank, cause, (top if len(names) == 1 else f"{top} (+{len(names) - 1} more)")
+
+
+def critical_path(r: Replay) -> pa.Table:
+    """Rows step, rank, cause, name, ms, ns, start_ms (from the step's span start), in time order (runs).
+    Per step the ns add up to the span exactly."""
+    cols = {k: [] for k in ("step", "rank", "cause", "name", "ms", "ns", "start_ms")}
+    for step, lo, a, b, rank, cause, name in runs(r):
+        for k, x in zip(cols, (step, rank, cause, name, (b - a) / 1e6, b - a, (a - lo) / 1e6), strict=True):
+            cols[k].append(x)
     types = {"step": pa.int64(), "rank": pa.int64(), "cause": pa.string(), "name": pa.string(), "ms": pa.float64(),
              "ns": pa.int64(), "start_ms": pa.float64()}
     return pa.table({k: pa.array(v, types[k]) for k, v in cols.items()})

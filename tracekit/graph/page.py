@@ -33,13 +33,22 @@ def by_cause_figure(rows: list[dict]) -> dict | None:
 
 
 def section(run) -> str:
+    import duckdb
+
     from . import build
     from .critical import critical_path
+    from .doctor import MAX_EVENTS
 
+    events = run.sql("SELECT coalesce(sum(event_count), 0) AS n FROM traces").column("n")[0].as_py()
+    if events > MAX_EVENTS:
+        return why(f"Not drawn: the graph of {events:,} events is built on demand, not for the page "
+                   f"(over {MAX_EVENTS:,}): `tracekit report RUN critical_path` and `tracekit report RUN replay`.")
     try:
         r = build(run).replay()
     except TracekitError as exc:
         return why(f"No replay: {exc}")
+    except duckdb.IOException:  # a copy of the run without its events files
+        return why("No replay: the run's events files are not here, and the dependency graph is built from them.")
     rows = critical_path(r).to_pylist()
     if not rows:
         return why("No critical path: the traces hold no ProfilerStep (profile with torch.profiler.schedule and "

@@ -1,9 +1,11 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
--- nothing to report gives one row: check 'all', severity 'ok'.
+-- nothing to report gives one row: check 'all', severity 'ok'. The rows are this query's and, where the run's
+-- events are here, the replay's (_doctor_replay: steps that do not replay), joined by tracekit/graph/doctor.py.
 -- @stage report
+-- @python tracekit.graph.doctor:doctor_rows
 -- @summary health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix
 -- @first check, severity, ranks, finding, fix
--- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions, graph_unexplained
+-- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
 -- @column ranks: the ranks concerned, comma-separated (empty when the run as a whole)
@@ -70,10 +72,6 @@ dates AS (
     SELECT tr.rank, coalesce(tr.base_time_ns, CASE WHEN c.first_kernel_ts_ns > 1000000000000000000
                                                    THEN c.first_kernel_ts_ns END) AS t
     FROM tr LEFT JOIN rank_checks c USING (rank)),
-unreplayed AS (  -- steps whose GPU ops waited over 5 % of the step for what the trace does not record
-    SELECT u.rank, u.step, u.ops, u.unexplained_ns, u.worst_ns, u.worst_name, s.dur_ns
-    FROM graph_unexplained u JOIN steps s ON s.rank = u.rank AND s.step = u.step
-    WHERE u.unexplained_ns > 0.05 * s.dur_ns),
 findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
            format('{:,} of {} of the world {} no trace here', n, tk_plural((SELECT n FROM world), 'rank', 'ranks'),
@@ -207,19 +205,7 @@ findings AS (
            'an op whose kernel ran outside the profile (or was never launched), several ops in one coalesced launch, '
            'or a kernel launched by no c10d op; the rows of collectives are the kernels, not the ops'
     FROM op_kernel HAVING count(*) > 0
-    UNION ALL
-    SELECT 'steps that do not replay', 'warning', string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)),
-           format('in {} the GPU ops waited, beyond their launches and the work before them, for something the trace does '
-                  'not record, so a replay of the dependency graph cannot reproduce that time (tracekit report RUN replay, '
-                  'unexplained_ms); the most: rank {} step {}, {} ms of its {} ms step in {}, the longest {} ms before {}',
-                  tk_plural(count(*), 'rank-step', 'rank-steps'), arg_max(rank, unexplained_ns), arg_max(step, unexplained_ns),
-                  round(max(unexplained_ns) / 1e6, 3), round(arg_max(dur_ns, unexplained_ns) / 1e6, 3),
-                  tk_plural(arg_max(ops, unexplained_ns), 'op', 'ops'), round(arg_max(worst_ns, unexplained_ns) / 1e6, 3),
-                  left(arg_max(worst_name, unexplained_ns), 80)),
-           'record the CUDA synchronization events, so that the cross-stream waits are in the trace (torch.profiler.profile('
-           'experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True))); otherwise look for '
-           'GPU work outside the profile (another process on the GPU, a host callback)'
-    FROM unreplayed HAVING count(*) > 0)
+)
 SELECT * FROM findings
 UNION ALL
 SELECT 'all', 'ok', '', 'no finding', '' WHERE NOT EXISTS (SELECT 1 FROM findings)
