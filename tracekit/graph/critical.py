@@ -88,12 +88,31 @@ def runs(r: Replay):
 
 
 def critical_path(r: Replay) -> pa.Table:
-    """Rows step, rank, cause, name, ms, ns, start_ms (from the step's span start), in time order (runs).
-    Per step the ns add up to the span exactly."""
+    """Rows step, rank, cause, name, ms, ns, start_ms. The path is cut into stretches (consecutive pieces on
+    one rank); within a stretch, one row per cause, in the order the causes first appear, named by the
+    cause's longest piece (+N more), start_ms its first piece's start after the step's span start. Per step
+    the ns add up to the span exactly."""
     cols = {k: [] for k in ("step", "rank", "cause", "name", "ms", "ns", "start_ms")}
-    for step, lo, a, b, rank, cause, name in runs(r):
-        for k, x in zip(cols, (step, rank, cause, name, (b - a) / 1e6, b - a, (a - lo) / 1e6), strict=True):
-            cols[k].append(x)
+
+    def emit(step, lo, rank, causes):
+        for cause, (first, names) in causes.items():
+            ns = sum(names.values())
+            top = max(names, key=names.get)
+            name = top if len(names) == 1 else f"{top} (+{len(names) - 1} more)"
+            for k, x in zip(cols, (step, rank, cause, name, ns / 1e6, ns, (first - lo) / 1e6), strict=True):
+                cols[k].append(x)
+
+    for step, (lo, _hi, last) in sorted(step_spans(r).items()):
+        rank, causes = None, {}
+        for a, b, rk, cause, name, _node in reversed(walk(r, last, lo)):
+            if rk != rank and causes:
+                emit(step, lo, rank, causes)
+                causes = {}
+            rank = rk
+            first, names = causes.setdefault(cause, (a, {}))
+            names[name] = names.get(name, 0) + b - a
+        if causes:
+            emit(step, lo, rank, causes)
     types = {"step": pa.int64(), "rank": pa.int64(), "cause": pa.string(), "name": pa.string(), "ms": pa.float64(),
              "ns": pa.int64(), "start_ms": pa.float64()}
     return pa.table({k: pa.array(v, types[k]) for k, v in cols.items()})
