@@ -124,3 +124,35 @@ def test_top_level_cpu_ops_of_a_cpu_rank(tmp_path):
     rows = [(r["cause"], r["name"], r["ns"]) for r in tracekit.report(run, "critical_path").to_pylist()]
     # from the step's end (100) back: CPU [60, 100), C [50, 60), CPU [40, 50), A [10, 40), CPU [0, 10)
     assert rows == [("launch/CPU", "CPU between ops", 60_000), ("compute: cpu", "A (+1 more)", 40_000)]
+
+
+def _sync_trace(tmp_path, with_sync_events):
+    def k(name, corr, ts, dur, stream):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                "args": {"stream": stream, "device": 0, "correlation": corr}}
+
+    def call(name, corr, ts):
+        return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": 1, "ts": ts, "dur": 0.5,
+                "args": {"correlation": corr}}
+
+    # A (stream 7) launched first, then the event recorded on stream 7 (corr 2), then C on stream 7 (corr 3),
+    # then stream 20 waits for the event (corr 4) and B is launched on stream 20 (corr 5)
+    evs = [step(1, 0, 100), call("cudaLaunchKernel", 1, 10), k("A", 1, 12, 28, 7),
+           call("cudaEventRecord", 2, 11), call("cudaLaunchKernel", 3, 13), k("C", 3, 40, 0.5, 7),
+           call("cudaStreamWaitEvent", 4, 15), call("cudaLaunchKernel", 5, 20), k("B", 5, 41, 9, 20)]
+    if with_sync_events:
+        evs.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20, "ts": 16,
+                    "dur": 0, "args": {"cuda_sync_kind": "Stream Wait Event", "stream": 20, "correlation": 4,
+                                       "device": 0, "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2}})
+    tmp_path.mkdir()
+    write_trace(tmp_path / "rank0.json", evs, header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+    return run.sql("SELECT s.name AS src, d.name AS dst FROM graph_edges e JOIN graph_nodes s ON s.node_id = e.src "
+                   "JOIN graph_nodes d ON d.node_id = e.dst WHERE e.kind = 'wait'").to_pylist()
+
+
+def test_cross_stream_waits_from_cuda_sync_events_where_recorded(tmp_path):
+    # recorded: B waits for the op launched before the event record on stream 7: A, not C
+    assert _sync_trace(tmp_path / "a", True) == [{"src": "A", "dst": "B"}]
+    # inferred without them: the last op launched on stream 7 before the wait call, C (ended by B's start)
+    assert _sync_trace(tmp_path / "b", False) == [{"src": "C", "dst": "B"}]

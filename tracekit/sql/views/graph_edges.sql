@@ -11,7 +11,11 @@
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
 --   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
---   wait:   cross-stream (inferred: the trace records cudaStreamWaitEvent but not which event): a GPU op whose
+--   wait:   cross-stream. Where a rank's trace has cuda_sync 'Stream Wait Event's (recorded with
+--           enable_cuda_sync_events), from them: the first op of the waiting stream launched after the wait
+--           call (correlation ids) waits for the last op of wait_on_stream launched before the cudaEventRecord
+--           of wait_on_cuda_event_record_corr_id. Otherwise inferred (the trace records cudaStreamWaitEvent
+--           but not which event): a GPU op whose
 --           launch follows one or more cudaStreamWaitEvent calls on its thread since that thread's previous
 --           launch waits for the op launched last before each such call on each other stream of the
 --           rank (the op an event recorded just before the call captures) or, where that op ended after
@@ -53,6 +57,19 @@ launched AS (  -- every GPU op with its launching call, on the trace clock
            c.event_index AS call_index, e.pid, e.tid, e.ts_ns AS call_ts
     FROM gpu_kernels g JOIN first_call c ON c.rank = g.rank AND c.correlation = g.correlation
     JOIN events e ON e.rank = c.rank AND e.event_index = c.event_index),
+recorded AS (  -- cuda_sync 'Stream Wait Event's (enable_cuda_sync_events): the waiting stream, its wait call's
+               -- correlation id, the stream waited on and the correlation id of the cudaEventRecord
+    SELECT rank, pid AS device, stream, correlation AS w_corr,
+           TRY_CAST(json_extract_string(args, '$.wait_on_stream') AS BIGINT) AS src_stream,
+           TRY_CAST(json_extract_string(args, '$.wait_on_cuda_event_record_corr_id') AS BIGINT) AS rec_corr
+    FROM events WHERE ph = 'X' AND cat = 'cuda_sync' AND name = 'Stream Wait Event' AND correlation IS NOT NULL),
+k AS (SELECT rank, event_index, device, stream, correlation FROM gpu_kernels WHERE correlation IS NOT NULL),
+recorded_waits AS (  -- the first op of the waiting stream launched after the wait call waits for the last op of
+                     -- the stream waited on launched before the event was recorded
+    SELECT d.rank, d.event_index, sr.event_index AS src_index
+    FROM recorded r
+    ASOF JOIN k d ON d.rank = r.rank AND d.device = r.device AND d.stream = r.stream AND r.w_corr < d.correlation
+    ASOF JOIN k sr ON sr.rank = r.rank AND sr.device = r.device AND sr.stream = r.src_stream AND r.rec_corr > sr.correlation),
 prev_launch AS (
     SELECT *, lag(call_ts) OVER (PARTITION BY rank, pid, tid ORDER BY call_ts, event_index) AS prev_ts
     FROM launched),
@@ -62,7 +79,8 @@ waits AS (
 waiting AS (  -- (waiting op, the wait call's time): the calls since its thread's previous launch
     SELECT l.rank, l.event_index, l.device, l.stream, l.op_ts, w.ts_ns AS w_ts
     FROM prev_launch l JOIN waits w ON w.rank = l.rank AND w.pid = l.pid AND w.tid = l.tid
-         AND w.ts_ns < l.call_ts AND (l.prev_ts IS NULL OR w.ts_ns > l.prev_ts)),
+         AND w.ts_ns < l.call_ts AND (l.prev_ts IS NULL OR w.ts_ns > l.prev_ts)
+    WHERE l.rank NOT IN (SELECT rank FROM recorded)),
 streams AS (SELECT DISTINCT rank, device, stream FROM launched),
 cand AS (SELECT w.rank, w.event_index, w.w_ts, w.op_ts, s.device, s.stream
          FROM waiting w JOIN streams s ON s.rank = w.rank AND s.device = w.device AND s.stream <> w.stream),
@@ -99,7 +117,8 @@ SELECT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
 FROM _graph_calls c JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
 UNION ALL
 SELECT DISTINCT p.node_id, w.rank * 1099511627776 + w.event_index * 4, 'wait', 0
-FROM waited w JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_index AND p.part = p.top
+FROM (SELECT rank, event_index, src_index FROM waited UNION ALL SELECT * FROM recorded_waits) w
+JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_index AND p.part = p.top
 UNION ALL
 SELECT x.src, x.dst, 'collective', 0 FROM (
     SELECT a.node_id AS src, h.node_id AS dst, a.node_id + 1 AS transfer
