@@ -114,18 +114,6 @@ def test_the_timeline_marks_the_path_as_a_track(tmp_path):
     assert names == {(1, "tracekit: critical path"), (2, "tracekit: critical path")}
 
 
-def test_top_level_cpu_ops_of_a_cpu_rank(tmp_path):
-    # a CPU-only rank (no GPU op): step [0, 100); op A [10, 40) holding B [12, 30); op C [50, 60)
-    evs = [step(1, 0, 100), cpu_op("A", 10, 30), cpu_op("B", 12, 18), cpu_op("C", 50, 10)]
-    write_trace(tmp_path / "rank0.json", evs, header=dist(0, world=1, backend="gloo"))
-    run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
-    kinds = run.sql("SELECT name FROM graph_nodes WHERE kind = 'cpu_op' ORDER BY ts_ns").column(0).to_pylist()
-    assert kinds == ["A", "C"]  # B is inside A: the outermost op is the node
-    rows = [(r["cause"], r["name"], r["ns"]) for r in tracekit.report(run, "critical_path").to_pylist()]
-    # from the step's end (100) back: CPU [60, 100), C [50, 60), CPU [40, 50), A [10, 40), CPU [0, 10)
-    assert rows == [("launch/CPU", "CPU between ops", 60_000), ("compute: cpu", "A (+1 more)", 40_000)]
-
-
 def _sync_trace(tmp_path, with_sync_events):
     def k(name, corr, ts, dur, stream):
         return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,

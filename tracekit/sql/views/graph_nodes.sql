@@ -1,22 +1,22 @@
 -- graph_nodes: the nodes of the step's dependency graph, every rank (docs/definitions.md, "The step as a
--- graph"). On a CPU thread: each ProfilerStep's start and end (markers of no duration), the top-level CPU
--- ops of _graph_cpu_ops, the runtime calls of _graph_calls (a blocking call is two nodes: the call, of no duration, and its wait for the
+-- graph"). On a CPU thread: each ProfilerStep's start and end (markers of no duration), the runtime
+-- calls of _graph_calls (a blocking call is two nodes: the call, of no duration, and its wait for the
 -- GPU, from the later of the call's start and the awaited op's end to the call's end) and the Gloo ops.
 -- On a GPU stream: every kernel, memcpy and memset. A collective kernel or Gloo op of a matched instance
 -- (collective_waits; two ranks or more, not unaligned) is two nodes: its arrival (no duration, at its
 -- start) and its transfer (from the instance's last arrival to its own end), joined through one hub
 -- node per instance. Times are on the aligned clock (rank_clocks), so that ranks compare.
 -- @stage view
--- @uses steps, events, gpu_kernels, comm_ops, _graph_calls, _graph_cpu_ops, collectives, collective_waits, collective_instances, rank_clocks, tk_kernel_families
+-- @uses steps, events, gpu_kernels, comm_ops, _graph_calls, collectives, collective_waits, collective_instances, rank_clocks, tk_kernel_families
 -- @column node_id: the node's key: rank × 2^40 + event_index × 4 + part for a node of an event; a hub: minus the instance's number
 -- @column rank: global rank (a hub: NULL)
 -- @column step: ProfilerStep the node belongs to (a GPU op: its launch's step; a hub: its instance's first rank's step); NULL outside steps
--- @column kind: step_start, step_end, cpu_op, call, sync, gloo, kernel, memory, comm, arrive, transfer or hub
+-- @column kind: step_start, step_end, call, sync, gloo, kernel, memory, comm, arrive, transfer or hub
 -- @column name: the event's name (a hub: its instance key)
 -- @column chain: the timeline the node runs on: cpu/PID/TID, gpu/DEVICE/STREAM, or hub
 -- @column ts_ns: start, ns (aligned clock)
 -- @column dur_ns: duration, ns
--- @column cause: what the node's own time is on a critical path: launch/CPU, compute: FAMILY (compute: cpu for a CPU op of a rank without GPU ops), comm transfer, or NULL (no duration)
+-- @column cause: what the node's own time is on a critical path: launch/CPU, compute: FAMILY, comm transfer, or NULL (no duration)
 -- @column event_index: index of the node's event in its trace's traceEvents (a hub: NULL)
 -- @column part: 0 the event (or a blocking call's call, a collective's arrival), 1 a step's end, a blocking call's wait or a collective's transfer
 -- @column order_ns: the node's place on its chain, ns (trace clock; a hub: NULL)
@@ -47,9 +47,7 @@ raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, nam
     UNION ALL
     SELECT rank, event_index, 1, step, 'step_end', 'ProfilerStep#' || step, 'cpu/' || pid || '/' || tid,
            end_ns, end_ns, 'launch/CPU', end_ns FROM stepev
-    UNION ALL
-    SELECT rank, event_index, 0, NULL, 'cpu_op', name, 'cpu/' || pid || '/' || tid, ts_ns, end_ns, cause, ts_ns
-    FROM _graph_cpu_ops
+
     UNION ALL
     SELECT rank, event_index, 0, NULL, 'call', name, 'cpu/' || pid || '/' || tid, ts_ns,
            CASE WHEN wait_index IS NULL THEN end_ns ELSE ts_ns END, 'launch/CPU', ts_ns FROM waited
@@ -72,7 +70,7 @@ raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, nam
     FROM gpu_kernels k LEFT JOIN matched m ON m.rank = k.rank AND m.event_index = k.event_index
     LEFT JOIN fam f ON f.name = k.name),
 placed AS (  -- CPU nodes take the step whose CPU span holds them
-    SELECT r.rank, r.event_index, r.part, coalesce(r.step, CASE WHEN r.kind IN ('call', 'sync', 'cpu_op')
+    SELECT r.rank, r.event_index, r.part, coalesce(r.step, CASE WHEN r.kind IN ('call', 'sync')
                 AND tk_in_span(r.order_ns, st.ts_ns, st.end_ns) THEN st.step END) AS step,
            r.kind, r.name, r.chain, r.t0, r.t1, r.cause, r.order_ns
     FROM raw r ASOF LEFT JOIN steps st ON st.rank = r.rank AND r.order_ns >= st.ts_ns),
