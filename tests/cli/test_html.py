@@ -74,9 +74,10 @@ def test_page_of_the_fsdp_example(tmp_path):
     for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks (most skewed first)",
                   "Exposed communication by process group", "Measured against the model (validate)",
                   "Health checks (doctor)", "Where each step goes (breakdown)", "Stragglers: who arrives last",
-                  "Why the last rank is late (why_late)"):
+                  "Why the last rank is late (why_late)", "The critical path (replay of the dependency graph)"):
         assert f"<h2>{title}</h2>" in text
-    assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 4  # sizes, overlap, skew, validate
+    # sizes, overlap, skew, the critical path, validate
+    assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 5
     # one step: the per-step section says why it has no chart
     assert "No chart per step: the run has one step; the chart per rank above shows it." in text
     # the summary's collectives and comm_mb are one click away (<details>), with the whole table
@@ -109,12 +110,12 @@ def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     # the sections of issue 30 are on the page, and why_late's long kernel names wrap in their cells: its table
     # is no wider than the page (its numbers are in view without scrolling sideways)
     for title in ("Health checks (doctor)", "Where each step goes (breakdown)", "Stragglers: who arrives last",
-                  "Why the last rank is late (why_late)"):
+                  "Why the last rank is late (why_late)", "The critical path (replay of the dependency graph)"):
         assert f"<h2>{title}</h2>" in text, title
     late = widths["Why the last rank is late (why_late)"]
     assert late["scroll"] <= late["client"], late
     assert "cub::DeviceRadixSortOnesweepKernel" in text  # a 200-character name is among its rows
-    assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew"}
+    assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew", "critical_path"}
 
     def meet(a, b):
         return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

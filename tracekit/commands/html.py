@@ -102,6 +102,8 @@ def sections(run) -> list[tuple[str, str]]:
     def every(*args: str) -> tuple[int, str]:  # the run's ranks, and the command that gives every row
         return ranks, " ".join(("tracekit report", _quoted(run.name)) + args)
 
+    from ..graph.page import section as critical_path_section
+
     out = [("What to change first (advise)", advice(run)),
            ("Health checks (doctor)", doctor(run)),
            ("Summary", report_html(run, "summary", per_rank=every("summary"))[1]),
@@ -149,6 +151,7 @@ def sections(run) -> list[tuple[str, str]]:
         fig, "skew", "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
     out.append(("Stragglers: who arrives last", report_html(run, "stragglers", per_rank=every("stragglers"))[1]))
     out.append(("Why the last rank is late (why_late)", report_html(run, "why_late")[1]))
+    out.append(("The critical path (replay of the dependency graph)", critical_path_section(run)))
     try:
         rows = validate(run)
     except TracekitError as exc:
