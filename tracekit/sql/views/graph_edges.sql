@@ -27,10 +27,10 @@
 -- @uses graph_nodes, events, gpu_kernels, _graph_calls, collective_waits
 -- @column src: node_id of the predecessor
 -- @column dst: node_id of the successor
--- @column kind: thread, stream, launch, sync, wait or collective
+-- @column kind: the row's kind: thread, stream, launch, sync, wait or collective
 -- @column gap_ns: the edge's gap: dst may start no earlier than src's end + gap_ns, ns
 CREATE OR REPLACE VIEW graph_edges AS
-WITH nodes AS MATERIALIZED (SELECT * FROM graph_nodes),
+WITH nodes AS MATERIALIZED (SELECT *, piece AS part FROM graph_nodes),
 chained AS MATERIALIZED (
     SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain, rank,
            lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end, lag(kind) OVER w AS prev_kind,

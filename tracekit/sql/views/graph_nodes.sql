@@ -8,17 +8,17 @@
 -- node per instance. Times are on the aligned clock (rank_clocks), so that ranks compare.
 -- @stage view
 -- @uses steps, events, gpu_kernels, comm_ops, _graph_calls, collectives, collective_waits, collective_instances, rank_clocks, tk_kernel_families
--- @column node_id: the node's key: rank × 2^40 + event_index × 4 + part for a node of an event; a hub: minus the instance's number
+-- @column node_id: the node's key: rank × 2^40 + event_index × 4 + piece for a node of an event; a hub: minus the instance's number
 -- @column rank: global rank (a hub: NULL)
--- @column step: ProfilerStep the node belongs to (a GPU op: its launch's step; a hub: its instance's first rank's step); NULL outside steps
--- @column kind: step_start, step_end, call, sync, gloo, kernel, memory, comm, arrive, transfer or hub
+-- @column step: ProfilerStep number the node belongs to (a GPU op: its launch's step; a hub: its instance's first rank's step); NULL outside steps
+-- @column kind: the row's kind: step_start, step_end, call, sync, gloo, kernel, memory, comm, arrive, transfer or hub
 -- @column name: the event's name (a hub: its instance key)
 -- @column chain: the timeline the node runs on: cpu/PID/TID, gpu/DEVICE/STREAM, or hub
 -- @column ts_ns: start, ns (aligned clock)
 -- @column dur_ns: duration, ns
--- @column cause: what the node's own time is on a critical path: launch/CPU, compute: FAMILY, comm transfer, or NULL (no duration)
--- @column event_index: index of the node's event in its trace's traceEvents (a hub: NULL)
--- @column part: 0 the event (or a blocking call's call, a collective's arrival), 1 a step's end, a blocking call's wait or a collective's transfer
+-- @column cause: what the time is on a critical path (the node's own): launch/CPU, compute: FAMILY, comm transfer, or NULL (no duration)
+-- @column event_index: index of the event of the node in its trace's traceEvents (a hub: NULL)
+-- @column piece: 0 the event (or a blocking call's call, a collective's arrival), 1 a step's end, a blocking call's wait or a collective's transfer
 -- @column order_ns: the node's place on its chain, ns (trace clock; a hub: NULL)
 CREATE OR REPLACE VIEW graph_nodes AS
 WITH matched AS (
@@ -78,7 +78,7 @@ aligned AS (
     SELECT p.rank * 1099511627776 + p.event_index * 4 + p.part AS node_id, p.rank, p.step, p.kind, p.name, p.chain,
            tk_aligned(p.t0, c.offset_ns, c.drift_ppm, c.ref_ns) AS ts_ns,
            tk_aligned(p.t1, c.offset_ns, c.drift_ppm, c.ref_ns) - tk_aligned(p.t0, c.offset_ns, c.drift_ppm, c.ref_ns) AS dur_ns,
-           CASE WHEN p.t1 > p.t0 THEN p.cause END AS cause, p.event_index, p.part, p.order_ns
+           CASE WHEN p.t1 > p.t0 THEN p.cause END AS cause, p.event_index, p.part AS piece, p.order_ns
     FROM placed p JOIN rank_clocks c ON c.rank = p.rank)
 SELECT * FROM aligned
 UNION ALL
