@@ -26,6 +26,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import settings
 from . import sql_files as _sql
@@ -33,8 +35,9 @@ from .compact import RANKS_PER_FILE, compact
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
-from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts
+from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts, table_path
 from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, graph, stored, uses, views_for
+from .words import plural
 
 _VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}
 
@@ -524,14 +527,58 @@ class _FinishOutOfMemory(TracekitError):
 
 
 def _finish_fail(run_dir: str, lo: int, hi: int):
+    """The error of a finish rule that failed on ranks ``lo``-``hi`` of ``run_dir`` (the version being built,
+    hidden from the user: the message names the input files instead; derive_rank passes the input file)."""
     def fail(name, exc):
-        where = f"{run_dir}: could not derive its {name.lstrip('_')} (ranks {lo}-{hi}): {str(exc).splitlines()[0]}"
+        ranks = f"rank {lo}" if lo == hi else f"ranks {lo}-{hi}"
+        where = f"{_inputs_of(run_dir, lo, hi)}: could not derive its {name.lstrip('_')} ({ranks}): " \
+                f"{str(exc).splitlines()[0]}"
         if isinstance(exc, duckdb.OutOfMemoryException):
             return _FinishOutOfMemory(
-                f"{where}; one rank alone was given up to {4 ** (FINISH_MEMORY_STEPS - 1)}x TRACEKIT_DERIVE_MEMORY_MB "
-                f"(now {derive_memory_mb()} MB): set it higher and run `tracekit ingest --rederive RUN`")
+                f"{where}{_largest_event(run_dir, lo, hi)}; one rank alone was given up to "
+                f"{4 ** (FINISH_MEMORY_STEPS - 1)}x TRACEKIT_DERIVE_MEMORY_MB (now {derive_memory_mb()} MB): set it "
+                "higher and run the same command again")
         return TracekitError(f"{where}; this is likely a tracekit bug: report it")
     return fail
+
+
+def _inputs_of(run_dir: str, lo: int, hi: int) -> str:
+    """The input file of ranks ``lo``-``hi`` (the first and how many more), from the run's traces table;
+    ``run_dir`` itself when it is a trace file."""
+    if not os.path.isdir(run_dir):
+        return run_dir
+    try:
+        rows = sorted((r["rank"], r["path"]) for r in pq.read_table(table_path(run_dir, "traces"),
+                                                                      columns=["rank", "path"]).to_pylist()
+                      if lo <= r["rank"] <= hi)
+    except (OSError, pa.ArrowException):
+        rows = []
+    if not rows:
+        return f"the traces of {'rank' if lo == hi else 'ranks'} {lo}-{hi}"
+    return rows[0][1] + (f" (and {plural(len(rows) - 1, 'other file', 'other files')})" if len(rows) > 1 else "")
+
+
+def _largest_event(run_dir: str, lo: int, hi: int) -> str:
+    """"; its largest event is #N (M MB of text)" for the ranks' events, or "" where they cannot be read."""
+    files = [f for r in range(lo, hi + 1) for f in rank_parts(run_dir, r)] if os.path.isdir(run_dir) else []
+    if not files or hi - lo > 64:
+        return ""
+    try:
+        con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
+        try:
+            src = f"read_parquet([{', '.join(map(sql_string, files))}])"
+            text = [c for c, t, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall() if t == "VARCHAR"]
+            size = " + ".join(f"coalesce(strlen({c}), 0)" for c in text) or "0"
+            # (arg_max: ORDER BY n DESC LIMIT 1 gave wrong sums here, DuckDB 2.0.1)
+            found = con.execute(f"SELECT arg_max(event_index, n), max(n) FROM (SELECT event_index, {size} AS n "
+                                f"FROM {src})").fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return ""
+    if not found or (found[0][1] or 0) < 2**20:  # only an event that explains the memory
+        return ""
+    return f"; its largest event is event #{found[0][0]:,} of traceEvents ({found[0][1] / 2**20:,.1f} MB of text)"
 
 
 def _drop_finished(run_dir: str, file_name: str) -> None:

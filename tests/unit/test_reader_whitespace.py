@@ -59,3 +59,17 @@ def test_skipping_is_linear(tmp_path, monkeypatch):
     r, _ = read(path)
     assert r.event_count == 2
     assert looked[0] <= 2 * space + 1000  # each space byte looked at once (64 KB reads: 16 per MB)
+
+
+def test_a_header_past_its_cap_has_its_own_error(tmp_path, monkeypatch):
+    """The metadata before traceEvents is read whatever its size up to a stated cap (256 MB; 1 MB here),
+    and past it the error says so (it said the file had no traceEvents array)."""
+    monkeypatch.setattr(reader_mod, "_MAX_HEADER", MB)
+    p = tmp_path / "t.json"
+    p.write_bytes(b'{"blob":"' + b"x" * (2 * MB) + b'","traceEvents":[' + EV + b"]}")
+    with pytest.raises(TraceFormatError) as exc:
+        read(str(p))
+    assert str(exc.value) == (f'{p}: more than 1 MB of JSON before the "traceEvents" array: the top-level metadata '
+                              "of a trace is a few KB, so the file is damaged or not a trace")
+    monkeypatch.setattr(reader_mod, "_MAX_HEADER", 4 * MB)
+    assert read(str(p))[0].header == {"blob": "x" * (2 * MB)}

@@ -52,13 +52,19 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
+def one_line(message: str) -> str:
+    from ..render import one_line as line  # (imported when needed: the CLI starts without pyarrow)
+
+    return line(message)
+
+
 def main(argv=None) -> int:
     try:
         rc = cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
         if isinstance(rc, int):  # a command's own exit code (click.exceptions.Exit), e.g. doctor --fail-on
             return rc
     except TracekitError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
@@ -75,8 +81,8 @@ def main(argv=None) -> int:
         from .. import settings
         if settings.debug():
             raise
-        click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
-                   "for the traceback and report it)", err=True)
+        click.echo(f"internal error: {type(exc).__name__}: {one_line(str(exc))}\n(a tracekit bug: rerun with "
+                   "TRACEKIT_DEBUG=1 for the traceback and report it)", err=True)
         return 70
     return 0
 

@@ -221,6 +221,8 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
                         os.remove(written)
                 shutil.rmtree(part_facts_dir(part), ignore_errors=True)
             else:
+                if isinstance(exc, TracekitError) and len(tasks) > 1:  # what --on-error skip would have passed
+                    exc.args = (f"{exc}; or leave this file out: --on-error skip ingests the others",)
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
 

@@ -42,11 +42,6 @@ KinetoArgs = msgspec.defstruct(
     gc=False,  # scalars only: no cycles, and millions of them should not wake the collector
 )
 
-# The top-level keys of a Chrome trace event that get columns. An event with any other key is
-# decoded on a slower path that keeps those keys in the `extra` column.
-TOP_LEVEL_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s", "args")
-
-
 class TraceEvent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """One element of ``traceEvents`` as written; numbers kept exact (Decimal), args kept raw."""
 
@@ -132,7 +127,10 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     if not rows:
         return pa.Table.from_batches([], schema=schema)  # (schema.empty_table() imports pandas too)
     text = b"\n".join(msgspec.json.encode(row) for row in rows)
-    return pa_json.read_json(pa.py_buffer(text), read_options=pa_json.ReadOptions(use_threads=False),
+    # one block for the whole text: a row longer than a block (Arrow's default, 1 MB: a trace with 2 MB of
+    # metadata, or 20,000 process groups) would straddle two and fail (the reader caps a header at 256 MB)
+    block = max(1 << 20, len(text) + 1)
+    return pa_json.read_json(pa.py_buffer(text), read_options=pa_json.ReadOptions(use_threads=False, block_size=block),
                              parse_options=pa_json.ParseOptions(explicit_schema=schema,
                                                                 unexpected_field_behavior="error")).select(schema.names)
 
