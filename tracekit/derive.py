@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from . import settings
 from . import sql_files as _sql
-from .compact import RANKS_PER_FILE, compact
+from .compact import RANKS_PER_FILE, compact, partition
 from .errors import TracekitError, disk_error
 from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
@@ -505,11 +505,7 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
         ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM traces ORDER BY rank").fetchall()]
     finally:
         con.close()
-    chunks: list[list[int]] = []
-    for r in ranks:  # as compact.plan: a partition closes once it spans FINISH_RANKS ranks
-        if not chunks or r - chunks[-1][0] + 1 > FINISH_RANKS:
-            chunks.append([])
-        chunks[-1].append(r)
+    chunks = partition(ranks, FINISH_RANKS)  # the rule of compaction's partitions
     for name in _FINISH_STORED:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
     jobs = [(c, "all.parquet" if len(chunks) == 1 else _part_name(c)) for c in chunks]
