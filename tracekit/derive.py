@@ -544,8 +544,8 @@ def _inputs_of(run_dir: str, lo: int, hi: int) -> str:
     if not os.path.isdir(run_dir):
         return run_dir
     try:
-        rows = sorted((r["rank"], r["path"]) for r in pq.read_table(table_path(run_dir, "traces"),
-                                                                      columns=["rank", "path"]).to_pylist()
+        rows = sorted((r["rank"], r["path"]) for r in pq.ParquetFile(table_path(run_dir, "traces")).read(
+            columns=["rank", "path"]).to_pylist()
                       if lo <= r["rank"] <= hi)
     except (OSError, pa.ArrowException):
         rows = []
