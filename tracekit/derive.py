@@ -45,7 +45,7 @@ _VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}
 def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Rule ``name``'s rows as a table of its name: its file's one ``CREATE OR REPLACE VIEW name AS`` made
     ``CREATE TABLE name AS``, one statement bound once (a view, then a table from it, then the view dropped
-    and the table renamed bound each query twice: ~0.1 s of CPU over a one-rank ingest's 22 rules)."""
+    and the table renamed would bind each query twice)."""
     con.execute(_table_sql(name))
 
 
@@ -99,10 +99,9 @@ def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_o
     ``stream``: the caller reads none of these tables afterwards, so no rule's rows are held as a table:
     each stored fact goes straight to its file (COPY of the rule's query), a scratch table of the finish to
     a file beside the connection's spill directory (removed at the end), and the rules after them read the
-    files. Tables share DuckDB's memory budget with the rules: a 1 GB trace's (gpu_kernels alone 165 MB of
-    the 256, comm_segments, the finish's pieces and segments) went past it, so that DuckDB wrote them out
-    to its spill files and read them back, and its rules took 1.5 to 4 times as long; a scratch table held
-    beside a rule retried alone made it run out of memory again (400k kernels of distinct names, 128 MB)."""
+    files. Tables share DuckDB's memory budget with the rules: on a big trace they went past it, and DuckDB
+    wrote them out to its spill files and read them back; a scratch table held beside a rule retried alone
+    made that rule run out of memory again."""
     deps = {n: uses(n, names) for n in names}
     below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
     for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
