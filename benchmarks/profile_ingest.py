@@ -28,9 +28,9 @@ import duckdb
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from tracekit.clocks import OFFSETS_SCHEMA
 from tracekit.ingestion.one_file import ingest_file, release_memory
-from tracekit.ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from tracekit.layout.bind import bind_events, sql_string
 from tracekit.rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, views_for
+from tracekit.run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from tracekit.sql_files import load as load_rule
 
 

@@ -33,10 +33,10 @@ from . import settings
 from . import sql_files as _sql
 from .compact import RANKS_PER_FILE, compact, partition
 from .errors import TracekitError, disk_error
-from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts, table_path
 from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, graph, stored, uses, views_for
+from .run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .words import plural
 
 _VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from tests.conftest import all_shared_files, require, write_trace
 from tracekit.errors import TraceFormatError
 from tracekit.ingestion import fast
-from tracekit.ingestion.args import KINETO_ARGS
 from tracekit.ingestion.columns import to_record_batch
 from tracekit.ingestion.one_file import ingest_file
 from tracekit.ingestion.reader import EventBatch, _events_decoder
+from tracekit.kineto_args import KINETO_ARGS
 
 
 @pytest.fixture(autouse=True)

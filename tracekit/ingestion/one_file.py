@@ -17,11 +17,12 @@ import pyarrow.parquet as pq
 from ..discover import resolve_rank
 from ..errors import TraceFormatError
 from ..hosts import host_in_trace
+from ..run_tables import EVENTS_SCHEMA
 from . import fast
 from .columns import to_record_batch
 from .reader import CHUNK_BYTES, Chunk, TraceReader
 from .records import FileResult
-from .schema import EVENTS_PARQUET_OPTIONS, EVENTS_SCHEMA
+from .schema import EVENTS_PARQUET_OPTIONS
 
 _DONE = object()
 

@@ -35,10 +35,10 @@ from ..layout.paths import (
 )
 from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
+from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .one_file import MAX_WRITERS, part_paths
 from .progress import IngestProgress
 from .records import FileResult, IngestTask
-from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .source import same_stat, stat_now
 
 
