@@ -72,9 +72,9 @@ def test_enospc_in_duckdb(traces, tmp_path, capsys, monkeypatch, stage, on_error
         raise duckdb.IOException(DUCKDB_ENOSPC.replace("{path}", str(tmp_path / "x.parquet")))
 
     if stage == "derive":
-        import tracekit.derive as derive
-        monkeypatch.setattr(derive, "_create", full)  # a rule made a table
-        monkeypatch.setattr(derive, "_write_rule", full)  # a rule written straight to its file
+        import tracekit.materialize as materialize
+        monkeypatch.setattr(materialize, "_create", full)  # a rule made a table
+        monkeypatch.setattr(materialize, "_write_rule", full)  # a rule written straight to its file
     else:
         import tracekit.ingestion.run_writer as run_writer
         monkeypatch.setattr(run_writer, "reduce_run", full)

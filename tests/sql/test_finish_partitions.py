@@ -210,8 +210,10 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
     hand-worked figures, one file each; the facts of that pass are all written."""
     import duckdb
 
+    import tracekit.materialize as m
+
     d = tracekit.derive
-    real_write, real_create, real_part, calls, planted = d._write_rule, d._create, d._finish_part, [], []
+    real_write, real_create, real_part, calls, planted = m._write_rule, m._create, d._finish_part, [], []
 
     def plant(name):
         if name == "step_breakdown" and not calls:  # on the map connection, however it runs there
@@ -226,8 +228,8 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
         plant(name)
         real_create(cur, name)
 
-    monkeypatch.setattr(d, "_write_rule", write_rule)
-    monkeypatch.setattr(d, "_create", create)
+    monkeypatch.setattr(m, "_write_rule", write_rule)
+    monkeypatch.setattr(m, "_create", create)
     monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
     assert_one_rank_figures(one_rank_run(tmp_path))
     # beside the other rules, alone, alone as a table: given up, and finish_run does it

@@ -13,13 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 
-from ..derive import derive_rank, derive_run, reduce_run
+from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..errors import RunError, TracekitError
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import EVENTS_DIR, FACTS_DIR, TABLE_FILES, place_facts, rank_parts, table_path
 from ..layout.versions import discard, left_aside, recover, resolve_output, switch, version_dir, writer_lock
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
-from .run_writer import SMALL_RUN_BYTES
 
 
 def _link_or_copy(src: str, dst: str) -> None:

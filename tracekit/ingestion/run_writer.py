@@ -16,7 +16,7 @@ import time
 import pyarrow.parquet as pq
 
 from .. import __version__, settings
-from ..derive import derive_rank, derive_run, reduce_run
+from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
 from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
@@ -105,10 +105,6 @@ BATCH_FILES = 16
 BATCH_BYTES = 16 << 20
 
 
-# A run of several files smaller than this in all derives its facts once, for every rank together, at
-# the end (derive_run): per rank, the fixed cost of a DuckDB connection and of planning the rules (about
-# 0.1 s) would be most of the work.
-SMALL_RUN_BYTES = 64 << 20
 
 
 def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: str = "fail", force: bool = False,
