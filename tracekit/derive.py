@@ -271,33 +271,45 @@ def derive_memory_mb() -> int:
 
 
 def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
-    """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
-    (matching, clock offsets, waits, stragglers), then the per-rank facts compacted, up to 256 ranks a file
-    (tracekit.compact: a query then opens a few files, not one per rank). ``timings`` gets the seconds of
-    each part."""
+    """The steps of a run after its per-rank facts, in order, each skipped where the map step already did it
+    (a run of one rank, or one derived whole by derive_run): the cross-rank facts on aligned clocks
+    (cross_rank_facts), the per-rank facts compacted (compact_facts), the finish (finish_run). ``timings``
+    gets the seconds of each."""
     timings = {} if timings is None else timings
-    con = None
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
+        cross_rank_facts(run_dir, align, timings)
+    _timed(timings, "compact_s", compact_facts, run_dir)
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):
+        _timed(timings, "finish_s", finish_run, run_dir)
+
+
+def _timed(timings: dict, key: str, step, *args) -> None:
+    start = time.perf_counter()
+    step(*args)
+    timings[key] = round(time.perf_counter() - start, 3)
+
+
+def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
+    """The reduce: the cross-rank facts (matching, clock offsets, waits, stragglers) from every rank's
+    _collectives, on clocks aligned across hosts (reduce_on)."""
+    con = duckdb.connect()
     try:
-        if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
-            con = duckdb.connect()  # (derived already where the run is one rank, or derived whole: derive_run)
-            bind_tables(con, run_dir, ("traces",))
-            define_base(con)
-            bind_fact(con, run_dir, "_collectives")
-            for name in REDUCED + [CLOCKS]:
-                os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-            reduce_on(con, lambda name: facts_file(run_dir, name),
-                      lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
-                                                      f"{str(exc).splitlines()[0]}"), align, timings)
-        start = time.perf_counter()
-        compact([facts_dir(run_dir, name) for name in FACTS])
-        timings["compact_s"] = round(time.perf_counter() - start, 3)
+        bind_tables(con, run_dir, ("traces",))
+        define_base(con)
+        bind_fact(con, run_dir, "_collectives")
+        for name in REDUCED + [CLOCKS]:
+            os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+        reduce_on(con, lambda name: facts_file(run_dir, name),
+                  lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
+                                                  f"{str(exc).splitlines()[0]}"), align, timings)
     finally:
-        if con is not None:
-            con.close()
-    if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):  # (derive_run did it)
-        start = time.perf_counter()
-        finish_run(run_dir)
-        timings["finish_s"] = round(time.perf_counter() - start, 3)
+        con.close()
+
+
+def compact_facts(run_dir: str) -> None:
+    """The per-rank facts joined, up to 256 ranks a file (tracekit.compact: a query then opens a few
+    files, not one per rank)."""
+    compact([facts_dir(run_dir, name) for name in FACTS])
 
 
 # A run of several files smaller than this in all derives its facts once, for every rank together, at
