@@ -88,3 +88,10 @@ def dist(rank, world=2, backend="nccl", **kw):
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path
+
+
+def live(run):
+    """The live version directory of a run (RUN/CURRENT names it): where its manifest and Parquet files are."""
+    from tracekit.layout.versions import current_version
+
+    return pathlib.Path(current_version(os.path.realpath(os.fspath(run))))

@@ -12,6 +12,8 @@ import random
 import subprocess
 import sys
 
+from tests.conftest import live
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # pieces of statements, combined at random: wrappers that smuggle a statement, and statements that write,
@@ -71,7 +73,7 @@ def make_run(work: pathlib.Path, name: str = "run") -> pathlib.Path:
 
 def sql_case(rng: random.Random, work: pathlib.Path, run: pathlib.Path) -> str:
     """A random statement through the read-only prompt: answers or refuses, changes nothing."""
-    v = os.path.realpath(run)
+    v = live(run)
     out = work / "out"
     out.mkdir(exist_ok=True)
     (out / "secret.txt").write_text("secret\n")

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
 
+from .layout.paths import ranks_file
+
 RANKS_PER_FILE = 256
 
 
@@ -48,7 +50,7 @@ def plan(fact_dir: str) -> list[tuple[list[str], str]]:
     chunks = partition(parts, ranks=lambda part: part[0])
     out = []
     for c in chunks:
-        name = "all.parquet" if len(chunks) == 1 else f"ranks-{c[0][0][0]:07d}-{c[-1][0][1]:07d}.parquet"
+        name = "all.parquet" if len(chunks) == 1 else ranks_file(c[0][0][0], c[-1][0][1])
         out.append(([os.path.join(fact_dir, f) for _, f in c], os.path.join(fact_dir, name)))
     return out
 

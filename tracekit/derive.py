@@ -16,7 +16,6 @@ a choice made at open (size buckets, exposure labels) is computed then, from the
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import time
@@ -31,7 +30,17 @@ from . import sql_files as _sql
 from .compact import RANKS_PER_FILE, compact, partition
 from .errors import TracekitError
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
-from .layout.paths import facts_dir, facts_file, facts_glob, make_leaf_dir, rank_parts, table_path
+from .layout.paths import (
+    events_files,
+    facts_dir,
+    facts_file,
+    facts_glob,
+    make_leaf_dir,
+    rank_parts,
+    ranks_file,
+    spill_dir,
+    table_path,
+)
 from .materialize import materialize_all
 from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, stored, uses, views_for
 from .run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
@@ -50,7 +59,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
     rank only, so its cross-rank facts are derived here too, on the same connection."""
     make_leaf_dir(out_dir)
     files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
-    with _facts_connection(threads, os.path.join(out_dir, "_spill"), files) as con:
+    with _facts_connection(threads, spill_dir(out_dir), files) as con:
         bind_events(con, files=files, rank=rank)
         if reduced:  # the run is this rank: its host as the run's would be (tracekit.hosts)
             from .hosts import assign_hosts
@@ -100,7 +109,7 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
         derive_rank(files, rank, trace, pgs, out_dir, threads)
         return
     make_leaf_dir(out_dir)
-    with _facts_connection(threads, os.path.join(out_dir, "_spill"), [f for fs, *_ in items for f in fs]) as con:
+    with _facts_connection(threads, spill_dir(out_dir), [f for fs, *_ in items for f in fs]) as con:
         con.execute("CREATE VIEW events AS " + " UNION ALL ".join(
             f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * FROM read_parquet([{', '.join(map(sql_string, files))}])"
             for files, rank, _, _ in items))
@@ -120,8 +129,8 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
     """Every rank's facts at once, in one connection, straight to facts/NAME/all.parquet: for a run of
     small files, where setting up a connection and planning the rules per rank costs more than the work
     (the rules partition by rank: the rows are those derive_rank gives, rank by rank)."""
-    files = glob.glob(os.path.join(glob.escape(run_dir), "events", "*", "*.parquet"))
-    with _facts_connection(threads, os.path.join(run_dir, "_spill"), files) as con:
+    files = events_files(run_dir)
+    with _facts_connection(threads, spill_dir(run_dir), files) as con:
         bind_events(con, run_dir)
         bind_tables(con, run_dir, materialize=True)
         define_base(con)
@@ -346,7 +355,7 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
 
 
 def _part_name(ranks: list[int]) -> str:
-    return f"ranks-{ranks[0]:07d}-{ranks[-1]:07d}.parquet"
+    return ranks_file(ranks[0], ranks[-1])
 
 
 class _FinishOutOfMemory(TracekitError):
@@ -450,7 +459,7 @@ def _half_memory_mb() -> int:
 def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None) -> None:
     lo, hi = ranks[0], ranks[-1]
     events = "events" in _finish_uses()
-    spill = os.path.join(run_dir, f"_spill-finish-{lo}")
+    spill = spill_dir(run_dir, f"finish-{lo}")
     with _facts_connection(1, spill, [f for r in ranks for f in rank_parts(run_dir, r)] if events else [],
                            memory_mb=memory_mb) as con:
         if events:

@@ -58,3 +58,14 @@ def disk_error(exc: BaseException) -> OSError | None:
         return None
     path = re.search(r'(?:file|directory)\s+\\?"([^"\\]+)\\?"', text)
     return OSError(code, os.strerror(code), path.group(1) if path else None)
+
+
+class Interrupted(TracekitError):
+    """Ctrl-C or SIGTERM during a write: the message says what the run now holds (printed as it is)."""
+
+    exit_code = 130
+
+    def __init__(self, out: str, switched: bool):
+        super().__init__(f"interrupted after the new run was complete and in place: {out} holds it" if switched
+                         else f"interrupted: nothing was written; {out} is as it was (an earlier run there is "
+                              "intact)")

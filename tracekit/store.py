@@ -16,7 +16,7 @@ from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
-from .layout.versions import hold_for_reading, left_aside
+from .layout.versions import pin
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 from .words import plural
@@ -26,14 +26,12 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
-        self.directory = os.path.abspath(path)  # the run directory (a link to its current version)
+        self.directory = os.path.abspath(path)  # the run directory (RUN/CURRENT names its live version)
         self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
-        self.path = os.path.realpath(path)  # the version it reads: a reader keeps it, whatever replaces the run
         self.size_buckets = size_buckets
-        if not os.path.exists(self.path):  # a dead ingest's swap left the run aside: read it there, move nothing
-            self.path = left_aside(self.path) or self.path
-        # a shared lock on the version read, while this Run lives: cache eviction and clear leave it alone
-        self._hold = hold_for_reading(self.path)
+        # the version it reads (RUN/versions/v-...), pinned by a shared lock while this Run lives: a reader
+        # keeps it whatever replaces the run, and cache eviction and clear leave it alone
+        self.path, self._hold = pin(os.path.realpath(path))
         if self._hold is not None:
             import weakref
             self._release = weakref.finalize(self, os.close, self._hold)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import tracekit
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 
 K = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1'
@@ -130,7 +130,7 @@ def test_input_inside_the_output_run_is_refused(tmp_path, capsys):
 def test_damaged_manifest(tmp_path, capsys):
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
     assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0
-    (tmp_path / "r" / "manifest.json").write_text("{not json")
+    (live(tmp_path / "r") / "manifest.json").write_text("{not json")
     assert main(["sql", str(tmp_path / "r"), "SELECT 1"]) == 4
     err = capsys.readouterr().err
     assert "manifest.json: damaged or unreadable" in err and "Traceback" not in err
@@ -153,63 +153,66 @@ def test_disk_full_while_writing_keeps_the_earlier_run(tmp_path, capsys, monkeyp
     from tracekit.ingestion import run_writer
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
     assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0
-    before = (tmp_path / "r" / "manifest.json").read_text()
+    before = (live(tmp_path / "r") / "manifest.json").read_text()
 
     def full(*_a, **_k):
-        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "r" / "traces.parquet"))
+        raise OSError(errno.ENOSPC, "No space left on device", str(live(tmp_path / "r") / "traces.parquet"))
     monkeypatch.setattr(run_writer, "reduce_run", full)
     code, err = ingest(capsys, p, "-o", tmp_path / "r", "--force")
     assert code == 1 and "cannot write the run" in err and "No space left on device" in err
-    assert (tmp_path / "r" / "manifest.json").read_text() == before
+    assert (live(tmp_path / "r") / "manifest.json").read_text() == before
     assert not [d for d in os.listdir(tmp_path) if ".tmp-" in d]  # nothing half-built left behind
 
 
 def test_a_second_ingest_into_the_same_run_fails_clearly(tmp_path, capsys):
     import fcntl
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
-    with open(tmp_path / ".r.lock", "a+") as held:  # what a running ingest into r holds
+    (tmp_path / "r").mkdir()
+    with open(tmp_path / "r" / "writer.lock", "a+") as held:  # what a running first ingest into r holds
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.write("pid 4242")
         held.flush()
         code, err = ingest(capsys, p, "-o", tmp_path / "r")
     assert code == 1 and "another tracekit ingest is writing this run (pid 4242)" in err
-    assert not (tmp_path / "r").exists()
+    assert not (tmp_path / "r" / "CURRENT").exists()
     assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0  # released: it goes through
 
 
-def test_leftovers_of_a_dead_ingest_are_cleaned_and_an_interrupted_swap_undone(tmp_path, capsys):
-    import shutil
+def test_leftovers_of_a_dead_ingest_are_cleaned_and_nothing_beside_the_run_is_touched(tmp_path, capsys):
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
     assert main(["ingest", str(p), "-o", str(tmp_path / "r")]) == 0
-    dead = 2**22 + 12345  # beyond pid_max's default: no such process
-    # a killed ingest: an unfinished version and a link it never switched
+    # a killed ingest: an unfinished version, its trash, a CURRENT it never put in place
+    (tmp_path / "r" / "versions" / "v-1-4242" / "events").mkdir(parents=True)
+    (tmp_path / "r" / "trash" / "v-2-4242").mkdir(parents=True)
+    (tmp_path / "r" / "CURRENT.tmp-4242").write_text("v-1-4242\n")
+    # beside the run: names the earlier layout used, made by someone else
+    dead = 2**22 + 12345
     (tmp_path / f".r.v-{dead}-1").mkdir()
     (tmp_path / f".r.link-{dead}").symlink_to(f".r.v-{dead}-1")
+    (tmp_path / f"r.old-{dead}").mkdir()
     run = tracekit.open(tmp_path / "r")
     assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    run.close()
     assert main(["ingest", str(p), "-o", str(tmp_path / "r"), "--force"]) == 0
-    assert not [e for e in os.listdir(tmp_path) if f"-{dead}" in e]
-    # a run of the old layout (a real directory) whose swap was killed between its two renames
-    real = tmp_path / os.readlink(tmp_path / "r")
-    os.unlink(tmp_path / "r")
-    shutil.move(str(real), str(tmp_path / f"r.old-{dead}"))
-    run = tracekit.open(tmp_path / "r")  # a reader finds the run where the swap left it
-    assert run.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    assert sorted(os.listdir(tmp_path / "r")) == ["CURRENT", "tracekit-run.json", "versions", "writer.lock"]
+    assert os.listdir(tmp_path / "r" / "versions") == [(tmp_path / "r" / "CURRENT").read_text().strip()]
+    assert sorted(e for e in os.listdir(tmp_path) if f"-{dead}" in e) == [f".r.link-{dead}", f".r.v-{dead}-1",
+                                                                             f"r.old-{dead}"]
 
 
 def test_a_reader_keeps_the_run_it_opened_while_it_is_replaced(tmp_path):
     p = trace(tmp_path, K + "}", '"distributedInfo":{"rank":0}')
     old = tracekit.ingest([p], tmp_path / "r", jobs=1)
-    assert (tmp_path / "r").is_symlink()  # the run is a link to its current version
+    assert (tmp_path / "r" / "CURRENT").is_file()  # the run names its current version
     trace(tmp_path, K + "}," + K + "}", '"distributedInfo":{"rank":0}')
     new = tracekit.ingest([p], tmp_path / "r", jobs=1)
     assert old.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]  # still its version
     assert new.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
-    versions = sorted(e for e in os.listdir(tmp_path) if e.startswith(".r.v-"))
+    versions = sorted(os.listdir(tmp_path / "r" / "versions"))
     assert len(versions) == 2  # the current one and the previous, for readers still on it
     old.close()  # no reader holds the first version any more
     tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
-    assert len([e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]) == 2  # the new one and the one `new` holds
+    assert len(os.listdir(tmp_path / "r" / "versions")) == 2  # the new one and the one `new` holds
 
 
 def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
@@ -218,7 +221,7 @@ def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert main(["ingest", str(p), "-o", str(tmp_path / "link"), "--force"]) == 0
     assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == str(tmp_path / "real")
-    assert (tmp_path / "real" / "manifest.json").exists() and (tmp_path / "real").is_symlink()
+    assert (live(tmp_path / "real") / "manifest.json").exists() and not (tmp_path / "real").is_symlink()
 
 
 def test_pool_workers_die_with_a_killed_ingest(tmp_path):
@@ -289,7 +292,7 @@ def test_an_unreadable_file_is_named_and_skippable(tmp_path, capsys, monkeypatch
     assert code == 2 and f"{bad}: cannot read it (Permission denied)" in err
     code, err = ingest(capsys, tmp_path, "-o", tmp_path / "run", "--jobs", "1", "--on-error", "skip")
     assert code == 0 and "cannot read it" in err
-    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    m = json.loads((live(tmp_path / "run") / "manifest.json").read_text())
     assert [i["path"] for i in m["inputs"]] == [str(good)] and m["failures"][0]["path"] == str(bad)
 
 
@@ -302,12 +305,11 @@ def test_a_reader_keeps_its_version_through_many_reingests_and_orphans_go(tmp_pa
         trace(tmp_path, ",".join([K + "}"] * n), '"distributedInfo":{"rank":0}')
         tracekit.ingest([p], tmp_path / "r", jobs=1)
     assert old.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
-    versions = [e for e in os.listdir(tmp_path) if e.startswith(".r.v-")]
+    versions = os.listdir(tmp_path / "r" / "versions")
     assert len(versions) == 2  # the current one and the one `old` holds; the two in between are gone
-    # a dead ingest's complete version, never linked: removed by the next ingest's recovery
+    # a dead ingest's complete version, never switched in: removed by the next ingest's recovery
     import shutil
-    dead = 2**22 + 12345
-    shutil.copytree(tmp_path / "r", tmp_path / f".r.v-{dead}-1", symlinks=False)
+    shutil.copytree(live(tmp_path / "r"), tmp_path / "r" / "versions" / "v-1-4242")
     old.close()
     tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
-    assert [e for e in os.listdir(tmp_path) if e.startswith(".r.v-")] == [os.readlink(tmp_path / "r")]
+    assert os.listdir(tmp_path / "r" / "versions") == [live(tmp_path / "r").name]

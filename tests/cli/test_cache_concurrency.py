@@ -80,14 +80,14 @@ def test_eviction_leaves_a_run_another_reader_has_open(tmp_path, traces, own_cac
 def test_clear_leaves_a_run_being_filled_and_its_lock(traces, own_cache, capsys):
     out = cache.dir_for([str(traces)])
     tracekit.open(traces).close()  # a complete cached run
-    building = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.v-{os.getpid()}-1")
+    building = os.path.join(out, "versions", f"v-1-{os.getpid()}")
     with writer_lock(out):  # a re-fill in progress: its version being built
         os.makedirs(os.path.join(building, "events"))
         assert main(["cache", "clear"]) == 0
         assert capsys.readouterr().out.endswith("removed 0 cached runs; left 1 that another tracekit process is "
                                                 "writing or reading\n")
-        assert os.path.isdir(building) and os.path.islink(out)
-        assert os.path.exists(os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.lock"))
+        assert os.path.isdir(building) and os.path.isfile(os.path.join(out, "CURRENT"))
+        assert os.path.exists(os.path.join(out, "writer.lock"))
     os.rmdir(os.path.join(building, "events"))
     os.rmdir(building)
     assert main(["cache", "clear"]) == 0

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import tracekit
+from tests.conftest import live
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME_MB = 40
@@ -187,7 +188,7 @@ def test_a_heavy_ranks_step_breakdown_derives_within_the_budget(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRACEKIT_DERIVE_MEMORY_MB"}
     r = ingest_measured(trace, tmp_path / "run", tmp_path / "ingest.json", env, jobs=1)
     assert r.returncode == 0, r.stderr
-    run_dir = os.path.realpath(tmp_path / "run")
+    run_dir = str(live(tmp_path / "run"))
     stats = tmp_path / "finish.json"
     code = "import sys; import tracekit.derive as d; d.FINISH_MEMORY_STEPS = 1; d.finish_run(sys.argv[1], workers=1)"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peak.py"), str(stats), "-c", code, run_dir],

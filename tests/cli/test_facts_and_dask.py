@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tracekit
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tests.tracegen import kernel, step
 from tracekit.rules import FACTS
 
@@ -30,8 +30,9 @@ def make_traces(d, ranks=4):
 
 
 def tables(run_dir):
-    """Every Parquet file of a run (events and facts), as sorted rows."""
+    """Every Parquet file of a run's live version (events and facts), as sorted rows."""
     out = {}
+    run_dir = live(run_dir)
     for root, _dirs, files in os.walk(run_dir):
         for f in files:
             if f.endswith(".parquet"):
@@ -44,8 +45,8 @@ def tables(run_dir):
 def test_facts_are_written_per_rank_and_read_back(tmp_path):
     run = tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=2)
     for name in FACTS:  # derived per rank, then compacted into one file by the reduce step
-        t = pq.read_table(tmp_path / "run" / "facts" / name / "all.parquet")
-        assert os.listdir(tmp_path / "run" / "facts" / name) == ["all.parquet"]
+        t = pq.read_table(live(tmp_path / "run") / "facts" / name / "all.parquet")
+        assert os.listdir(live(tmp_path / "run") / "facts" / name) == ["all.parquet"]
         # comm_like_kernels has rows only on ranks that run no known comm kernel, _gloo_collectives only on
         # ranks without GPU kernels: none here
         assert name in ("comm_ops", "_comm_exposure", "comm_like_kernels", "_gloo_collectives") or \
@@ -59,10 +60,10 @@ def test_facts_are_written_per_rank_and_read_back(tmp_path):
 
 def _make_stale(run_dir):
     """The run as an older tracekit wrote it: no facts, no key of the rules."""
-    shutil.rmtree(run_dir / "facts")
-    m = json.loads((run_dir / "manifest.json").read_text())
+    shutil.rmtree(live(run_dir) / "facts")
+    m = json.loads((live(run_dir) / "manifest.json").read_text())
     del m["facts_key"]
-    (run_dir / "manifest.json").write_text(json.dumps(m))
+    (live(run_dir) / "manifest.json").write_text(json.dumps(m))
 
 
 def _snapshot(d):
@@ -93,18 +94,18 @@ def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_pat
     before = tables(tmp_path / "run")
     _make_stale(tmp_path / "run")
     shutil.rmtree(tmp_path / "t")  # the traces are not needed
-    old = os.path.realpath(tmp_path / "run")
-    with open(tmp_path / ".run.lock", "a+") as held:  # an ingest writing the run holds its lock
+    old = str(live(tmp_path / "run"))
+    with open(tmp_path / "run" / "writer.lock", "a+") as held:  # an ingest writing the run holds its lock
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(tracekit.TracekitError, match="another tracekit ingest is writing"):
             tracekit.rederive(tmp_path / "run")
-    assert os.path.realpath(tmp_path / "run") == old and not (tmp_path / "run" / "facts").exists()
+    assert str(live(tmp_path / "run")) == old and not (live(tmp_path / "run") / "facts").exists()
     from tracekit.layout.versions import hold_for_reading
 
     fd = hold_for_reading(old)  # a reader on the old version (its shared lock, as a Run holds)
     try:
         run = tracekit.rederive(tmp_path / "run")
-        assert os.path.realpath(tmp_path / "run") != old  # a new version, switched in by the link
+        assert str(live(tmp_path / "run")) != old  # a new version, switched in by CURRENT
         assert os.path.isdir(old) and not os.path.exists(os.path.join(old, "facts"))  # the reader keeps it
     finally:
         os.close(fd)
@@ -114,8 +115,8 @@ def test_rederive_builds_a_new_version_under_the_lock_and_switches_to_it(tmp_pat
 
 def test_a_read_only_run_of_current_rules_opens(tmp_path):
     tracekit.ingest([make_traces(tmp_path / "t")], tmp_path / "run", jobs=1)
-    version = os.path.realpath(tmp_path / "run")
-    dirs = [tmp_path] + [os.path.join(r, d) for r, ds, _ in os.walk(version) for d in ds] + [version]
+    run_dir = tmp_path / "run"
+    dirs = [tmp_path] + [os.path.join(r, d) for r, ds, _ in os.walk(run_dir) for d in ds] + [run_dir]
     for d in dirs:
         os.chmod(d, 0o555)
     try:
@@ -184,12 +185,12 @@ def test_ingest_on_a_dask_cluster_equals_a_local_ingest(tmp_path, dask_cluster):
                         str(tmp_path / "dask"), "--scheduler", dask_cluster], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert tables(tmp_path / "dask") == tables(tmp_path / "local")
-    m = json.loads((tmp_path / "dask" / "manifest.json").read_text())
+    m = json.loads((live(tmp_path / "dask") / "manifest.json").read_text())
     assert {k: m["executor"][k] for k in ("kind", "scheduler", "workers", "batches")} == {
         "kind": "dask", "scheduler": dask_cluster, "workers": 2, "batches": 4}  # 4 files, 2 workers: one file a batch
     assert set(m["executor"]["timings"]) == {"map_s", "cross_rank_s", "align_s", "compact_s", "finish_s"}
     assert {i["worker"] for i in m["inputs"]} <= set(_workers(dask_cluster))
-    local = json.loads((tmp_path / "local" / "manifest.json").read_text())
+    local = json.loads((live(tmp_path / "local") / "manifest.json").read_text())
     assert {k: v for k, v in local["executor"].items() if k != "timings"} == {
         "kind": "process pool", "jobs": 1, "facts": "whole run", "cores": 1, "batches": 4}
 
@@ -239,12 +240,12 @@ def test_facts_compacted_in_rank_partitions_read_back_whole(tmp_path, monkeypatc
     monkeypatch.setattr(compact, "RANKS_PER_FILE", 2)
     two = tracekit.ingest([tmp_path / "t"], tmp_path / "two", jobs=2)
     for name in FACTS:
-        assert sorted(os.listdir(tmp_path / "two" / "facts" / name)) == [
+        assert sorted(os.listdir(live(tmp_path / "two") / "facts" / name)) == [
             "ranks-0000000-0000001.parquet", "ranks-0000002-0000003.parquet"], name
         q = f"SELECT * FROM {name}"
         assert sorted(map(str, two.sql(q).to_pylist())) == sorted(map(str, one.sql(q).to_pylist())), name
     # the rows of each partition are its ranks'
-    t = pq.read_table(tmp_path / "two" / "facts" / "gpu_kernels" / "ranks-0000002-0000003.parquet")
+    t = pq.read_table(live(tmp_path / "two") / "facts" / "gpu_kernels" / "ranks-0000002-0000003.parquet")
     assert set(t.column("rank").to_pylist()) == {2, 3}
 
 
@@ -257,7 +258,7 @@ def test_a_bad_file_in_a_batch_is_skipped_alone(tmp_path, monkeypatch):
     d = make_traces(tmp_path / "t", ranks=6)
     (d / "rank4.json").write_text('{"traceEvents": [{"ph": "X", "ts": "soon"}]}')
     run = tracekit.ingest([d], tmp_path / "run", jobs=1, on_error="skip")
-    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    m = json.loads((live(tmp_path / "run") / "manifest.json").read_text())
     assert m["executor"]["batches"] == 2 and [os.path.basename(f["path"]) for f in m["failures"]] == ["rank4.json"]
     got = run.sql("SELECT rank, count(*) AS n FROM collectives GROUP BY rank ORDER BY rank").to_pylist()
     assert got == [{"rank": r, "n": 1} for r in (0, 1, 2, 3, 5)]

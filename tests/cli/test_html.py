@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import IN_CI, ROOT, shared_traces
 
 BLUE, ORANGE, GREY = (31, 119, 180), (255, 127, 14), (127, 127, 127)  # hidden comm, exposed comm, compute
-VERSION_DIR = re.compile(r"\.v-\d+-\d+")  # a run's internal version directory (run.v-PID-NANOS)
+VERSION_DIR = re.compile(r"versions/v-\d+-\d+")  # a run's internal version directory (RUN/versions/v-NS-PID)
 
 # injected into a copy of the page by the test only: the boxes of every chart's legend, plotting area
 # and bars, on the console

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import tracekit
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 from tracekit.run_tables import SCHEMA_VERSION
 
@@ -38,7 +38,7 @@ def test_ingest_then_sql_json(two_ranks, tmp_path):
     q = tk("sql", tmp_path / "run", "SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank",
            "--format", "json")
     assert json.loads(q.stdout) == [{"rank": 0, "n": 2}, {"rank": 1, "n": 2}]
-    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    m = json.loads((live(tmp_path / "run") / "manifest.json").read_text())
     assert m["schema_version"] == SCHEMA_VERSION and len(m["inputs"]) == 2 and m["failures"] == []
     assert all(len(i["sha256"]) == 64 and i["bytes"] > 0 for i in m["inputs"])
 
@@ -57,7 +57,7 @@ def test_on_error_skip_records_the_reason(two_ranks, tmp_path):
     (two_ranks / "rank2.json").write_text('{"traceEvents": [')
     p = tk("ingest", two_ranks, "-o", tmp_path / "run", "--on-error", "skip")
     assert p.returncode == 0, p.stderr
-    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    m = json.loads((live(tmp_path / "run") / "manifest.json").read_text())
     assert [i["rank"] for i in m["inputs"]] == [0, 1]
     assert m["failures"][0]["path"].endswith("rank2.json") and "truncated" in m["failures"][0]["reason"]
 
@@ -65,20 +65,20 @@ def test_on_error_skip_records_the_reason(two_ranks, tmp_path):
 def test_unchanged_inputs_are_a_noop_unless_force(two_ranks, tmp_path):
     run = tmp_path / "run"
     assert tk("ingest", two_ranks, "-o", run).returncode == 0
-    stamp = (run / "manifest.json").stat().st_mtime_ns
+    stamp = (live(run) / "manifest.json").stat().st_mtime_ns
     p = tk("ingest", two_ranks, "-o", run)
-    assert "up to date" in p.stdout and (run / "manifest.json").stat().st_mtime_ns == stamp
+    assert "up to date" in p.stdout and (live(run) / "manifest.json").stat().st_mtime_ns == stamp
     assert tk("ingest", two_ranks, "-o", run, "--force").returncode == 0
-    assert (run / "manifest.json").stat().st_mtime_ns != stamp
+    assert (live(run) / "manifest.json").stat().st_mtime_ns != stamp
 
 
 def test_failure_mid_ingest_keeps_the_earlier_run(two_ranks, tmp_path):
     run = tmp_path / "run"
     tracekit.ingest([two_ranks], run, jobs=1)
-    before = (run / "manifest.json").read_text()
+    before = (live(run) / "manifest.json").read_text()
     (two_ranks / "rank1.json.gz").write_bytes((two_ranks / "rank1.json.gz").read_bytes()[:-20])
     assert main(["ingest", str(two_ranks), "-o", str(run), "--jobs", "1"]) == 2
-    assert (run / "manifest.json").read_text() == before
+    assert (live(run) / "manifest.json").read_text() == before
     assert tracekit.open(run).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 4}]
 
 

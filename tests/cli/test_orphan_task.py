@@ -1,5 +1,5 @@
 """A task that outlives its ingest (a Dask worker keeps running when its scheduler dies mid-ingest) must
-not bring back the build the ingest removed: seen in CI as a stray ``.run.v-PID-NS`` beside the run after
+not bring back the build the ingest removed: seen in CI as a stray version (then ``.run.v-PID-NS``) after
 test_dask_faults' scheduler kill. Here the task's two halves run by hand around the ingest's cleanup."""
 
 import os
@@ -25,4 +25,5 @@ def test_a_task_finishing_after_its_build_was_discarded_leaves_nothing(tmp_path)
     discard(build)  # ... when the ingest that asked for it gave up
     with pytest.raises(OSError):  # its facts have nowhere to go
         derive_rank(res.parts, 0, res.trace, res.process_groups, part_facts_dir(part))
-    assert sorted(os.listdir(tmp_path)) == ["rank0.json"]  # no directory came back, no trash left
+    assert sorted(os.listdir(tmp_path / "run")) == ["versions"]  # no version came back, no trash left
+    assert os.listdir(tmp_path / "run" / "versions") == []

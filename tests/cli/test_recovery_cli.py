@@ -1,7 +1,9 @@
-"""The command line finds a run that an ingest killed mid-swap left beside its place, as tracekit.open
-does (click checked that the path exists first). Issue 20, item 12. Opening never writes (issue 17): the
-run is read where it lies and the next ingest puts it back."""
+"""Runs of the earlier layouts (a link to a hidden sibling version; a plain directory with manifest.json at
+its top) open where they are, and the next ingest or --rederive migrates them to a plain directory with
+versions inside (issue 29, item 1); a migration killed between its two renames is read where it lies
+and finished by the next writer. Opening never writes (issue 17)."""
 
+import json
 import os
 import shutil
 
@@ -14,14 +16,38 @@ DEAD = 2**22 + 12345  # beyond pid_max's default: no such process
 
 
 @pytest.fixture
-def moved_aside(tmp_path):
-    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
-                                            "dur": 1}], header=dist(0, world=1))
-    assert main(["ingest", str(tmp_path / "rank0.json"), "-o", str(tmp_path / "r")]) == 0
-    # a run of the old layout (a real directory), its swap killed between moving it aside and linking
-    real = tmp_path / os.readlink(tmp_path / "r")
-    os.unlink(tmp_path / "r")
-    shutil.move(str(real), str(tmp_path / f"r.old-{DEAD}"))
+def trace(tmp_path):
+    return write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                                                   "ts": 1, "dur": 1}], header=dist(0, world=1))
+
+
+def _version_of(run):
+    return run / "versions" / (run / "CURRENT").read_text().strip()
+
+
+def make_link_layout(tmp_path, trace):
+    """A run as the earlier layout wrote it, by hand: ``r`` a link to ``.r.v-PID-NS`` (the version, its
+    manifest at the top) and ``.r.lock`` beside."""
+    assert main(["ingest", str(trace), "-o", str(tmp_path / "new")]) == 0
+    shutil.copytree(_version_of(tmp_path / "new"), tmp_path / f".r.v-{DEAD}-1")
+    shutil.rmtree(tmp_path / "new")
+    os.symlink(f".r.v-{DEAD}-1", tmp_path / "r")
+    (tmp_path / ".r.lock").write_text(f"pid {DEAD}")
+    return tmp_path / "r"
+
+
+def make_plain_layout(tmp_path, trace):
+    """A run of the first layout: ``r`` itself the version (manifest.json at its top)."""
+    assert main(["ingest", str(trace), "-o", str(tmp_path / "new")]) == 0
+    shutil.copytree(_version_of(tmp_path / "new"), tmp_path / "r")
+    shutil.rmtree(tmp_path / "new")
+    return tmp_path / "r"
+
+
+@pytest.fixture
+def moved_aside(tmp_path, trace):
+    """A migration of a link-layout run killed between removing the link and renaming the new directory in."""
+    assert main(["ingest", str(trace), "-o", str(tmp_path / ".r.tracekit-migrate")]) == 0
     return tmp_path / "r"
 
 
@@ -38,9 +64,41 @@ def _listing(d):
 @pytest.mark.parametrize("argv", [["sql", "{r}", "SELECT count(*) AS n FROM events", "--format", "csv"],
                                   ["report", "{r}", "summary", "--format", "csv"],
                                   ["diff", "{r}", "{r}", "--format", "csv", "--only", "steps"]])
-def test_the_cli_reads_the_run_where_it_was_left_and_moves_nothing(moved_aside, capsys, argv):
-    """Opening never writes: the run the dead swap left at r.old-PID is read there (one event, as the
-    trace above holds), and nothing beside it is renamed or removed; the next ingest puts it back."""
+@pytest.mark.parametrize("make", [make_link_layout, make_plain_layout])
+def test_a_run_of_an_earlier_layout_opens_where_it_is_and_moves_nothing(tmp_path, trace, capsys, argv, make):
+    """Opening never writes: the run is read as the earlier layout left it (one event, as the trace holds)."""
+    r = make(tmp_path, trace)
+    before = _listing(tmp_path)
+    capsys.readouterr()
+    assert main([a.format(r=r) for a in argv]) == 0
+    if argv[0] == "sql":
+        assert capsys.readouterr().out == "n\n1\n"
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("make", [make_link_layout, make_plain_layout])
+@pytest.mark.parametrize("write", [["ingest", "{t}", "-o", "{r}", "--force"], ["ingest", "--rederive", "{r}"]])
+def test_the_next_writer_migrates_a_run_of_an_earlier_layout(tmp_path, trace, capsys, make, write):
+    """After the next ingest (or --rederive) the run is a plain directory with its versions inside, answers
+    as before, and nothing of the earlier layout is left beside it (a user's sibling stays)."""
+    r = make(tmp_path, trace)
+    (tmp_path / "r.old-2024").mkdir()  # the user's
+    capsys.readouterr()
+    assert main(["sql", str(r), "SELECT count(*) AS n FROM gpu_kernels", "--format", "csv"]) == 0
+    before = capsys.readouterr().out
+    assert main([a.format(t=trace, r=r) for a in write]) == 0, capsys.readouterr().err
+    assert not r.is_symlink() and (r / "CURRENT").is_file() and not (r / "manifest.json").exists()
+    assert json.loads((_version_of(r) / "manifest.json").read_text())["format"] == "tracekit run"
+    assert sorted(os.listdir(tmp_path)) == ["r", "r.old-2024", "rank0.json"]
+    assert sorted(os.listdir(r / "versions")) == [_version_of(r).name]
+    capsys.readouterr()
+    assert main(["sql", str(r), "SELECT count(*) AS n FROM gpu_kernels", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == before == "n\n1\n"  # the trace's one kernel
+
+
+@pytest.mark.parametrize("argv", [["sql", "{r}", "SELECT count(*) AS n FROM events", "--format", "csv"],
+                                  ["report", "{r}", "summary", "--format", "csv"]])
+def test_the_cli_reads_a_run_a_killed_migration_left_aside(moved_aside, capsys, argv):
     before = _listing(moved_aside.parent)
     capsys.readouterr()
     assert main([a.format(r=moved_aside) for a in argv]) == 0, capsys.readouterr().err
@@ -50,25 +108,15 @@ def test_the_cli_reads_the_run_where_it_was_left_and_moves_nothing(moved_aside, 
     assert not os.path.lexists(moved_aside)
 
 
-def test_the_next_ingest_puts_the_run_back(moved_aside):
+def test_the_next_ingest_puts_a_run_left_aside_back(moved_aside):
     assert main(["ingest", str(moved_aside.parent / "rank0.json"), "-o", str(moved_aside)]) == 0
-    assert (moved_aside / "manifest.json").is_file()
-    assert not list(moved_aside.parent.glob("r.old-*"))
-
-
-def test_rederive_puts_the_run_back_and_derives_it(moved_aside, capsys):
-    """--rederive is a writer: under the lock it puts the run back, then derives it (it said 'not a
-    tracekit run' once the open path stopped putting it back)."""
-    assert main(["ingest", "--rederive", str(moved_aside)]) == 0, capsys.readouterr().err
-    assert (moved_aside / "manifest.json").is_file() and not list(moved_aside.parent.glob("r.old-*"))
-    assert main(["sql", str(moved_aside), "SELECT count(*) AS n FROM gpu_kernels", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[-2:] == ["n", "1"]  # the trace's one kernel
+    assert (moved_aside / "CURRENT").is_file()
+    assert sorted(os.listdir(moved_aside.parent)) == ["r", "rank0.json"]
 
 
 def test_a_failed_open_leaves_a_dead_ingests_leftovers_alone(tmp_path, capsys):
-    """A run that is not there, beside what a dead ingest left (an unfinished version, a half-built
-    directory, a link it never switched): opening fails in one line and every leftover stays as it was
-    (the ingest that comes next, under the writer lock, cleans them)."""
+    """A run that is not there, beside what looks like a dead ingest's leftovers of the earlier layout:
+    opening fails in one line and every one stays as it was."""
     (tmp_path / f".r.v-{DEAD}-1").mkdir()  # unfinished: no manifest
     (tmp_path / f".r.v-{DEAD}-1" / "part.parquet").write_bytes(b"x" * 10)
     (tmp_path / f".r.tmp-{DEAD}").mkdir()
@@ -92,13 +140,13 @@ def test_a_path_that_is_not_there_is_still_one_line(tmp_path, capsys):
     assert "does not exist" in err and "Traceback" not in err
 
 
-def test_a_query_that_spills_writes_nothing_into_the_run(moved_aside, monkeypatch):
+def test_a_query_that_spills_writes_nothing_into_the_run(tmp_path, trace, monkeypatch):
     """A query past the memory limit spills; by default DuckDB spills to ./.tmp, which is inside the run
     when a user stands in it. The spill goes to a private directory, gone once the run is closed."""
     import tracekit
 
-    assert main(["ingest", str(moved_aside.parent / "rank0.json"), "-o", str(moved_aside)]) == 0  # a run again
-    run = tracekit.open(moved_aside)
+    assert main(["ingest", str(trace), "-o", str(tmp_path / "r")]) == 0
+    run = tracekit.open(tmp_path / "r")
     monkeypatch.chdir(run.path)
     before = _listing(run.path)
     run.sql("SET memory_limit = '30MB'; SET threads = 1")

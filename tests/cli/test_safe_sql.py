@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 
 
@@ -26,11 +26,11 @@ def run(tmp_path):
     ("SELECT 1; COPY (SELECT 1) TO '{tmp}/x.csv'", "a COPY statement is not allowed"),
 ])
 def test_read_only_by_default(run, tmp_path, capsys, query, words):
-    before = (run / "traces.parquet").read_bytes()
+    before = (live(run) / "traces.parquet").read_bytes()
     assert main(["sql", str(run), query.format(run=run, tmp=tmp_path)]) == 5
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
-    assert (run / "traces.parquet").read_bytes() == before
+    assert (live(run) / "traces.parquet").read_bytes() == before
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.db").exists() and not (tmp_path / "dump").exists()
 
 
@@ -62,8 +62,7 @@ def _snapshot(d):
     "EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1",
 ])
 def test_explain_does_not_smuggle_a_write(run, query, capsys):
-    import os
-    v = os.path.realpath(run)
+    v = live(run)
     before = _snapshot(run)
     assert main(["sql", str(run), query.format(v=v)]) == 5
     err = capsys.readouterr().err
@@ -95,7 +94,7 @@ def test_the_working_directory_tmp_is_not_readable(run, tmp_path, monkeypatch, c
 
 def test_a_symlink_planted_in_the_run_does_not_escape(run, tmp_path, capsys):
     import os
-    v = os.path.realpath(run)
+    v = live(run)
     outside = tmp_path / "outside"
     (outside / "etc").mkdir(parents=True)
     (outside / "etc" / "passwd").write_text("root:x:0:0\n")

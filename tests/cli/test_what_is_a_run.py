@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import dist, write_trace
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 
 
@@ -42,7 +42,7 @@ def test_a_directory_with_someone_elses_manifest_is_not_replaced(tmp_path, trace
 def test_a_tracekit_run_is_replaced_and_carries_its_marker(tmp_path, trace):
     run = tmp_path / "run"
     assert main(["ingest", str(trace), "-o", str(run)]) == 0
-    doc = json.loads((run / "manifest.json").read_text())
+    doc = json.loads((live(run) / "manifest.json").read_text())
     assert doc["format"] == "tracekit run" and isinstance(doc["schema_version"], int)
     assert main(["ingest", str(trace), "-o", str(run), "--force"]) == 0
 
@@ -78,7 +78,7 @@ def test_a_read_only_file_system_is_one_line(tmp_path, trace, capsys):
     try:
         assert main(["ingest", str(trace), "-o", str(ro / "run")]) == 1
         err = capsys.readouterr().err
-        assert err == (f"error: cannot write the run {ro / 'run'}: Read-only file system ({ro / '.run.lock'}); "
+        assert err == (f"error: cannot write the run {ro / 'run'}: Read-only file system ({ro / 'run'}); "
                        "nothing was written. Choose an -o on a writable file system\n")
     finally:
         subprocess.run(["umount", str(ro)], check=False)

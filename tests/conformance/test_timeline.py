@@ -5,7 +5,7 @@ import gzip
 import json
 
 import tracekit
-from tests.conftest import shared_traces
+from tests.conftest import live, shared_traces
 from tracekit.cli.main import main
 
 
@@ -74,13 +74,12 @@ def test_a_few_ranks_and_the_reports_read_no_other_ranks_events(tmp_path):
     # files are gone (neither lists nor reads them); with no events file at all the summary still answers
     # from the stored facts (binding the events view listed every rank's folder: 0.1 s at 4,096 ranks), and so
     # do identity and the HTML page
-    import os
     import shutil
 
     from tracekit.layout.paths import rank_dir
     d = shared_traces() / "param_dlrm_kineto_8rank"
     run = tracekit.ingest([d], tmp_path / "run", jobs=2)
-    path = os.path.realpath(tmp_path / "run")
+    path = str(live(tmp_path / "run"))
     summary = run.sql("SELECT * FROM comm_overlap ORDER BY ALL").to_pylist()
     run.close()
     assert main(["timeline", str(tmp_path / "run"), "-o", str(tmp_path / "a.json"), "--ranks", "2:3"]) == 0

@@ -12,7 +12,7 @@ import tests.cli.test_planted as planted
 import tests.sql.test_breakdown as hand
 import tracekit
 import tracekit.derive
-from tests.conftest import shared_traces
+from tests.conftest import live, shared_traces
 
 
 def one_rank_a_partition(monkeypatch):
@@ -20,7 +20,7 @@ def one_rank_a_partition(monkeypatch):
 
 
 def finish_files(run, name):
-    d = os.path.join(os.fspath(run), "facts", name)
+    d = os.path.join(live(run), "facts", name)
     return sorted(f for f in os.listdir(d) if f.endswith(".parquet"))
 
 

@@ -35,7 +35,9 @@ def list_cmd(fmt, output):
 
 @cache_cmd.command("clear")
 def clear_cmd():
-    """Remove every cached run (traces and run directories elsewhere are not touched)."""
+    """Remove every cached run: the cache's own run-<16 hex> directories that carry tracekit's marker and that
+    no process is reading or writing. Anything else in the cache folder (a run-1/ of yours), traces and runs
+    elsewhere are never touched."""
     done = tracekit.cache_clear()
     removed, busy = done["removed"], done["busy"]
     left = f"; left {busy:,} that another tracekit process is writing or reading" if busy else ""

@@ -59,18 +59,32 @@ def one_line(message: str) -> str:
 
 
 def main(argv=None) -> int:
+    rc = _main(argv)
+    if argv is None:  # the command line (not a caller's process): the command is done, an interrupt now
+        import signal  # would only cut the interpreter's own cleanup short
+
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+    return rc
+
+
+def _main(argv=None) -> int:
+    from ..errors import Interrupted
+    from ..ingestion.interrupts import is_interrupt, message, raise_on_sigterm
+
+    raise_on_sigterm()
     try:
         rc = cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
         if isinstance(rc, int):  # a command's own exit code (click.exceptions.Exit), e.g. doctor --fail-on
             return rc
+    except Interrupted as exc:  # a write cut short: what the run holds now
+        click.echo(str(exc), err=True)
+        return exc.exit_code
     except TracekitError as exc:
         click.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("interrupted: nothing was written (an earlier run, if any, is intact)", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo(message(), err=True)
         return 130
     except click.ClickException as exc:
         exc.show()
@@ -81,6 +95,9 @@ def main(argv=None) -> int:
         from .. import settings
         if settings.debug():
             raise
+        if is_interrupt(exc):  # Ctrl-C that DuckDB reported as its own error
+            click.echo(message(), err=True)
+            return 130
         click.echo(f"internal error: {type(exc).__name__}: {one_line(str(exc))}\n(a tracekit bug: rerun with "
                    "TRACEKIT_DEBUG=1 for the traceback and report it)", err=True)
         return 70

@@ -2,8 +2,9 @@
 rules, or on request (``tracekit ingest --rederive RUN``, ``tracekit.rederive(RUN)``).
 
 It goes through the same lock and switch as ingest: under the run's writer lock a new version is built
-beside the run (its events and tables linked, not copied, where the file system allows), the facts are
-derived into it, and the run's link is switched to it in one rename. A reader never sees half of it."""
+inside the run (its events and tables linked, not copied, where the file system allows), the facts are
+derived into it, and the run's CURRENT is switched to it in one rename. A reader never sees half of it.
+A run of an earlier layout is migrated first (layout/legacy.py)."""
 
 from __future__ import annotations
 
@@ -15,38 +16,36 @@ import pyarrow.parquet as pq
 
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..errors import RunError, TracekitError
+from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
-from ..layout.paths import EVENTS_DIR, FACTS_DIR, TABLE_FILES, place_facts, rank_parts, table_path
-from ..layout.versions import discard, left_aside, recover, resolve_output, switch, version_dir, writer_lock
+from ..layout.paths import (
+    EVENTS_DIR,
+    FACTS_DIR,
+    TABLE_FILES,
+    is_run,
+    place_facts,
+    rank_facts_scratch,
+    rank_parts,
+    table_path,
+)
+from ..layout.versions import collect, current_version, left_aside, resolve_output, version_dir, writer_lock
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+from .run_writer import build_and_switch
 
 
 def _share_inputs(src: str, dst: str) -> None:
     """The events and tables of version ``src`` into the new version ``dst``: what derive reads."""
-    for name in TABLE_FILES.values():
-        _link_or_copy(os.path.join(src, name), os.path.join(dst, name))
-    for root, _dirs, files in os.walk(os.path.join(src, EVENTS_DIR)):
-        rel = os.path.relpath(root, src)
-        os.makedirs(os.path.join(dst, rel), exist_ok=True)
-        for f in files:
-            _link_or_copy(os.path.join(root, f), os.path.join(dst, rel, f))
+    link_tree(src, dst, [*TABLE_FILES.values(), EVENTS_DIR])
 
 
 def rederive_run(run: str) -> None:
     """Derive the facts of run ``run`` again from its events, as a new version switched in whole."""
     out = resolve_output(os.path.abspath(run))
-    if read_manifest(out) is None and left_aside(out) is None:  # (one a killed swap left aside: put back below)
+    if not is_run(out) and left_aside(out) is None:  # (one a killed migration left aside: put back below)
         raise RunError(f"{run}: not a tracekit run (no readable manifest.json); --rederive takes a run directory")
     try:
         with writer_lock(out):
-            recover(out)
+            collect(out)
             _rederive_locked(out)
     except OSError as exc:  # a read-only run, a full disk: nothing was replaced
         where = f" ({exc.filename})" if exc.filename else ""
@@ -55,12 +54,12 @@ def rederive_run(run: str) -> None:
 
 
 def _rederive_locked(out: str) -> None:
-    src = os.path.realpath(out)
+    src = current_version(out)
     manifest = read_manifest(src)
     tmp = version_dir(out)
     os.makedirs(tmp)
-    switched = False
-    try:
+
+    def build():
         _share_inputs(src, tmp)
         traces = _rows(table_path(tmp, "traces"))
         pgs = _rows(table_path(tmp, "process_groups"))
@@ -69,11 +68,8 @@ def _rederive_locked(out: str) -> None:
         reduce_run(tmp, align=align)
         manifest["facts_key"] = facts_key()
         write_manifest(tmp, manifest)
-        switch(tmp, out)
-        switched = True
-    finally:
-        if not switched:
-            discard(tmp)
+
+    build_and_switch(build, tmp, out)
 
 
 def derive_facts(tmp: str, traces: list[dict], pgs: list[dict], align: bool) -> None:
@@ -93,7 +89,7 @@ def derive_facts(tmp: str, traces: list[dict], pgs: list[dict], align: bool) -> 
 
     def one(t):
         rank = t["rank"]
-        facts = os.path.join(tmp, f"_facts-{rank}")
+        facts = rank_facts_scratch(tmp, rank)
         derive_rank(rank_parts(tmp, rank), rank, t, [p for p in pgs if p["rank"] == rank], facts,
                     threads=max(1, cores // workers), reduced=single)
         return rank, facts

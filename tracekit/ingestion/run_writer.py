@@ -1,7 +1,8 @@
 """Ingest many trace files into one run directory, atomically.
 
-The run is built in a sibling temporary directory and renamed into place at the end, so a crash or
-Ctrl-C never leaves a half-written run and an earlier run stays intact until the new one is whole.
+The run's next version is built inside the run (layout/versions.py) and switched in at the end by
+replacing one small file, so a crash or Ctrl-C never leaves a half-written run and an earlier run stays
+intact until the new one is whole; an interrupt says which of the two the run now holds.
 """
 
 from __future__ import annotations
@@ -25,15 +26,27 @@ from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
     FACTS_DIR,
     RUN_FORMAT,
+    WRITER_LOCK,
+    has_marker,
     is_run,
     part_facts_dir,
     place_facts,
     rank_dir,
+    rank_facts_scratch,
     rank_parts,
     staging_part,
     table_path,
 )
-from ..layout.versions import discard, recover, resolve_output, switch, version_dir, writer_lock
+from ..layout.versions import (
+    collect,
+    current_version,
+    discard,
+    is_current,
+    resolve_output,
+    switch,
+    version_dir,
+    writer_lock,
+)
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
 from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .one_file import MAX_WRITERS, part_paths
@@ -127,7 +140,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind
     parse_hosts_option(hosts)
     with writer_lock(out, wait_s=wait_s):
-        recover(out)
+        collect(out)
         return _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progress, scheduler,
                               {"hosts": hosts, "align": bool(align)})
 
@@ -140,7 +153,8 @@ def refuse_output(out: str, files: list[str]) -> None:
         raise TracekitError(f"{out}: a run cannot be the root directory; choose another -o")
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
-    if os.path.isdir(out) and not os.path.islink(out) and os.listdir(out) and not is_run(out):
+    if os.path.isdir(out) and not os.path.islink(out) and set(os.listdir(out)) - {WRITER_LOCK} \
+            and not (is_run(out) or has_marker(out)):
         raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no manifest that tracekit "
                             "wrote); a run replaces its directory, so choose another -o (or remove that directory "
                             "yourself)")
@@ -156,29 +170,56 @@ def _ingest_locked(files, out, execute, jobs, on_error, force, ranks, show_progr
     options = options or {"hosts": None, "align": True}
     options["hosts"] = parse_hosts_option(options["hosts"])  # a bad --hosts fails before any work
     refuse_output(out, files)  # again, now that this process holds the lock
-    if not force and os.path.isdir(out) and is_up_to_date(out, files, options):
+    current = current_version(out)
+    if not force and current and is_up_to_date(current, files, options):
         return False
     given = match_rank_options(ranks or {}, files)
-    tmp = version_dir(out)  # built beside the run, switched in whole when complete (see layout/versions.py)
+    tmp = version_dir(out)  # built inside the run, switched in whole when complete (see layout/versions.py)
     os.makedirs(os.path.dirname(staging_part(tmp, 0)))
-    switched = False
-    try:
+
+    def build():
         start = time.perf_counter()
         results, failures, executor = _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress,
                                                   scheduler)
         executor["timings"] = {"map_s": round(time.perf_counter() - start, 3)}  # parse and per-rank facts
         _finish(tmp, results, failures, executor, options)
-        switch(tmp, out)
-        switched = True
+
+    try:
+        build_and_switch(build, tmp, out)
     except Exception as exc:  # the disk, not the input: ENOSPC, EROFS, EACCES, EDQUOT ... (DuckDB's words too)
         disk = exc if isinstance(exc, OSError) and not isinstance(exc, TimeoutError) else disk_error(exc)
         if disk is None:
             raise
         raise TracekitError(cannot_write(out, disk)) from None
-    finally:
-        if not switched:
-            discard(tmp)
     return True
+
+
+def build_and_switch(build, tmp: str, out: str) -> None:
+    """``build()`` the version ``tmp`` of run ``out``, switch it in, collect the versions it replaces. An
+    interrupt (Ctrl-C, SIGTERM, DuckDB's "Query interrupted") at any moment leaves the previous version or
+    the new one live, never neither, and raises Interrupted saying which: the switch and the note that it
+    happened are one step that signals wait for (interrupts.deferred)."""
+    from .interrupts import Interrupted, deferred, is_interrupt, note_switched
+
+    switched = False
+    try:
+        try:
+            build()
+            with deferred():
+                switch(tmp, out)
+                switched = True
+                note_switched(out)
+            collect(out)
+        except Exception as exc:
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from None
+            raise
+    except KeyboardInterrupt:
+        raise Interrupted(out, switched or is_current(out, tmp)) from None
+    finally:
+        if not switched and not is_current(out, tmp):
+            with deferred():
+                discard(tmp)
 
 
 def cannot_write(out: str, exc: OSError) -> str:
@@ -266,7 +307,7 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
             for _, res in results:
-                one = os.path.join(tmp, f"_facts-{res.rank}")
+                one = rank_facts_scratch(tmp, res.rank)
                 derive_rank(rank_parts(tmp, res.rank), res.rank, res.trace, res.process_groups, one)
                 place_facts(one, tmp, res.rank, FACTS)
     timings = executor.setdefault("timings", {})

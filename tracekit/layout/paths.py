@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 
 MANIFEST = "manifest.json"
 FACTS_DIR = "facts"
@@ -15,16 +17,73 @@ def manifest_path(run: str) -> str:
     return os.path.join(run, MANIFEST)
 
 
-RUN_FORMAT = "tracekit run"  # the manifest's "format": what makes a directory a run, not its file names
+RUN_FORMAT = "tracekit run"  # the manifest's "format": what makes a version a run's, not its file names
+
+# The run directory itself (see tracekit/layout/__init__.py): the marker tracekit writes when it makes the
+# directory, the file naming the live version, the versions, the writer's lock, what is being removed.
+MARKER = "tracekit-run.json"
+MARKER_FORMAT = "tracekit run directory"
+CURRENT = "CURRENT"
+VERSIONS_DIR = "versions"
+WRITER_LOCK = "writer.lock"
+TRASH_DIR = "trash"
+_VERSION_NAME = re.compile(r"^v-[0-9]+-[0-9]+$")
 
 
-def is_run(directory: str) -> bool:
-    """``directory`` is a complete tracekit run: a manifest.json that tracekit wrote (its "format" marker, or
-    for runs written before the marker, tracekit's own keys) beside an events directory; the manifest is
-    written last, so a half-built run has none. A file that merely has the name (a web app's manifest.json)
+def marker_path(run: str) -> str:
+    return os.path.join(run, MARKER)
+
+
+def current_path(run: str) -> str:
+    return os.path.join(run, CURRENT)
+
+
+def versions_dir(run: str) -> str:
+    return os.path.join(run, VERSIONS_DIR)
+
+
+def lock_path(run: str) -> str:
+    return os.path.join(run, WRITER_LOCK)
+
+
+def trash_dir(run: str) -> str:
+    return os.path.join(run, TRASH_DIR)
+
+
+def version_path(run: str, name: str) -> str:
+    return os.path.join(run, VERSIONS_DIR, name)
+
+
+def is_version_name(name: str) -> bool:
+    return bool(_VERSION_NAME.match(name))
+
+
+def current_name(run: str) -> str | None:
+    """The live version's name that ``run/CURRENT`` holds (``v-NS-PID``), or None where there is no such
+    file or it holds anything else (a path, ``..``: never followed)."""
+    try:
+        with open(current_path(run)) as f:
+            name = f.read(256).strip()
+    except OSError:
+        return None
+    return name if is_version_name(name) else None
+
+
+def has_marker(run: str) -> bool:
+    """``run`` carries the marker tracekit writes into every directory it makes (its format tag)."""
+    try:
+        with open(marker_path(run)) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT and isinstance(doc.get("id"), str)
+
+
+def is_version(directory: str) -> bool:
+    """``directory`` is one complete build of a run: a manifest.json that tracekit wrote (its "format" marker,
+    or for runs written before the marker, tracekit's own keys) beside an events directory; the manifest is
+    written last, so a half-built one has none. A file that merely has the name (a web app's manifest.json)
     never makes a directory a run that ingest replaces."""
-    import json
-
     try:
         with open(manifest_path(directory)) as f:
             doc = json.load(f)
@@ -33,11 +92,20 @@ def is_run(directory: str) -> bool:
     return written_by_tracekit(doc) and os.path.isdir(os.path.join(directory, EVENTS_DIR))
 
 
+def is_run(directory: str) -> bool:
+    """``directory`` is a complete tracekit run: its marker and a CURRENT naming a complete version, or a run
+    of an earlier layout (a link to its version, or the version itself: manifest.json at the top)."""
+    if has_marker(directory):
+        name = current_name(directory)
+        return name is not None and is_version(version_path(directory, name))
+    return is_version(directory)
+
+
 def to_open_as_run(directory: str) -> bool:
     """A path to open as a run, not as traces to ingest: a run, or one with tracekit's layout whose manifest
     cannot be read (opening it says so)."""
-    return is_run(directory) or all(os.path.exists(os.path.join(directory, p))
-                                    for p in (MANIFEST, EVENTS_DIR, TABLE_FILES["traces"]))
+    return is_run(directory) or has_marker(directory) or all(
+        os.path.exists(os.path.join(directory, p)) for p in (MANIFEST, EVENTS_DIR, TABLE_FILES["traces"]))
 
 
 def written_by_tracekit(doc) -> bool:
@@ -56,6 +124,27 @@ def events_glob(run: str) -> str:
     """Every events part of a run (hive-partitioned by rank), as a glob pattern: the run's own path escaped
     (a '[' in it is a character class to a glob: no file matched)."""
     return os.path.join(glob.escape(run), EVENTS_DIR, "*", "*.parquet")
+
+
+def events_files(run: str) -> list[str]:
+    """Every events part of a run, as paths."""
+    return glob.glob(events_glob(run))
+
+
+def spill_dir(where: str, tag: str = "") -> str:
+    """A derive connection's spill directory in ``where`` (a version being built, or a rank's facts
+    directory): ``_spill`` or ``_spill-TAG``."""
+    return os.path.join(where, f"_spill-{tag}" if tag else "_spill")
+
+
+def rank_facts_scratch(run: str, rank: int) -> str:
+    """Where one rank's facts are derived before place_facts moves them into facts/NAME/."""
+    return os.path.join(run, f"_facts-{rank}")
+
+
+def ranks_file(lo: int, hi: int) -> str:
+    """The file name of a fact's part holding ranks LO to HI (compaction's and the finish's alike)."""
+    return f"ranks-{lo:07d}-{hi:07d}.parquet"
 
 
 def rank_dir(run: str, rank: int) -> str:

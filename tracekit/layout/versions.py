@@ -1,101 +1,100 @@
 """What keeps concurrent and interrupted ingests from hurting a run, and readers from seeing half of one.
 
-- Versions: a run ``NAME`` is a symbolic link to a sibling directory ``.NAME.v-PID-NS`` that holds one
-  complete build. An ingest builds a new version beside it and switches the link with one rename
-  (atomic on POSIX): a reader sees the old run or the new one, never none and never a mix, and keeps the
-  directory it opened (``Run`` resolves the link once, and holds a shared lock on that version while it
-  is open). An ingest removes every other finished version that no reader holds.
-- One writer at a time: a lock file ``.NAME.lock`` beside the run.
-- Leftovers of a dead ingest (an unfinished version, a link it had not switched yet, a run of the old
-  layout it had moved aside) are cleaned up, or put back, by the next ingest (under the writer lock). A
-  reader never writes: it reads a run moved aside where it lies (``left_aside``) and leaves the rest.
+- A run is a plain directory (copy it, tar it, upload it): every complete build is a version inside it,
+  ``RUN/versions/v-NS-PID/``, and ``RUN/CURRENT`` names the live one. An ingest builds the next version
+  there and switches by replacing CURRENT in one rename (written to a temporary file and fsync'd first),
+  as Delta Lake's log or Iceberg's metadata pointer names a table's snapshot: a reader sees the old run
+  or the new one, never none and never a mix.
+- A reader pins the version it opened (a shared flock on that version's directory) for as long as it
+  holds it; a writer removes a version only under an exclusive flock of it, after renaming it away, so
+  a reader either pinned it first or finds it gone and reads CURRENT again.
+- One writer at a time: ``RUN/writer.lock``. Under it, the writer collects what earlier ones left (the
+  versions that are neither current nor held, ``RUN/trash/``), and only in a directory that carries
+  tracekit's marker (``RUN/tracekit-run.json``, written when tracekit makes the directory): tracekit
+  deletes nothing it did not make. Runs of the earlier layouts are in legacy.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 
-from ..errors import TracekitError
-from .paths import MANIFEST, is_run
-
-_LEFTOVER = re.compile(r"^(?:\.(?P<tmp>.+)\.(?:tmp|link)-(?P<p1>\d+)|(?P<old>.+)\.old-(?P<p2>\d+)"
-                       r"|\.(?P<ver>.+)\.v-(?P<p3>\d+)-\d+)$")
+from ..errors import RunError, TracekitError
+from . import legacy
+from .paths import (
+    CURRENT,
+    MARKER,
+    MARKER_FORMAT,
+    WRITER_LOCK,
+    current_name,
+    current_path,
+    has_marker,
+    lock_path,
+    marker_path,
+    trash_dir,
+    version_path,
+    versions_dir,
+)
 
 
 def version_dir(out: str) -> str:
-    """A new, unused version directory for run ``out`` (not created)."""
+    """A new, unused version directory of run ``out`` (not created; its parent ``versions/`` is)."""
     import time
 
-    parent, name = os.path.split(out)
-    return os.path.join(parent, f".{name}.v-{os.getpid()}-{time.time_ns()}")
+    os.makedirs(versions_dir(out), exist_ok=True)
+    return version_path(out, f"v-{time.time_ns()}-{os.getpid()}")
 
 
-def discard(version: str) -> None:
-    """Remove an unfinished build of a run. It is renamed first (``.NAME.tmp-PID``, which recovery
-    removes if this process dies before it does): a task still writing for it elsewhere (a Dask worker
-    whose scheduler died mid-task) then finds no directory under the old name and cannot put part of
-    the build back; what it has open goes with the rest."""
-    parent, base = os.path.split(version)
-    m = _LEFTOVER.match(base)
-    name = m.group("ver") if m and m.group("ver") else base.lstrip(".")
-    trash = os.path.join(parent, f".{name}.tmp-{os.getpid()}")
-    shutil.rmtree(trash, ignore_errors=True)
-    try:
-        os.replace(version, trash)
-    except OSError:
-        trash = version  # (already gone, or cannot be renamed: removed where it is)
-    shutil.rmtree(trash, ignore_errors=True)
+def run_of(version: str) -> str:
+    """The run directory a version directory belongs to (RUN/versions/v-...)."""
+    return os.path.dirname(os.path.dirname(version))
 
 
-def is_ours(out: str) -> bool:
-    """``out`` is a run link that tracekit made (it points at a sibling .NAME.v-* directory)."""
-    if not os.path.islink(out):
-        return False
-    target = os.readlink(out)
-    return os.sep not in target and target.startswith(f".{os.path.basename(out)}.v-")
+def current_version(run: str) -> str | None:
+    """The directory of the live version of ``run`` (new layout), or None where CURRENT names none."""
+    name = current_name(run)
+    return version_path(run, name) if name else None
 
 
-def resolve_output(out: str) -> str:
-    """The run to write for -o ``out``: a user's link to a run is followed to that run (and stays a
-    link); tracekit's own run link is the run."""
-    seen = 0
-    while os.path.islink(out) and not is_ours(out) and seen < 40:
-        out = os.path.abspath(os.path.join(os.path.dirname(out), os.readlink(out)))
-        seen += 1
-    return out
+def is_current(run: str, version: str) -> bool:
+    return current_name(run) == os.path.basename(version)
+
+
+def _fsync_dir(d: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_small_atomic(path: str, text: str) -> None:
+    """``text`` into ``path`` whole or not at all: a temporary file beside it, fsync'd, renamed, the
+    directory fsync'd (the rename survives a power cut)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def make_marker(run: str) -> None:
+    """Mark ``run`` as a directory tracekit made (its format tag and a random id): what it may delete."""
+    import json
+    import uuid
+
+    write_small_atomic(marker_path(run), json.dumps({"format": MARKER_FORMAT, "id": uuid.uuid4().hex}) + "\n")
 
 
 def switch(version: str, out: str) -> None:
-    """Make run ``out`` the complete build in ``version``: one atomic rename of a new link over the old
-    one. A run of the old layout (a real directory) is moved aside first, once."""
-    parent, name = os.path.split(out)
-    link = os.path.join(parent, f".{name}.link-{os.getpid()}")
-    if os.path.lexists(link):
-        os.unlink(link)
-    os.symlink(os.path.basename(version), link)
-    if os.path.isdir(out) and not os.path.islink(out):  # the old layout, or an empty directory
-        aside = f"{out}.old-{os.getpid()}"
-        os.replace(out, aside)
-        os.replace(link, out)
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.replace(link, out)
-    _prune(out, keep={os.path.realpath(version)})  # (the previous one too, unless a reader holds it)
-
-
-def _prune(out: str, keep: set) -> None:
-    """Remove finished versions of ``out`` other than ``keep`` (the current one) that no reader holds (a
-    Run holds a shared lock on the version it reads, for as long as it is open)."""
-    parent, name = os.path.split(out)
-    for e in os.listdir(parent):
-        m = _LEFTOVER.match(e)
-        path = os.path.join(parent, e)
-        if m and m.group("ver") == name and os.path.realpath(path) not in keep and is_run(path) \
-                and not _held(path):
-            shutil.rmtree(path, ignore_errors=True)
+    """Make the complete build in ``version`` the live version of run ``out``: CURRENT replaced in one
+    rename. Collecting the versions this leaves behind is ``collect`` (a separate step: the switch is done
+    whatever happens to it)."""
+    write_small_atomic(current_path(out), os.path.basename(version) + "\n")
 
 
 def _lock_dir(version: str, shared: bool) -> int | None:
@@ -119,7 +118,7 @@ def _lock_dir(version: str, shared: bool) -> int | None:
 
 
 def _held(version: str) -> bool:
-    """A reader holds this version directory (hold_for_reading)."""
+    """A reader holds this version directory (pin)."""
     try:
         fd = _lock_dir(version, shared=False)
     except BlockingIOError:
@@ -129,89 +128,115 @@ def _held(version: str) -> bool:
     return False
 
 
-def remove_run(out: str) -> None:
-    """Remove run ``out`` whole: its link and every version of it."""
-    parent, name = os.path.split(out)
-    if os.path.islink(out):
-        os.unlink(out)
-    else:
-        shutil.rmtree(out, ignore_errors=True)
-    for e in os.listdir(parent):
-        m = _LEFTOVER.match(e)
-        if m and name in (m.group("ver"), m.group("tmp"), m.group("old")):
-            p = os.path.join(parent, e)
-            os.unlink(p) if os.path.islink(p) else shutil.rmtree(p, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
+def _remove_version(out: str, version: str) -> bool:
+    """Remove one version of ``out`` unless a reader holds it: under an exclusive flock it is renamed into
+    the run's trash (a reader that opens it after that finds it gone), then removed. True when removed."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        fd = _lock_dir(version, shared=False)
+    except BlockingIOError:
         return False
-    except PermissionError:
-        return True
+    try:
+        trash = trash_dir(out)
+        os.makedirs(trash, exist_ok=True)
+        dest = os.path.join(trash, os.path.basename(version))
+        shutil.rmtree(dest, ignore_errors=True)
+        try:
+            os.replace(version, dest)
+        except OSError:
+            dest = version
+    finally:
+        if fd is not None:
+            os.close(fd)
+    shutil.rmtree(dest, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(trash_dir(out))  # (when empty)
     return True
 
 
-def recover(out: str) -> None:
-    """Clean what dead ingests left beside ``out``: their half-built ``.NAME.tmp-PID`` directories, and
-    ``NAME.old-PID`` runs moved aside; if ``out`` itself is missing because an ingest died between
-    moving the old run aside and moving the new one in, the old run goes back in place. A writer's step,
-    under the run's writer lock (ingest, rederive): opening a run never calls it."""
-    parent, name = os.path.split(out)
-    try:
-        entries = os.listdir(parent)
-    except OSError:
+def discard(version: str) -> None:
+    """Remove an unfinished build of a run (never the live one). It is renamed first, into the run's trash:
+    a task still writing for it elsewhere (a Dask worker whose scheduler died mid-task) then finds no
+    directory under the old name and cannot put part of the build back."""
+    out = run_of(version)
+    if not is_current(out, version):
+        _remove_version(out, version)
+
+
+def collect(out: str) -> None:
+    """What earlier writers left in run ``out``: every version but the current one that no reader holds,
+    the trash, temporary files of an interrupted switch. A writer's step, under the writer lock; only in a
+    directory that carries tracekit's marker."""
+    if not has_marker(out):
         return
-    for e in entries:
-        m = _LEFTOVER.match(e)
-        if not m or (m.group("tmp") or m.group("old") or m.group("ver")) != name:
-            continue
-        pid = int(m.group("p1") or m.group("p2") or m.group("p3"))
-        if pid == os.getpid() or _alive(pid):
-            continue
-        path = os.path.join(parent, e)
-        if m.group("ver"):
-            if not os.path.isfile(os.path.join(path, MANIFEST)):  # a build that never finished
-                shutil.rmtree(path, ignore_errors=True)
-            elif os.path.realpath(out) != os.path.realpath(path) and not _held(path):
-                shutil.rmtree(path, ignore_errors=True)  # complete, but its swap was killed: nobody's run
-        elif m.group("old") and not os.path.lexists(out):
-            os.replace(path, out)  # the old layout's interrupted swap: the previous run back in place
-        elif os.path.islink(path):
-            os.unlink(path)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
+    live = current_name(out)
+    for e in _listdir(versions_dir(out)):
+        if e != live:
+            _remove_version(out, os.path.join(versions_dir(out), e))
+    shutil.rmtree(trash_dir(out), ignore_errors=True)
+    for e in _listdir(out):
+        if e.startswith((CURRENT + ".tmp-", MARKER + ".tmp-")):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(out, e))
+    legacy.remove_old_files(out)  # (a migrated plain run's, once no reader of the plain layout holds it)
 
 
-def left_aside(out: str) -> str | None:
-    """Where the run ``out`` is when ``out`` is missing because an ingest died between moving the run (of the
-    old layout: a real directory) aside and moving the new one in: its ``NAME.old-PID``, for a reader to read
-    in place (the next ingest puts it back). None where ``out`` exists or no dead ingest left one."""
-    if os.path.lexists(out):
-        return None
-    parent, name = os.path.split(out)
-    for e in sorted(_listdir(parent)):
-        m = _LEFTOVER.match(e)
-        if m and m.group("old") == name and not _alive(int(m.group("p2"))) and is_run(os.path.join(parent, e)):
-            return os.path.join(parent, e)
-    return None
+recover = collect  # (the name the writers used)
+
+
+def resolve_output(out: str) -> str:
+    """The run to write for -o ``out``: a user's link to a run is followed to that run (and stays a
+    link); tracekit's own link (the earlier layout) is the run."""
+    seen = 0
+    while os.path.islink(out) and not legacy.is_link_run(out) and seen < 40:
+        out = os.path.abspath(os.path.join(os.path.dirname(out), os.readlink(out)))
+        seen += 1
+    return out
+
+
+def pin(run: str) -> tuple[str, int | None]:
+    """The version of ``run`` to read, pinned: (its directory, the descriptor of the shared flock that
+    holds it; close it when done, or None where it cannot be locked). Runs of the earlier layouts: their
+    version, as legacy.py finds it."""
+    import time
+
+    for _ in range(200):
+        name = current_name(run)
+        if name is None:
+            if has_marker(run) or os.path.exists(current_path(run)):
+                raise RunError(f"{run}: a tracekit run without a complete version (an ingest into it failed or is "
+                               "still running); ingest the traces into it again")
+            version = legacy.version_of(run)
+            try:
+                return version, _lock_dir(version, shared=True)
+            except BlockingIOError:
+                return version, None
+        version = version_path(run, name)
+        try:
+            fd = _lock_dir(version, shared=True)
+        except BlockingIOError:  # a writer is removing it: CURRENT has moved on
+            time.sleep(0.01)
+            continue
+        try:
+            same = fd is not None and os.fstat(fd).st_ino == os.stat(version).st_ino
+        except OSError:
+            same = False
+        if same or (fd is None and os.path.isdir(version)):
+            return version, fd
+        if fd is not None:
+            os.close(fd)
+        if current_name(run) == name and not os.path.isdir(version):
+            raise RunError(f"{run}: its {CURRENT} names versions/{name}, which is missing; ingest the traces "
+                           "into it again with --force")
+    raise RunError(f"{run}: its live version kept changing while it was opened; try again")
 
 
 def hold_for_reading(version: str) -> int | None:
-    """A reader's shared lock on the version directory it reads (flock on the directory: no file is
-    written into the run): eviction and ``cache clear`` leave a version so held alone. Returns the
-    descriptor to close when done, or None where the directory cannot be locked."""
+    """A reader's shared lock on a version directory (flock: nothing is written into the run): its
+    descriptor, to close when done, or None where it cannot be locked."""
     try:
         return _lock_dir(version, shared=True)
-    except BlockingIOError:  # (a writer's exclusive lock is never taken on a version: not expected)
+    except BlockingIOError:
         return None
-
-
-def lock_file(out: str) -> str:
-    """The writer's lock file of run ``out``: ``.NAME.lock`` beside it (outside the run)."""
-    parent, name = os.path.split(out)
-    return os.path.join(parent, f".{name}.lock")
 
 
 def in_use(out: str) -> bool:
@@ -219,11 +244,11 @@ def in_use(out: str) -> bool:
     reader): not to be removed."""
     import fcntl
 
-    parent, name = os.path.split(out)
-    lock = lock_file(out)
-    versions = [os.path.join(parent, e) for e in _listdir(parent)
-                if (m := _LEFTOVER.match(e)) and m.group("ver") == name]
-    for path, flags in [(lock, os.O_RDONLY)] + [(v, os.O_RDONLY | os.O_DIRECTORY) for v in versions]:
+    if legacy.is_link_run(out):
+        return legacy.in_use(out)
+    paths = [(lock_path(out), os.O_RDONLY)] + [(os.path.join(versions_dir(out), v), os.O_RDONLY | os.O_DIRECTORY)
+                                               for v in _listdir(versions_dir(out))]
+    for path, flags in paths:
         try:
             fd = os.open(path, flags)
         except OSError:
@@ -239,56 +264,175 @@ def in_use(out: str) -> bool:
     return False
 
 
+def owned(out: str) -> bool:
+    """``out`` is a run tracekit made: its marker, or a run of the earlier layouts (tracekit's link to a
+    version whose manifest tracekit wrote, or such a manifest at the top)."""
+    return has_marker(out) or legacy.is_link_run(out) or legacy.is_plain_run(out)
+
+
+def remove_run(out: str) -> bool:
+    """Remove run ``out`` whole, if tracekit made it and nothing reads or writes it; True when removed. A
+    directory without tracekit's marker is never touched."""
+    import fcntl
+
+    if legacy.is_link_run(out) or (legacy.is_plain_run(out) and not has_marker(out)):
+        return legacy.remove_run(out)
+    if not has_marker(out):
+        return False
+    try:
+        f = open(lock_path(out), "a+")
+    except OSError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        for v in _listdir(versions_dir(out)):
+            if not _remove_version(out, os.path.join(versions_dir(out), v)):
+                return False  # a reader holds it: the run stays (the versions removed were not current)
+        os.remove(marker_path(out))  # first: a run half removed is no longer one tracekit may open
+        shutil.rmtree(out, ignore_errors=True)
+    return True
+
+
+def last_used(out: str) -> float:
+    """When run ``out`` was last opened through the cache (touch), else written."""
+    for p in (lock_path(out), legacy.lock_file(out), out):
+        with contextlib.suppress(OSError):
+            return os.path.getmtime(p)
+    return 0.0
+
+
+def touch(out: str) -> None:
+    """Mark run ``out`` used now: its writer lock's time (no data of the run is written)."""
+    for p in (lock_path(out), legacy.lock_file(out)):
+        with contextlib.suppress(OSError):
+            os.utime(p)
+            return
+
+
 def _listdir(d: str) -> list[str]:
     try:
-        return os.listdir(d)
+        return sorted(os.listdir(d))
     except OSError:
         return []
 
 
-@contextlib.contextmanager
-def writer_lock(out: str, wait_s: float = 0):
-    """Hold ``.NAME.lock`` beside the run for the whole ingest. A second ingest into the same run fails at
-    once with a message naming the first one; with ``wait_s`` (a cache fill: the same traces opened twice)
-    it says that it waits, and waits for it up to ``wait_s`` seconds."""
+def _cannot_write(out: str, exc: OSError) -> TracekitError:
+    return TracekitError(f"cannot write the run {out}: {exc.strerror} ({exc.filename or out}); nothing was "
+                         "written. Choose an -o on a writable file system")
+
+
+def _open_lock(out: str) -> tuple[object, bool]:
+    """Open ``out/writer.lock``, making ``out`` if it does not exist: (the file, whether this made ``out``)."""
+    created = False
+    try:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        try:
+            os.mkdir(out)
+            created = True
+        except FileExistsError:
+            pass
+        return open(lock_path(out), "a+"), created
+    except OSError as exc:  # a read-only file system, a directory not ours: say so, in one line
+        raise _cannot_write(out, exc) from None
+
+
+def _same_file(f, path: str) -> bool:
+    try:
+        return os.fstat(f.fileno()).st_ino == os.stat(path).st_ino
+    except OSError:
+        return False
+
+
+def _take(f, out: str, wait_s: float) -> None:
     import fcntl
     import sys
     import time
 
-    parent = os.path.dirname(out)
-    path = lock_file(out)
     try:
-        os.makedirs(parent, exist_ok=True)
-        f = open(path, "a+")
-    except OSError as exc:  # a read-only file system, a directory not ours: say so, in one line
-        raise TracekitError(f"cannot write the run {out}: {exc.strerror} ({exc.filename or parent}); nothing was "
-                            "written. Choose an -o on a writable file system") from None
-    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    f.seek(0)
+    holder = f.read().strip() or "another process"
+    if not wait_s:
+        raise TracekitError(f"{out}: another tracekit ingest is writing this run ({holder}); wait for it "
+                            "to finish, or write elsewhere with another -o") from None
+    print(f"tracekit: another tracekit process ({holder}) is ingesting these traces; waiting for it "
+          f"(at most {wait_s:g} s)", file=sys.stderr)
+    deadline = time.monotonic() + wait_s
+    while True:
+        time.sleep(0.2)
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
         except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            if not wait_s:
-                raise TracekitError(f"{out}: another tracekit ingest is writing this run ({holder}); wait for it "
-                                    "to finish, or write elsewhere with another -o") from None
-            print(f"tracekit: another tracekit process ({holder}) is ingesting these traces; waiting for it "
-                  f"(at most {wait_s:g} s)", file=sys.stderr)
-            deadline = time.monotonic() + wait_s
-            while True:
-                time.sleep(0.2)
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise TracekitError(f"{out}: another tracekit process ({holder}) has been ingesting these "
-                                            f"traces for over {wait_s:g} s; try again when it has finished") from None
+            if time.monotonic() > deadline:
+                raise TracekitError(f"{out}: another tracekit process ({holder}) has been ingesting these "
+                                    f"traces for over {wait_s:g} s; try again when it has finished") from None
+
+
+@contextlib.contextmanager
+def writer_lock(out: str, wait_s: float = 0):
+    """Hold ``RUN/writer.lock`` for the whole ingest; a run of an earlier layout is migrated first
+    (legacy.migrate). A directory that does not exist is made, with tracekit's marker; one that exists
+    without the marker is adopted only when empty. A second ingest into the same run fails at once with a
+    message naming the first one; with ``wait_s`` (a cache fill: the same traces opened twice) it says that
+    it waits, and waits for it up to ``wait_s`` seconds. If no version was ever switched in when it ends,
+    the run this made is removed again: a failed first ingest leaves nothing."""
+    legacy.migrate(out, make_marker, switch)
+    while True:
+        f, created = _open_lock(out)
+        try:
+            _take(f, out, wait_s)
+        except BaseException:
+            f.close()
+            raise
+        if _same_file(f, lock_path(out)):  # (not a lock file of a run removed while this one waited)
+            break
+        f.close()
+    try:
+        if not has_marker(out):
+            if set(os.listdir(out)) - {WRITER_LOCK}:
+                with contextlib.suppress(OSError):
+                    os.remove(lock_path(out))  # (a refusal leaves nothing behind)
+                raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MARKER}); "
+                                    "choose another -o (or remove that directory yourself)")
+            try:
+                make_marker(out)
+            except OSError as exc:
+                raise _cannot_write(out, exc) from None
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}")
         f.flush()
         yield
     finally:
-        f.close()
+        try:
+            if current_name(out) is None and has_marker(out) and not _listdir(versions_dir(out)):
+                _unmake(out, created)  # made for an ingest that switched nothing in: gone again
+        finally:
+            f.close()
 
+
+def _unmake(out: str, created: bool) -> None:
+    """Remove what tracekit made in ``out`` for an ingest that switched no version in: the directory if it
+    made it, else (an empty directory the user gave) only its own files."""
+    with contextlib.suppress(OSError):
+        os.remove(marker_path(out))
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+            return
+        for p in (versions_dir(out), trash_dir(out)):
+            shutil.rmtree(p, ignore_errors=True)
+        os.remove(lock_path(out))
+
+
+def left_aside(out: str) -> str | None:
+    """Where run ``out`` is while ``out`` is missing because a migration from the earlier layout died
+    between removing tracekit's old link and moving the new directory in (legacy.py): for a reader to
+    read it there (the next writer puts it in place). None otherwise."""
+    return legacy.left_aside(out)
