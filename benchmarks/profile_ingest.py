@@ -28,9 +28,9 @@ import duckdb
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from tracekit.clocks import OFFSETS_SCHEMA
 from tracekit.ingestion.one_file import ingest_file, release_memory
-from tracekit.ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from tracekit.layout.bind import bind_events, sql_string
 from tracekit.rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, views_for
+from tracekit.run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from tracekit.sql_files import load as load_rule
 
 
@@ -76,16 +76,17 @@ def main(argv=None) -> int:
     try:
         part = os.path.join(work, "events", "part-0.parquet")
         os.makedirs(os.path.dirname(part))
-        res = {}
-        parse = timed(lambda: res.update(ingest_file(args.trace, part, rank=0, threads=args.threads)))
+        got = []
+        parse = timed(lambda: got.append(ingest_file(args.trace, part, rank=0, threads=args.threads)))
+        res = got[0]
         release_memory()
         print(f"{'step':28} {'rows':>10} {'CPU s':>7} {'wall s':>7}")
-        print(f"{'parse (events Parquet)':28} {res['trace']['event_count']:10,} {parse[0]:7.3f} {parse[1]:7.3f}")
+        print(f"{'parse (events Parquet)':28} {res.trace['event_count']:10,} {parse[0]:7.3f} {parse[1]:7.3f}")
         con = duckdb.connect(config={"threads": args.threads, "memory_limit": "256MB",
                                      "temp_directory": os.path.join(work, "_spill")})
-        bind_events(con, files=res["parts"], rank=0)
-        con.register("_traces", rows_table([res["trace"]], TRACES_SCHEMA))
-        con.register("_pgs", rows_table(res["process_groups"], PG_SCHEMA))
+        bind_events(con, files=res.parts, rank=0)
+        con.register("_traces", rows_table([res.trace], TRACES_SCHEMA))
+        con.register("_pgs", rows_table(res.process_groups, PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)

@@ -35,8 +35,11 @@ BODIES = [
     "SELECT * FROM glob('/*')", "SELECT * FROM read_text('~/.bashrc')",
     "SELECT current_setting('memory_limit')", "SUMMARIZE events", "DESCRIBE events",
     "SELECT count(*) FROM events a, events b, events c, range(100000000) d",
+    # string functions allocate outside DuckDB's memory limit (issue 29, item 6): held by the process's cap
+    "SELECT max(length(repeat('x', 300000000) || i::varchar)) FROM range(4) t(i)",
 ]
-ODD = ["[", "]", "*", "?", " ", "'", '"', "\\", "{", "}", "é", "$", "%", "#", ",", ";", "=", "..", "~"]
+ODD = ["[", "]", "*", "?", " ", "'", '"', "\\", "{", "}", "é", "$", "%", "#", ",", ";", "=", "..", "~",
+       "\x1b[31m", "\n"]  # a terminal's escape codes and a newline: escaped in every message (issue 29, item 7)
 
 
 def _run(argv, cwd=None, env=None, timeout=120):

@@ -6,7 +6,7 @@
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
-from .errors import TracekitError  # noqa: E402 - after __version__, which the modules it loads import
+from .errors import TracekitError  # after __version__, which the modules it loads import
 
 # one function per command of the command line, of the same name (`tracekit cache list`: cache_list)
 _API = ("advise", "cache_clear", "cache_list", "diff", "doctor", "html", "ingest", "model", "open", "plot", "rederive",

@@ -136,11 +136,13 @@ def advise(run):
 
 
 def sql(run, query: str, *, timeout: float | None = DEFAULT_TIMEOUT_S,
-        memory_mb: int | None = DEFAULT_MEMORY_MB, unsafe: bool = False):
+        memory_mb: int | None = DEFAULT_MEMORY_MB, unsafe: bool = False, own_process: bool = False):
     """Run ``query`` (DuckDB SQL) over a run -> a Result read as it is consumed (``.schema``, iteration over
     pyarrow.RecordBatch, ``.read_all()`` for a pyarrow.Table; ``with`` closes it). By default it can only
     read the run (SELECT and EXPLAIN of one, no file outside the run, configuration locked) within
     ``memory_mb`` and ``timeout`` seconds (None or 0: no limit); ``unsafe`` lifts the read-only limits.
+    ``own_process`` (the CLI): the process is the query's, so the limits also cap its address space and
+    end it if the query outlives its time limit (sandbox.process_limits).
     A Run given is left as it was: the query runs on a connection of its own to the same version."""
     from .commands.sql import Result
 
@@ -148,7 +150,7 @@ def sql(run, query: str, *, timeout: float | None = DEFAULT_TIMEOUT_S,
         own = Run(run.path, size_buckets=run.size_buckets)
         own.name = run.name
         run = own
-    return Result(_run(run), query, timeout, memory_mb, unsafe)
+    return Result(_run(run), query, timeout, memory_mb, unsafe, own_process)
 
 
 def schema(run, table: str | None = None):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .ingestion.schema import rows_table
+from .run_tables import rows_table
 
 TABLE_DOC = ("clock_offsets: each host's clock against the reference host's (that of the lowest rank), estimated "
              "at ingest from the end times of the collective instances spanning hosts (tracekit.clocks; "

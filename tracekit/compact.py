@@ -30,15 +30,24 @@ def _ranks_of(name: str) -> tuple[int, int]:
     return int(lo), int(hi or lo)
 
 
-def plan(fact_dir: str) -> list[tuple[list[str], str]]:
-    """[(the rank files, the file they become)] for one fact's directory: files in rank order, a
-    partition closed once it holds RANKS_PER_FILE ranks."""
-    parts = sorted((_ranks_of(f), f) for f in os.listdir(fact_dir) if f.startswith("rank-") and f.endswith(".parquet"))
+def partition(items: list, per: int | None = None, ranks=lambda item: (item, item)) -> list[list]:
+    """``items`` in rank order cut into partitions, the one rule of compaction and of the finish
+    (derive.finish_run): a partition spans at most ``per`` ranks from its first to its last, and a new one
+    starts with the first item that would make it span more. ``ranks(item)`` -> the (first, last) rank it
+    holds: a rank, or a file of a batch of ranks. Ranks 0, 1, 266, 267 with 256: [0, 1], [266, 267]."""
+    per = per or RANKS_PER_FILE
     chunks: list[list] = []
-    for (lo, hi), f in parts:
-        if not chunks or chunks[-1][-1][0][1] - chunks[-1][0][0][0] + 1 >= RANKS_PER_FILE:
+    for item in items:
+        if not chunks or ranks(item)[1] - ranks(chunks[-1][0])[0] + 1 > per:
             chunks.append([])
-        chunks[-1].append(((lo, hi), f))
+        chunks[-1].append(item)
+    return chunks
+
+
+def plan(fact_dir: str) -> list[tuple[list[str], str]]:
+    """[(the rank files, the file they become)] for one fact's directory, partitioned by ``partition``."""
+    parts = sorted((_ranks_of(f), f) for f in os.listdir(fact_dir) if f.startswith("rank-") and f.endswith(".parquet"))
+    chunks = partition(parts, ranks=lambda part: part[0])
     out = []
     for c in chunks:
         name = "all.parquet" if len(chunks) == 1 else ranks_file(c[0][0][0], c[-1][0][1])

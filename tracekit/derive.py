@@ -16,21 +16,19 @@ a choice made at open (size buckets, exposure labels) is computed then, from the
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import queue
 import shutil
-import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import settings
 from . import sql_files as _sql
-from .compact import RANKS_PER_FILE, compact
-from .errors import TracekitError, disk_error
-from .ingestion.schema import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .compact import RANKS_PER_FILE, compact, partition
+from .errors import TracekitError
 from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
 from .layout.paths import (
     events_files,
@@ -41,197 +39,17 @@ from .layout.paths import (
     rank_parts,
     ranks_file,
     spill_dir,
+    table_path,
 )
-from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, graph, stored, uses, views_for
-
-_VIEW_RULES = {n for n, f in graph().items() if f.stage == "view"}
-
-
-def _create(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Rule ``name``'s rows as a table of its name: its file's one ``CREATE OR REPLACE VIEW name AS`` made
-    ``CREATE TABLE name AS``, one statement bound once (a view, then a table from it, then the view dropped
-    and the table renamed bound each query twice: ~0.1 s of CPU over a one-rank ingest's 22 rules)."""
-    con.execute(_table_sql(name))
+from .materialize import materialize_all
+from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, stored, uses, views_for
+from .run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .words import plural
 
 
-def _write_rule(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
-    """Rule ``name``'s rows straight to the Parquet file ``path``, never held as a table, and ``name`` a
-    view of that file."""
-    cur.execute(f"COPY (\n{_rule_query(name)}\n) TO {sql_string(path)} (FORMAT parquet)")
-    cur.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")
-
-
-@functools.lru_cache(maxsize=None)
-def _rule_query(name: str) -> str:
-    """The query of rule ``name``'s file: what follows its one ``CREATE OR REPLACE VIEW name AS``."""
-    text = _sql.load("views", name).text
-    head = f"CREATE OR REPLACE VIEW {name} AS"
-    if text.count(head) != 1:  # (each rule file in tracekit/sql is one)
-        raise TracekitError(f"tracekit/sql: the rule {name} is not one `{head} ...` statement")
-    return text.split(head, 1)[1].strip().rstrip(";")
-
-
-def _load_as_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """View ``name`` (of a file _write_rule wrote) replaced by a table of its rows."""
-    con.execute(f"CREATE TABLE _tk_load AS SELECT * FROM {name}")
-    con.execute(f"DROP VIEW {name}")
-    con.execute(f"ALTER TABLE _tk_load RENAME TO {name}")
-
-
-def _table_sql(name: str) -> str:
-    if name in _VIEW_RULES:  # a view the next rules read: defined, not made a table
-        return _sql.load("views", name).text
-    return f"CREATE TABLE {name} AS\n{_rule_query(name)}"
-
-
-def _write(cur: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
-    """Table ``name`` to the Parquet file ``path``."""
-    cur.execute(f"COPY {name} TO {sql_string(path)} (FORMAT parquet)")
-
-
-def _materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail,
-                     optional: frozenset = frozenset(), give_up: tuple = (), stream: bool = False) -> set[str]:
-    """Run each fact's .sql once into a table of its name (the rules after it read the table, not the rule
-    again) and write it to ``parquet_of(name)``: each as soon as the facts its rule uses are tables, two rules
-    at once (of those ready, the one with the longest chain of rules waiting for it first) and the Parquet
-    writes on a third cursor: most of these queries run on one core (their inputs
-    are smaller than DuckDB's unit of parallelism), so independent facts (gpu_kernels and comm_ops) and the
-    writes of finished facts proceed beside the next rule. A view rule among ``names`` (a one-rank run's
-    reduce reads rank_clocks and _collectives_aligned) is defined once what it reads is there, never stored.
-    ``fail(name, exc)`` turns a DuckDB error into ours. A rule of ``optional`` whose error becomes one of
-    ``give_up`` is given up, with the rules that wait for it, and the others go on: returns those given up
-    (a one-rank run's finish, out of memory beside its facts, is derived again by finish_run).
-    ``stream``: the caller reads none of these tables afterwards, so no rule's rows are held as a table:
-    each stored fact goes straight to its file (COPY of the rule's query), a scratch table of the finish to
-    a file beside the connection's spill directory (removed at the end), and the rules after them read the
-    files. Tables share DuckDB's memory budget with the rules: a 1 GB trace's (gpu_kernels alone 165 MB of
-    the 256, comm_segments, the finish's pieces and segments) went past it, so that DuckDB wrote them out
-    to its spill files and read them back, and its rules took 1.5 to 4 times as long; a scratch table held
-    beside a rule retried alone made it run out of memory again (400k kernels of distinct names, 128 MB)."""
-    deps = {n: uses(n, names) for n in names}
-    below: dict[str, int] = {}  # the rules on the longest chain of rules that wait for n, n included
-    for n in reversed(names):  # (names is in graph order: every rule after the ones it uses)
-        below[n] = 1 + max((below[m] for m in names if n in deps[m]), default=0)
-    created: set[str] = set()
-    given_up: set[str] = set()
-    # streamed: each rule's rows straight to a file, read from there by the rules after it
-    direct = {n for n in names if n not in _VIEW_RULES} if stream else set()
-    scratch = None
-    if stream and any(not stored(n) for n in direct):  # beside the spill directory, inside the run being built
-        (spill,) = con.execute("SELECT current_setting('temp_directory')").fetchone()
-        scratch = tempfile.mkdtemp(prefix="_scratch-", dir=os.path.dirname(spill))
-    running: dict = {}
-    copies = []
-    alone: set[str] = set()  # rules to run again with nothing beside them (1M kernels of distinct names)
-    # one cursor per worker, opened and closed here on the calling thread: a worker only runs queries on
-    # its own cursor (DuckDB's rule for threads), never opens or closes one
-    rule_cursors: queue.Queue = queue.Queue()
-    for _ in range(2):
-        rule_cursors.put(con.cursor())
-    write_cursor = con.cursor()
-
-    def run(cur, name):
-        if name in direct:
-            _write_rule(cur, name, parquet_of(name) if stored(name) else os.path.join(scratch, name + ".parquet"))
-        else:
-            _create(cur, name)
-
-    def create(name):
-        cur = rule_cursors.get()
-        try:
-            if name not in alone:
-                run(cur, name)
-                return
-            # alone, and on one thread: DuckDB's memory per thread is the budget divided by its threads
-            (threads,) = cur.execute("SELECT current_setting('threads')").fetchone()
-            cur.execute("SET threads = 1")
-            try:
-                run(cur, name)
-            finally:
-                cur.execute(f"SET threads = {int(threads)}")
-        finally:
-            rule_cursors.put(cur)
-
-    def copy(name):
-        _write(write_cursor, name, parquet_of(name))
-
-    def check(name, fut):
-        try:
-            fut.result()
-        except duckdb.Error as exc:
-            disk = disk_error(exc)  # a full disk is not the trace's fault: the ingest fails, never skips it
-            raise (disk or fail(name, exc)) from None
-
-    def settled(name, fut) -> bool:
-        """check(), but an optional rule's error of a kind to give up on gives it up, and what waits for it."""
-        try:
-            check(name, fut)
-            return True
-        except give_up:
-            if name not in optional:
-                raise
-            todo = [name]
-            while todo:
-                n = todo.pop()
-                given_up.add(n)
-                todo += [m for m in names if n in deps[m] and m not in given_up]
-            return False
-
-    try:
-        # rules and Parquet writes on pools of their own: a write never delays the next rule
-        with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
-            try:
-                while len(created) + len(given_up) < len(names):
-                    ready = [n for n in names if n not in created and n not in running and n not in given_up
-                             and all(d in created for d in deps[n])]
-                    for n in sorted(ready, key=lambda n: -below[n]):  # the longest chain first
-                        if len(running) >= 2:
-                            break  # a rule is chosen when a worker is free, not queued behind others
-                        if any(m in alone for m in running) or (n in alone and running):
-                            continue  # a rule that ran out of memory beside another runs alone
-                        if n in alone:
-                            wait([f for _, f in copies])
-                        running[n] = pool.submit(create, n)
-                    finished, _ = wait(list(running.values()), return_when=FIRST_COMPLETED)
-                    for n, fut in list(running.items()):
-                        if fut in finished:
-                            if n not in alone and isinstance(fut.exception(), duckdb.OutOfMemoryException):
-                                alone.add(n)  # two rules share the budget: this one again, with all of it
-                                del running[n]
-                                continue
-                            if n in direct and isinstance(fut.exception(), duckdb.OutOfMemoryException):
-                                # out of memory alone, reading files: again as a table, then written, from
-                                # its inputs loaded as tables (DuckDB spills a table's blocks; read from
-                                # Parquet, the same rule needed more than the budget: 400k kernels, 128 MB)
-                                direct.discard(n)
-                                for d in direct & set(deps[n]):
-                                    _load_as_table(con, d)
-                                    direct.discard(d)
-                                del running[n]
-                                continue
-                            del running[n]
-                            if not settled(n, fut):
-                                continue
-                            created.add(n)
-                            if stored(n) and n not in direct:  # (not a finish's scratch table)
-                                copies.append((n, writes.submit(copy, n)))
-                for n, fut in copies:
-                    if isinstance(fut.exception(), duckdb.OutOfMemoryException):
-                        # a write beside two rules shares the budget with them (a table of 200k distinct
-                        # kernel names, in CI): again, now that nothing runs beside it
-                        fut = writes.submit(copy, n)
-                    settled(n, fut)
-            except BaseException:
-                for fut in list(running.values()) + [f for _, f in copies]:
-                    fut.cancel()
-                raise
-    finally:  # the pools are joined: no query runs on these cursors any more
-        while not rule_cursors.empty():
-            rule_cursors.get().close()
-        write_cursor.close()
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return given_up
+def _materialize(con, names, parquet_of, fail, **options) -> set[str]:
+    """materialize.materialize_all with this tracekit's rule of what a run stores (rules.stored)."""
+    return materialize_all(con, names, parquet_of, fail, stored, **options)
 
 
 def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process_groups: list[dict], out_dir: str,
@@ -261,7 +79,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
             return os.path.join(out_dir, name + ".parquet")
 
         if not reduced:
-            _materialize_all(con, FACTS, parquet_of, fail, stream=True)
+            _materialize(con, FACTS, parquet_of, fail, stream=True)
             return
         # the run is this rank: its cross-rank facts and its finish in the same pass as its facts, each as
         # soon as what it reads is there (collective_waits beside comm_segments, the lead-ups beside
@@ -269,7 +87,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         _no_offsets(con)
         rules = set(FACTS + REDUCED + FINISHED + views_for(REDUCED + FINISHED))
         finish_fail = _finish_fail(trace.get("path"), rank, rank)
-        given_up = _materialize_all(con, [n for n in ORDER if n in rules], parquet_of,
+        given_up = _materialize(con, [n for n in ORDER if n in rules], parquet_of,
                                     lambda name, exc: (finish_fail if name in FINISHED else fail)(name, exc),
                                     optional=frozenset(FINISHED), give_up=(_FinishOutOfMemory,), stream=True)
         if given_up:  # out of memory beside the facts: reduce_run derives the finish again (finish_run)
@@ -301,7 +119,7 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
         con.execute("CREATE TABLE process_groups AS SELECT * FROM _pgs")
         define_base(con)
         ranks = [r for _, r, _, _ in items]
-        _materialize_all(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"),
+        _materialize(con, FACTS, lambda name: os.path.join(out_dir, name + ".parquet"),
                          lambda name, exc: TracekitError(f"ranks {min(ranks)}-{max(ranks)}: could not derive their "
                                                          f"{name.lstrip('_')}: {str(exc).splitlines()[0]}"),
                          stream=True)
@@ -324,7 +142,7 @@ def derive_run(run_dir: str, threads: int = 1, align: bool = True, timings: dict
         def parquet_of(name):
             return facts_file(run_dir, name)
 
-        _materialize_all(con, FACTS, parquet_of, fail)
+        _materialize(con, FACTS, parquet_of, fail)
         reduce_on(con, parquet_of, fail, align, timings)
         (lo, hi), = con.execute("SELECT min(rank), max(rank) FROM traces").fetchall()
         if FINISHED and hi - lo + 1 <= FINISH_RANKS:  # one partition: the finish here, not on a connection of its own
@@ -346,9 +164,9 @@ def _finish_on(con: duckdb.DuckDBPyConnection, parquet_of, fail) -> None:
     if not FINISHED:
         return
     for name in views_for(FINISHED):
-        con.execute(_sql.load("views", name).text)
+        con.execute(_sql.rule(name).text)
     try:
-        _materialize_all(con, FINISHED, parquet_of, fail)
+        _materialize(con, FINISHED, parquet_of, fail)
     except _FinishOutOfMemory:
         _unlink_finish(parquet_of)
 
@@ -367,10 +185,10 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     clock. (A run on one host, or whose hosts agree, pays one pass.)"""
     _no_offsets(con)
     for name in views_for(REDUCED):  # the views the reduce rules read (rank_clocks, _collectives_aligned)
-        con.execute(_sql.load("views", name).text)
+        con.execute(_sql.rule(name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    _materialize_all(con, REDUCED, parquet_of, fail)
+    _materialize(con, REDUCED, parquet_of, fail)
     timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
     _align(con, parquet_of, fail, align, timings)
 
@@ -393,7 +211,7 @@ def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
     if again:
         for name in reversed(REDUCED):
             con.execute(f"DROP TABLE {name}")
-        _materialize_all(con, REDUCED, parquet_of, fail)
+        _materialize(con, REDUCED, parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
     return again
 
@@ -462,34 +280,51 @@ def derive_memory_mb() -> int:
 
 
 def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
-    """The reduce step, once the per-rank facts are in place under ``run_dir``: the cross-rank facts
-    (matching, clock offsets, waits, stragglers), then the per-rank facts compacted, up to 256 ranks a file
-    (tracekit.compact: a query then opens a few files, not one per rank). ``timings`` gets the seconds of
-    each part."""
+    """The steps of a run after its per-rank facts, in order, each skipped where the map step already did it
+    (a run of one rank, or one derived whole by derive_run): the cross-rank facts on aligned clocks
+    (cross_rank_facts), the per-rank facts compacted (compact_facts), the finish (finish_run). ``timings``
+    gets the seconds of each."""
     timings = {} if timings is None else timings
-    con = None
-    try:
-        if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
-            con = duckdb.connect()  # (derived already where the run is one rank, or derived whole: derive_run)
-            bind_tables(con, run_dir, ("traces",))
-            define_base(con)
-            bind_fact(con, run_dir, "_collectives")
-            for name in REDUCED + [CLOCKS]:
-                os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-            reduce_on(con, lambda name: facts_file(run_dir, name),
-                      lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
-                                                      f"{str(exc).splitlines()[0]}"), align, timings)
-        start = time.perf_counter()
-        compact([facts_dir(run_dir, name) for name in FACTS])
-        timings["compact_s"] = round(time.perf_counter() - start, 3)
-    finally:
-        if con is not None:
-            con.close()
-    if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):  # (derive_run did it)
-        start = time.perf_counter()
-        finish_run(run_dir)
-        timings["finish_s"] = round(time.perf_counter() - start, 3)
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
+        cross_rank_facts(run_dir, align, timings)
+    _timed(timings, "compact_s", compact_facts, run_dir)
+    if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):
+        _timed(timings, "finish_s", finish_run, run_dir)
 
+
+def _timed(timings: dict, key: str, step, *args) -> None:
+    start = time.perf_counter()
+    step(*args)
+    timings[key] = round(time.perf_counter() - start, 3)
+
+
+def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
+    """The reduce: the cross-rank facts (matching, clock offsets, waits, stragglers) from every rank's
+    _collectives, on clocks aligned across hosts (reduce_on)."""
+    con = duckdb.connect()
+    try:
+        bind_tables(con, run_dir, ("traces",))
+        define_base(con)
+        bind_fact(con, run_dir, "_collectives")
+        for name in REDUCED + [CLOCKS]:
+            os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+        reduce_on(con, lambda name: facts_file(run_dir, name),
+                  lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
+                                                  f"{str(exc).splitlines()[0]}"), align, timings)
+    finally:
+        con.close()
+
+
+def compact_facts(run_dir: str) -> None:
+    """The per-rank facts joined, up to 256 ranks a file (tracekit.compact: a query then opens a few
+    files, not one per rank)."""
+    compact([facts_dir(run_dir, name) for name in FACTS])
+
+
+# A run of several files smaller than this in all derives its facts once, for every rank together, at
+# the end (derive_run), at ingest and at --rederive alike: per rank, the fixed cost of a DuckDB connection
+# and of planning the rules would be most of the work.
+SMALL_RUN_BYTES = 64 << 20
 
 _FINISH_STORED = [n for n in FINISHED if stored(n)]  # the finish tables written to the run
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
@@ -510,11 +345,7 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
         ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM traces ORDER BY rank").fetchall()]
     finally:
         con.close()
-    chunks: list[list[int]] = []
-    for r in ranks:  # as compact.plan: a partition closes once it spans FINISH_RANKS ranks
-        if not chunks or r - chunks[-1][0] + 1 > FINISH_RANKS:
-            chunks.append([])
-        chunks[-1].append(r)
+    chunks = partition(ranks, FINISH_RANKS)  # the rule of compaction's partitions
     for name in _FINISH_STORED:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
     jobs = [(c, "all.parquet" if len(chunks) == 1 else _part_name(c)) for c in chunks]
@@ -532,14 +363,58 @@ class _FinishOutOfMemory(TracekitError):
 
 
 def _finish_fail(run_dir: str, lo: int, hi: int):
+    """The error of a finish rule that failed on ranks ``lo``-``hi`` of ``run_dir`` (the version being built,
+    hidden from the user: the message names the input files instead; derive_rank passes the input file)."""
     def fail(name, exc):
-        where = f"{run_dir}: could not derive its {name.lstrip('_')} (ranks {lo}-{hi}): {str(exc).splitlines()[0]}"
+        ranks = f"rank {lo}" if lo == hi else f"ranks {lo}-{hi}"
+        where = f"{_inputs_of(run_dir, lo, hi)}: could not derive its {name.lstrip('_')} ({ranks}): " \
+                f"{str(exc).splitlines()[0]}"
         if isinstance(exc, duckdb.OutOfMemoryException):
             return _FinishOutOfMemory(
-                f"{where}; one rank alone was given up to {4 ** (FINISH_MEMORY_STEPS - 1)}x TRACEKIT_DERIVE_MEMORY_MB "
-                f"(now {derive_memory_mb()} MB): set it higher and run `tracekit ingest --rederive RUN`")
+                f"{where}{_largest_event(run_dir, lo, hi)}; one rank alone was given up to "
+                f"{4 ** (FINISH_MEMORY_STEPS - 1)}x TRACEKIT_DERIVE_MEMORY_MB (now {derive_memory_mb()} MB): set it "
+                "higher and run the same command again")
         return TracekitError(f"{where}; this is likely a tracekit bug: report it")
     return fail
+
+
+def _inputs_of(run_dir: str, lo: int, hi: int) -> str:
+    """The input file of ranks ``lo``-``hi`` (the first and how many more), from the run's traces table;
+    ``run_dir`` itself when it is a trace file."""
+    if not os.path.isdir(run_dir):
+        return run_dir
+    try:
+        rows = sorted((r["rank"], r["path"]) for r in pq.ParquetFile(table_path(run_dir, "traces")).read(
+            columns=["rank", "path"]).to_pylist()
+                      if lo <= r["rank"] <= hi)
+    except (OSError, pa.ArrowException):
+        rows = []
+    if not rows:
+        return f"the traces of {'rank' if lo == hi else 'ranks'} {lo}-{hi}"
+    return rows[0][1] + (f" (and {plural(len(rows) - 1, 'other file', 'other files')})" if len(rows) > 1 else "")
+
+
+def _largest_event(run_dir: str, lo: int, hi: int) -> str:
+    """"; its largest event is #N (M MB of text)" for the ranks' events, or "" where they cannot be read."""
+    files = [f for r in range(lo, hi + 1) for f in rank_parts(run_dir, r)] if os.path.isdir(run_dir) else []
+    if not files or hi - lo > 64:
+        return ""
+    try:
+        con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
+        try:
+            src = f"read_parquet([{', '.join(map(sql_string, files))}])"
+            text = [c for c, t, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall() if t == "VARCHAR"]
+            size = " + ".join(f"coalesce(strlen({c}), 0)" for c in text) or "0"
+            # (arg_max: ORDER BY n DESC LIMIT 1 gave wrong sums here, DuckDB 2.0.1)
+            found = con.execute(f"SELECT arg_max(event_index, n), max(n) FROM (SELECT event_index, {size} AS n "
+                                f"FROM {src})").fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return ""
+    if not found or (found[0][1] or 0) < 2**20:  # only an event that explains the memory
+        return ""
+    return f"; its largest event is event #{found[0][0]:,} of traceEvents ({found[0][1] / 2**20:,.1f} MB of text)"
 
 
 def _drop_finished(run_dir: str, file_name: str) -> None:
@@ -598,9 +473,9 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
                             f"{sql_string(facts_glob(run_dir, name))}, union_by_name = true) "
                             f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
         for name in views_for(FINISHED):
-            con.execute(_sql.load("views", name).text)
+            con.execute(_sql.rule(name).text)
 
-        _materialize_all(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name),
+        _materialize(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name),
                          _finish_fail(run_dir, lo, hi), stream=True)
 
 

@@ -1,7 +1,8 @@
 """The rule graph: which `.sql` rule runs at which stage and in which order, read from the rules
 themselves. Each file under tracekit/sql/{facts,reduce,views} declares, in its header, its stage
 (``-- @stage fact|reduce|finish|view``: the folder it sits in) and what it reads (``-- @uses a, b``: other rules,
-or tables no rule makes: events, traces, process_groups, clock_offsets and the tk_* tables below). The
+or tables no rule makes: events, traces, process_groups, clock_offsets and the tk_* tables below; the rows
+of the tk_* tables that the stored rules declare go into the facts key). The
 order is a topological sort of those declarations; a cycle, an unknown name, a missing or wrong stage is
 a RuleGraphError when tracekit.rules is imported (a test imports it), never a hang.
 
@@ -191,30 +192,53 @@ def references(query: str) -> list[str]:
     return _sql.names_in(query, VIEWS + HELPERS)
 
 
+# Columns of the tk_* tables that only explain a row (where a pattern comes from, why it is there): a
+# change to them changes no fact, so they stay out of the facts key.
+_EXPLAINING = {"source", "why"}
+
+
+def _fact_table_rows(size_buckets: list[int] | None = None) -> dict:
+    """name -> rows of each tk_* table, as every connection registers them."""
+    return {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS),
+            "tk_size_buckets": bucket_rows(size_buckets), "tk_comm_kernels": comm_kernel_rows(),
+            "tk_kernel_families": family_rows()}
+
+
+def fact_tables_read() -> list[str]:
+    """The tk_* tables the stored facts depend on: those the stored rules and the views they read declare
+    (``-- @uses``), and those the macros read (macros.sql, which every rule may call)."""
+    stored_rules = FACTS + REDUCED + FINISHED
+    declared = {u for n in stored_rules + views_for(stored_rules) for u in uses(n) if u in LOOKUP_TABLES}
+    macros = set(_sql.names_in(_sql.load("", "macros").text, list(LOOKUP_TABLES)))
+    return sorted(declared | macros)
+
+
 def facts_key() -> str:
-    """Changes whenever a rule that the stored facts depend on changes (the .sql rules, the dtype table,
-    the communication-kernel catalogue with the user's rows): a run whose facts carry another key must be
-    derived again from its events (``tracekit ingest --rederive``) before it is opened."""
-    return _facts_key(tuple(r[:5] for r in comm_kernel_rows()))
+    """Changes whenever something the stored facts depend on changes: the .sql rules they come from, the
+    macros, and the rows of every tk_* table those declare they read (the catalogues with the user's
+    rows). A run whose facts carry another key must be derived again from its events (``tracekit ingest
+    --rederive``) before it is opened."""
+    rows = _fact_table_rows()
+    tables = []
+    for name in fact_tables_read():
+        keep = [i for i, (col, _, _) in enumerate(LOOKUP_TABLES[name]) if col not in _EXPLAINING]
+        tables.append((name, tuple(tuple(r[i] for i in keep) for r in rows[name])))
+    return _facts_key(tuple(tables))
 
 
 @functools.lru_cache(maxsize=8)
-def _facts_key(catalogue: tuple) -> str:
+def _facts_key(tables: tuple) -> str:
     h = hashlib.sha256(_sql.load("", "macros").text.encode())
     for name in FACTS + REDUCED + FINISHED + views_for(FACTS + REDUCED + FINISHED):
         h.update(_sql.rule(name).text.encode())
-    h.update(repr(dtype_rows()).encode())
-    h.update(repr(BUSBW_FACTORS).encode())
-    h.update(repr(catalogue).encode())
+    h.update(repr(tables).encode())
     h.update(b"clocks 1")  # tracekit.clocks' estimator
     return h.hexdigest()[:16]
 
 
 def define_base(con, size_buckets: list[int] | None = None) -> None:
     """The fact tables and macros every connection has, run or single rank."""
-    rows = {"tk_dtypes": dtype_rows(), "tk_busbw_factors": list(BUSBW_FACTORS),
-            "tk_size_buckets": bucket_rows(size_buckets), "tk_comm_kernels": comm_kernel_rows(),
-            "tk_kernel_families": family_rows()}
+    rows = _fact_table_rows(size_buckets)
     for name, cols in LOOKUP_TABLES.items():
         con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t, _ in cols)})")
         if rows[name]:  # one statement (executemany runs one per row: most of a small rank's derive time)

@@ -7,7 +7,9 @@ A query from the prompt may read the run and nothing else, and cannot change any
 - DuckDB reads files only in the run's directory (``enable_external_access`` off, ``allowed_directories``
   the run) and the run holds no symbolic link (a link would lead the file check out of the run);
 - DuckDB's spill files go to a private directory of this process (removed on close), never ``./.tmp``;
-- a memory limit, and a time limit that interrupts the query;
+- a memory limit, and a time limit that interrupts the query; in the ``tracekit sql`` process, also a cap
+  on the process's address space and a watchdog that ends it (``process_limits``): a string function's
+  values are allocated outside DuckDB's memory limit, and one long call does not see an interrupt;
 - no extension installed or loaded, and the configuration locked so that no statement can undo this.
 """
 
@@ -31,6 +33,8 @@ _UNSAFE_HINT = ("`tracekit sql --unsafe` lifts every limit (writes, other files,
 
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_TIMEOUT_S = 300
+HEADROOM_MB = 512  # address space past what the process maps and --memory: Arrow's batches, the output
+GRACE_S = 3.0  # how long a query may run on after its time limit's interrupt before the process ends
 
 
 def check_statements(query: str) -> None:
@@ -141,13 +145,70 @@ def time_limit(con, seconds: float | None):
         yield
     except (duckdb.InterruptException, QueryError) as exc:
         if fired.is_set():
-            raise QueryTimeout(f"the query was stopped after {seconds:g} s (--timeout); narrow it (WHERE, LIMIT) "
-                             "or give it longer with --timeout SECONDS (0: no limit)") from None
+            raise QueryTimeout(timeout_message(seconds)) from None
         if isinstance(exc, QueryError):
             raise
         raise QueryError("the query was interrupted") from None
     finally:
         done.set()
+
+
+def timeout_message(seconds: float) -> str:
+    return (f"the query was stopped after {seconds:g} s (--timeout); narrow it (WHERE, LIMIT) or give it longer "
+            "with --timeout SECONDS (0: no limit)")
+
+
+@contextlib.contextmanager
+def process_limits(memory_mb: int | None, seconds: float | None):
+    """For a query run by a process of its own (the ``tracekit sql`` command), the limits DuckDB's settings
+    do not reach: the address space is capped at what the process maps now, plus ``memory_mb``, plus
+    HEADROOM_MB (an allocation past it fails and DuckDB reports out of memory: ``repeat('x', 10^9)`` is
+    allocated outside DuckDB's memory limit); and a query still running GRACE_S after its time limit's
+    interrupt ends the process with the time limit's message and exit code (one call of a string function
+    does not see an interrupt). Linux only for the cap; never for a library caller's process."""
+    old = None
+    if memory_mb and _address_space() is not None:
+        import resource
+
+        old = resource.getrlimit(resource.RLIMIT_AS)
+        cap = _address_space() + (int(memory_mb) + HEADROOM_MB) * 2**20
+        if old[1] == resource.RLIM_INFINITY or cap < old[1]:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, old[1]))
+        else:
+            old = None
+    done = threading.Event()
+
+    def watch():
+        if done.wait(seconds + GRACE_S):
+            return
+        import sys
+
+        sys.stderr.write(f"error: {timeout_message(seconds)}\n")
+        sys.stderr.flush()
+        os._exit(QueryTimeout.exit_code)
+
+    if seconds:
+        threading.Thread(target=watch, daemon=True, name="tracekit-sql-watchdog").start()
+    try:
+        yield
+    finally:
+        done.set()
+        if old is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, old)
+
+
+def _address_space() -> int | None:
+    """Bytes of address space this process maps now (VmSize), or None where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _literal(s: str) -> str:

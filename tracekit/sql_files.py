@@ -78,10 +78,7 @@ def _dir(kind: str):
 @functools.lru_cache(maxsize=None)
 def load(folder: str, name: str) -> SqlFile:
     """The file ``folder/name.sql`` ("reports", a rule folder, or "" for a file at the top: macros). A rule
-    whose folder is not known is ``rule(name)``. (``folder`` "views" still finds a rule in any stage
-    folder, for the callers in derive.py: new code calls rule().)"""
-    if folder == "views":
-        return rule(name)
+    whose folder is not known is ``rule(name)``."""
     f = _dir(folder).joinpath(f"{name}.sql")
     if f.is_file():
         return parse(name, f.read_text(), folder)

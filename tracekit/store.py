@@ -58,8 +58,8 @@ class Run:
             spill = spill_dir("tracekit-spill-")
             self._db.execute("SET temp_directory = ?", [spill])
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
-            # events is bound when a query names it (_ensure_view): binding it lists every rank's folder
-            # (0.17 s at 4,096 ranks), which a report reading the stored facts never needs
+            # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
+            # which a report reading the stored facts never needs
             bind_tables(self._db, self.path)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences

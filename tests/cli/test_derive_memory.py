@@ -114,9 +114,9 @@ def test_a_fact_whose_write_runs_out_beside_the_rules_is_written_again_alone(tmp
     fact a table first, then written."""
     import duckdb
 
-    from tracekit import derive
+    from tracekit import materialize
 
-    real, failed = getattr(derive, write), []
+    real, failed = getattr(materialize, write), []
 
     def write_once_out_of_memory(cur, name, path):
         if name == "gpu_kernels" and not failed:
@@ -124,7 +124,7 @@ def test_a_fact_whose_write_runs_out_beside_the_rules_is_written_again_alone(tmp
             raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block (planted)")
         real(cur, name, path)
 
-    monkeypatch.setattr(derive, write, write_once_out_of_memory)
+    monkeypatch.setattr(materialize, write, write_once_out_of_memory)
     traces = [distinct_names_trace(tmp_path / f"rank{r}.json", 50 // files) for r in range(files)]
     run = tracekit.ingest(traces, tmp_path / "run", jobs=1)
     assert failed == ["gpu_kernels"]
@@ -140,9 +140,9 @@ def test_a_fact_out_of_memory_alone_from_files_is_derived_again_as_a_table(tmp_p
     segments hold the trace's 50 kernels of 3 us (no two overlap): 150 us of compute."""
     import duckdb
 
-    from tracekit import derive
+    from tracekit import materialize
 
-    real, planted = derive._write_rule, []
+    real, planted = materialize._write_rule, []
 
     def out_of_memory(cur, name, path):
         if name == "comm_segments":
@@ -150,7 +150,7 @@ def test_a_fact_out_of_memory_alone_from_files_is_derived_again_as_a_table(tmp_p
             raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block (planted)")
         real(cur, name, path)
 
-    monkeypatch.setattr(derive, "_write_rule", out_of_memory)
+    monkeypatch.setattr(materialize, "_write_rule", out_of_memory)
     run = tracekit.ingest([distinct_names_trace(tmp_path / "rank0.json", 50)], tmp_path / "run", jobs=1)
     assert planted == ["comm_segments", "comm_segments"]  # beside the other rules, then alone
     got = run.sql("SELECT sum(end_ns - ts_ns) AS ns, max(compute_active) AS most FROM comm_segments "

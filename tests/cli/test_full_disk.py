@@ -5,6 +5,7 @@ too: a skip is for a trace that cannot be read, never for a disk that cannot be 
 import errno
 import os
 import subprocess
+import sys
 
 import duckdb
 import pytest
@@ -72,9 +73,9 @@ def test_enospc_in_duckdb(traces, tmp_path, capsys, monkeypatch, stage, on_error
         raise duckdb.IOException(DUCKDB_ENOSPC.replace("{path}", str(tmp_path / "x.parquet")))
 
     if stage == "derive":
-        import tracekit.derive as derive
-        monkeypatch.setattr(derive, "_create", full)  # a rule made a table
-        monkeypatch.setattr(derive, "_write_rule", full)  # a rule written straight to its file
+        import tracekit.materialize as materialize
+        monkeypatch.setattr(materialize, "_create", full)  # a rule made a table
+        monkeypatch.setattr(materialize, "_write_rule", full)  # a rule written straight to its file
     else:
         import tracekit.ingestion.run_writer as run_writer
         monkeypatch.setattr(run_writer, "reduce_run", full)
@@ -110,3 +111,30 @@ def test_a_really_full_file_system(traces, tmp_path, capsys):
         assert sorted(os.listdir(disk)) == []  # the run this first ingest made is gone again
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_WORKER_FAULT = '''
+import errno, os, sys, time
+import tracekit.ingestion.task as task
+real = task.ingest_file
+def fault(path, *a, **k):
+    if path.endswith("rank0.json"):  # the disk fills up in one worker ...
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    time.sleep(600)  # ... while the other is stuck (as a write to a full disk can be)
+task.ingest_file = fault
+from tracekit.cli.main import main
+sys.exit(main(["ingest", sys.argv[1], "-o", sys.argv[2], "--jobs", "2", "--force"]))
+'''
+
+
+def test_a_worker_failing_while_another_hangs(traces, tmp_path):
+    """The pool's shutdown after a worker's failure is bounded (it waited for every worker, one stuck on a
+    full disk included, holding the writer lock: every later ingest of the run was refused), and the
+    next ingest then works. (60 s: a bound for a hang, far above the few seconds it takes.)"""
+    run = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-c", _WORKER_FAULT, str(traces), str(run)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: cannot write the run {run}: No space left on device")
+    assert _ingest(traces, run) == 0  # the lock was released, by the workers too

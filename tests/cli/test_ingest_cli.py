@@ -10,7 +10,7 @@ import pytest
 import tracekit
 from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
-from tracekit.ingestion.schema import SCHEMA_VERSION
+from tracekit.run_tables import SCHEMA_VERSION
 
 
 def ev(name, ts, dur=1.0, **args):

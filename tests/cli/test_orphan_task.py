@@ -24,6 +24,6 @@ def test_a_task_finishing_after_its_build_was_discarded_leaves_nothing(tmp_path)
     res = ingest_file(str(trace), part, rank=0)  # the task parsed its file ...
     discard(build)  # ... when the ingest that asked for it gave up
     with pytest.raises(OSError):  # its facts have nowhere to go
-        derive_rank(res["parts"], 0, res["trace"], res["process_groups"], part_facts_dir(part))
+        derive_rank(res.parts, 0, res.trace, res.process_groups, part_facts_dir(part))
     assert sorted(os.listdir(tmp_path / "run")) == ["versions"]  # no version came back, no trash left
     assert os.listdir(tmp_path / "run" / "versions") == []

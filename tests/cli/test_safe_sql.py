@@ -244,3 +244,40 @@ def test_the_api_leaves_a_run_it_is_given_as_it_was(tmp_path):
     assert tracekit.sql(run, "SELECT count(*) AS n FROM gpu_kernels").read_all().to_pylist() == [{"n": 1}]
     (tmp_path / "other.csv").write_text("a\n7\n")
     assert run.sql(f"SELECT a FROM read_csv('{tmp_path / 'other.csv'}')").to_pylist() == [{"a": 7}]
+
+
+def _sql_child(run, *args, timeout=120):
+    """`tracekit sql RUN ARGS` in a child: (exit code, stderr, the child's peak RSS in MB)."""
+    import subprocess
+    import sys
+    code = ("import re, sys; from tracekit.cli.main import main; "
+            f"rc = main({['sql', str(run), *args]!r}); "
+            "print(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1), file=sys.stderr); "
+            "sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    lines = p.stderr.splitlines()
+    peak = int(lines[-1]) / 1024 if lines and lines[-1].isdigit() else None
+    return p.returncode, p.stderr, peak
+
+
+def test_string_functions_stay_within_memory(run):
+    """repeat() and || allocate their values outside DuckDB's memory limit: 4 rows of 300 MB strings
+    took 1-2 GB under --memory 64 (the issue's 10^9 took 5 GB). The address space is capped now: the
+    query fails, saying so, near the limit (VmHWM: what the child held at its peak)."""
+    q = "SELECT max(length(repeat('x', 300000000) || i::varchar)) FROM range(4) t(i)"
+    rc, err, peak = _sql_child(run, q, "--memory", "64", "--timeout", "30")
+    assert rc == 5, err
+    assert err.startswith("error: the query needed more memory than --memory 64 MB allows (")
+    assert "or give it more with --memory MB" in err and "SET memory_limit" not in err
+    assert peak is not None and peak < 64 + 512 + 300, f"peak RSS {peak:.0f} MB"
+
+
+def test_a_query_that_ignores_the_interrupt_is_ended(run):
+    """replace() on 100 MB strings: DuckDB sees the --timeout 1 interrupt only between long stretches of
+    work, and the query ran 25-35 s. A watchdog ends the process GRACE_S (3 s) after the limit; the bound
+    here, 20 s, is four times what that takes, and under what the interrupt alone took."""
+    q = "SELECT sum(length(replace(repeat('x', 100000000), 'x', 'yy'))) FROM range(1000)"
+    rc, err, _ = _sql_child(run, q, "--timeout", "1", timeout=20)
+    assert rc == 5
+    assert err.splitlines()[0] == ("error: the query was stopped after 1 s (--timeout); narrow it (WHERE, LIMIT) "
+                                   "or give it longer with --timeout SECONDS (0: no limit)")

@@ -153,8 +153,11 @@ def test_a_rank_out_of_memory_at_every_budget_is_one_line(tmp_path, monkeypatch)
     with pytest.raises(tracekit.TracekitError) as info:
         hand.test_a_hand_worked_timeline(tmp_path)
     msg = str(info.value)
-    assert "could not derive its step_breakdown (ranks 0-0): Out of Memory Error" in msg
-    assert "TRACEKIT_DERIVE_MEMORY_MB" in msg and "--rederive" in msg and "bug" not in msg
+    assert "could not derive its step_breakdown (rank 0): Out of Memory Error" in msg
+    assert "TRACEKIT_DERIVE_MEMORY_MB" in msg and "bug" not in msg
+    # it names the input file, not the version being built, and no --rederive for a run not made yet
+    assert msg.startswith(str(tmp_path)) and ".v-" not in msg and "--rederive" not in msg
+    assert msg.endswith("set it higher and run the same command again")
 
 
 def one_rank_run(tmp_path):
@@ -207,8 +210,10 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
     hand-worked figures, one file each; the facts of that pass are all written."""
     import duckdb
 
+    import tracekit.materialize as m
+
     d = tracekit.derive
-    real_write, real_create, real_part, calls, planted = d._write_rule, d._create, d._finish_part, [], []
+    real_write, real_create, real_part, calls, planted = m._write_rule, m._create, d._finish_part, [], []
 
     def plant(name):
         if name == "step_breakdown" and not calls:  # on the map connection, however it runs there
@@ -223,8 +228,8 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
         plant(name)
         real_create(cur, name)
 
-    monkeypatch.setattr(d, "_write_rule", write_rule)
-    monkeypatch.setattr(d, "_create", create)
+    monkeypatch.setattr(m, "_write_rule", write_rule)
+    monkeypatch.setattr(m, "_create", create)
     monkeypatch.setattr(d, "_finish_part", lambda *a, **k: calls.append(a[1]) or real_part(*a, **k))
     assert_one_rank_figures(one_rank_run(tmp_path))
     # beside the other rules, alone, alone as a table: given up, and finish_run does it
@@ -233,3 +238,18 @@ def test_a_one_rank_run_whose_finish_runs_out_of_memory_beside_its_facts_derives
         assert finish_files(tmp_path / "run", name) == ["all.parquet"]
     for name in d.FACTS + d.REDUCED:
         assert finish_files(tmp_path / "run", name) == ["all.parquet"], name
+
+
+def test_compaction_and_the_finish_partition_ranks_alike(tmp_path):
+    """One rule: a partition spans at most 256 ranks from its first to its last. Ranks 0, 1, 266, 267 (by
+    hand: 0..1 spans 2, 0..266 would span 267) are [0, 1] and [266, 267] for both; compaction made
+    ranks-0000000-0000266 and ranks-0000267-0000267 where the finish made [0, 1] and [266, 267]."""
+    from tracekit.compact import partition, plan
+    d = tmp_path / "facts" / "gpu_kernels"
+    d.mkdir(parents=True)
+    for r in (0, 1, 266, 267):
+        (d / f"rank-{r}.parquet").write_bytes(b"")
+    assert [os.path.basename(dest) for _, dest in plan(str(d))] == ["ranks-0000000-0000001.parquet",
+                                                                    "ranks-0000266-0000267.parquet"]
+    assert partition([0, 1, 266, 267], tracekit.derive.FINISH_RANKS) == [[0, 1], [266, 267]]
+    assert tracekit.derive.FINISH_RANKS == 256

@@ -32,8 +32,8 @@ def _ingest(path, out, zlib: bool):
 
 @pytest.mark.parametrize("path", all_shared_files(".gz"))
 def test_same_bytes_and_events_as_zlib(path, tmp_path):
-    a = _ingest(path, tmp_path / "isal.parquet", zlib=False)["trace"]  # (one writer: one file each)
-    b = _ingest(path, tmp_path / "zlib.parquet", zlib=True)["trace"]
+    a = _ingest(path, tmp_path / "isal.parquet", zlib=False).trace  # (one writer: one file each)
+    b = _ingest(path, tmp_path / "zlib.parquet", zlib=True).trace
     with gzip.open(path, "rb") as f:  # the JSON text as Python's own gzip reads it
         assert a["json_bytes"] == b["json_bytes"] == len(f.read())
     assert a == b

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from tracekit import sql_files as tksql
+from tracekit.kernel_families import family_rows as _family_rows
 from tracekit.rules import CLOCKS, DIFF_SIDES, LOOKUP_TABLES, PAGE_TABLES, TABLE_NAMES, RuleGraphError, graph, order
 
 TABLES = set(TABLE_NAMES) | set(LOOKUP_TABLES) | {CLOCKS}
@@ -27,8 +28,8 @@ def test_the_shipped_rules_are_sorted_by_what_their_files_say_they_read():
     # and the headers tell the truth: the rules a file reads after FROM or JOIN (comments and string
     # literals aside) are exactly those it declares
     for n, f in g.items():
-        read = {m for m in _read(f) if m in g or m == CLOCKS}
-        assert read - {n} == set(f.uses) - set(TABLE_NAMES) - set(LOOKUP_TABLES), n
+        read = {m for m in _read(f) if m in g or m == CLOCKS or m in LOOKUP_TABLES}
+        assert read - {n} == set(f.uses) - set(TABLE_NAMES), n  # tk_* tables too: they are in the facts key
 
 
 def test_a_view_that_reads_events_says_so():
@@ -147,3 +148,44 @@ def test_only_a_finish_rule_may_be_scratch():
                     "views")
     with pytest.raises(RuleGraphError, match=r"tracekit/sql/views/v\.sql: says @scratch, which only a finish rule"):
         order([v], TABLES)
+
+
+def test_the_facts_key_hashes_every_catalogue_a_stored_rule_reads(monkeypatch):
+    """_step_pieces reads tk_kernel_families: kernel_families.csv is in the facts key (it was not: after
+    the catalogue changed, an old run opened as current). The other tables the stored rules or the macros
+    read are in it too; what only explains a row (why a pattern is there) is not."""
+    from tracekit import rules
+
+    assert set(rules.fact_tables_read()) == {"tk_dtypes", "tk_busbw_factors", "tk_size_buckets", "tk_comm_kernels",
+                                             "tk_kernel_families"}
+    before = rules.facts_key()
+    rows = _family_rows()
+    order_, pattern, family, why = rows[0]
+    other = next(f for f in ("gemm", "attention", "elementwise") if f != family)
+    monkeypatch.setattr(rules, "family_rows", lambda: [(order_, pattern, other, why)] + rows[1:])
+    assert rules.facts_key() != before
+    monkeypatch.setattr(rules, "family_rows", lambda: [(order_, pattern, family, why + " (reworded)")] + rows[1:])
+    assert rules.facts_key() == before
+
+
+def test_a_run_of_another_kernel_catalogue_refuses_to_open(tmp_path, monkeypatch, capsys):
+    """A run whose facts were derived with another kernel_families.csv is not taken as current: it refuses
+    with the --rederive hint, and after --rederive it opens."""
+    from tests.conftest import dist, write_trace
+    from tracekit import rules
+    from tracekit.cli.main import main
+
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1, "args": {"stream": 7}}], header=dist(0, world=1))
+    run = tmp_path / "run"
+    assert main(["ingest", str(tmp_path / "rank0.json"), "-o", str(run)]) == 0
+    rows = _family_rows()
+    order_, pattern, family, why = rows[0]
+    other = next(f for f in ("gemm", "attention", "elementwise") if f != family)
+    monkeypatch.setattr(rules, "family_rows", lambda: [(order_, pattern, other, why)] + rows[1:])
+    capsys.readouterr()
+    assert main(["sql", str(run), "SELECT 1 AS x"]) == 4  # RunError
+    assert capsys.readouterr().err == (f"error: {run}: its facts were derived by other rules than this tracekit's; "
+                                       f"derive them again from its events with `tracekit ingest --rederive {run}`\n")
+    assert main(["ingest", "--rederive", str(run)]) == 0
+    assert main(["sql", str(run), "SELECT 1 AS x", "--format", "csv"]) == 0

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import click
 
+from ..render import one_line
+
 
 def _parse_ranks(values):
     out = {}
@@ -77,5 +79,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
     n = len(m["inputs"])
     click.echo(f"{out}: {plural(n, 'trace', 'traces')}, {plural(events, 'event', 'events')} in "
                f"{time.monotonic() - start:.1f} s")
-    for fail in m["failures"]:
-        click.echo(f"skipped {fail['path']}: {fail['reason']}", err=True)
+    for fail in m["failures"]:  # the reason names the file (and where in it) first: name it once
+        reason = fail["reason"]
+        line = reason if reason.startswith(fail["path"]) else f"{fail['path']}: {reason}"
+        click.echo(f"skipped {one_line(line)}", err=True)

@@ -59,6 +59,12 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
+def one_line(message: str) -> str:
+    from ..render import one_line as line  # (imported when needed: the CLI starts without pyarrow)
+
+    return line(message)
+
+
 def main(argv=None) -> int:
     rc = _main(argv)
     if argv is None:  # the command line (not a caller's process): the command is done, an interrupt now
@@ -82,7 +88,7 @@ def _main(argv=None) -> int:
         click.echo(str(exc), err=True)
         return exc.exit_code
     except TracekitError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(message(), err=True)
@@ -99,8 +105,8 @@ def _main(argv=None) -> int:
         if is_interrupt(exc):  # Ctrl-C that DuckDB reported as its own error
             click.echo(message(), err=True)
             return 130
-        click.echo(f"internal error: {type(exc).__name__}: {exc}\n(a tracekit bug: rerun with TRACEKIT_DEBUG=1 "
-                   "for the traceback and report it)", err=True)
+        click.echo(f"internal error: {type(exc).__name__}: {one_line(str(exc))}\n(a tracekit bug: rerun with "
+                   "TRACEKIT_DEBUG=1 for the traceback and report it)", err=True)
         return 70
     return 0
 

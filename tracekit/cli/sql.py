@@ -35,5 +35,5 @@ def sql_cmd(run, query, fmt, output, timeout, memory_mb, unsafe):
       tracekit sql run/ "SELECT rank, count(*) AS events FROM events GROUP BY rank ORDER BY rank"
       tracekit sql run/ "SELECT * FROM traces" --format json
     """
-    with tracekit.sql(run, query, timeout=timeout, memory_mb=memory_mb, unsafe=unsafe) as result:
+    with tracekit.sql(run, query, timeout=timeout, memory_mb=memory_mb, unsafe=unsafe, own_process=True) as result:
         write_batches(result.schema, result, fmt, output, columns=chosen_columns())

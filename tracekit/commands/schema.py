@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import sql_files as _sql
-from ..ingestion.schema import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
 from ..rules import VIEWS
+from ..run_tables import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
 from ..table_meta import FIRST_KEY
 
 # The tables a run stores as written at ingest: name -> (columns doc, what a row is). The views after them

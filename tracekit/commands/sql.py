@@ -6,7 +6,8 @@ import contextlib
 
 import pyarrow as pa
 
-from ..sandbox import time_limit
+from ..errors import QueryError
+from ..sandbox import DEFAULT_MEMORY_MB, process_limits, time_limit
 
 
 class Result:
@@ -14,8 +15,9 @@ class Result:
     ``read_all()`` for a pyarrow.Table. The run it was opened on closes when the batches end, on
     ``close()`` or on leaving a ``with`` block."""
 
-    def __init__(self, run, query: str, timeout: float | None, memory_mb: int | None, unsafe: bool):
-        self._batches = _batches(run, query, timeout, memory_mb, unsafe)
+    def __init__(self, run, query: str, timeout: float | None, memory_mb: int | None, unsafe: bool,
+                 own_process: bool = False):
+        self._batches = _batches(run, query, timeout, memory_mb, unsafe, own_process)
         self.schema: pa.Schema = next(self._batches)  # the query runs here: its errors are raised here
 
     def __iter__(self):
@@ -34,14 +36,34 @@ class Result:
         self.close()
 
 
-def _batches(run, query, timeout, memory_mb, unsafe):
+def _batches(run, query, timeout, memory_mb, unsafe, own_process=False):
     """The schema first, then the batches, all under the time limit (and the read-only limits unless
-    ``unsafe``); the run is closed when this ends, however it ends."""
+    ``unsafe``); the run is closed when this ends, however it ends. ``own_process``: the query is what this
+    process is for (the CLI), so it may cap the process's memory and end it (sandbox.process_limits)."""
     with contextlib.ExitStack() as stack:
         stack.callback(run.close)
         if not unsafe:
             run.read_only(memory_mb)
+        if own_process:
+            stack.enter_context(process_limits(None if unsafe else memory_mb, timeout))
         stack.enter_context(time_limit(run, timeout))
-        schema, batches = run.batches(query)
+        with _memory_words(memory_mb, unsafe):
+            schema, batches = run.batches(query)
         yield schema
-        yield from batches
+        with _memory_words(memory_mb, unsafe):
+            yield from batches
+
+
+@contextlib.contextmanager
+def _memory_words(memory_mb, unsafe):
+    """DuckDB's out-of-memory error advises SET memory_limit, which the read-only prompt refuses: say
+    what the prompt's user can do instead."""
+    try:
+        yield
+    except QueryError as exc:
+        if "Out of Memory Error" not in str(exc) or unsafe:
+            raise
+        why = str(exc).split("Out of Memory Error: ")[1].split(" Possible solutions")[0].split("\n")[0]
+        raise QueryError(f"the query needed more memory than --memory {memory_mb or DEFAULT_MEMORY_MB} MB allows "
+                         f"({why}); narrow it (WHERE, LIMIT, shorter strings) or give it more with --memory MB"
+                         ) from None

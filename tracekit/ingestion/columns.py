@@ -15,9 +15,10 @@ import pyarrow as pa
 from msgspec.structs import astuple
 
 from ..errors import TraceFormatError
-from .args import KINETO_ARGS
+from ..kineto_args import KINETO_ARGS
+from ..run_tables import EVENTS_SCHEMA
 from .batch import EventBatch, type_error
-from .schema import EVENTS_SCHEMA, KinetoArgs, TraceEvent
+from .schema import KinetoArgs, TraceEvent
 
 _args_decoder = msgspec.json.Decoder(list[KinetoArgs])
 _EMPTY = b"{}"

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from .. import settings
-from .args import KINETO_ARGS
-from .schema import EVENTS_SCHEMA
+from ..kineto_args import KINETO_ARGS
+from ..run_tables import EVENTS_SCHEMA
 
 try:
     from . import _fastscan

@@ -17,10 +17,12 @@ import pyarrow.parquet as pq
 from ..discover import resolve_rank
 from ..errors import TraceFormatError
 from ..hosts import host_in_trace
+from ..run_tables import EVENTS_SCHEMA
 from . import fast
 from .columns import to_record_batch
 from .reader import CHUNK_BYTES, Chunk, TraceReader
-from .schema import EVENTS_PARQUET_OPTIONS, EVENTS_SCHEMA
+from .records import FileResult
+from .schema import EVENTS_PARQUET_OPTIONS
 
 _DONE = object()
 
@@ -53,9 +55,9 @@ class _Restart(Exception):
 
 
 def ingest_file(path: str, part_path: str, rank: int | None = None, progress=None,
-                chunk_bytes: int = CHUNK_BYTES, single: bool = False, threads: int = 1) -> dict:
+                chunk_bytes: int = CHUNK_BYTES, single: bool = False, threads: int = 1) -> FileResult:
     """Write ``part_path`` (Parquet, events schema without rank; with ``threads`` >= 2 also NAME.1.parquet
-    beside it) and return the trace's description, with "parts": the files written.
+    beside it) and return what was read and written (FileResult).
 
     ``threads``: how many chunks of the file are decoded at once (the C scanner releases the GIL).
     ``progress(json_bytes, events)`` is called after every batch with the increments.
@@ -97,7 +99,7 @@ def _record_batches(reader: TraceReader, path: str, threads: int):
             yield resolve(*pending.popleft())
 
 
-def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame) -> dict:
+def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, frame) -> FileResult:
     reader = TraceReader(path, chunk_bytes=chunk_bytes, frame=frame)
     phases: collections.Counter = collections.Counter()
     # Encoding Parquet is the slowest stage; with two cores or more, two writers take row groups in turn
@@ -157,9 +159,7 @@ def _ingest_file(path, part_path, rank, progress, chunk_bytes, single, threads, 
     header = reader.header
     rank_value, rank_source = resolve_rank(path, header, rank, single)
     res = describe(path, header, reader, rank_value, rank_source, dict(phases))
-    res["parts"] = paths[:max(1, groups)]
-    res["stat"] = reader.source.stat
-    return res
+    return FileResult(res["trace"], res["process_groups"], paths[:max(1, groups)], reader.source.stat)
 
 
 def release_memory() -> None:

@@ -26,8 +26,7 @@ from .schema import TraceEvent
 from .source import TraceSource
 
 CHUNK_BYTES = 4 << 20
-_MAX_HEADER = 256 << 20
-MAX_EVENT_MB = 64  # default bound on one event or one gap between events; TRACEKIT_MAX_EVENT_MB sets it
+_MAX_HEADER = 256 << 20  # most bytes of top-level metadata before and after the traceEvents array
 
 
 def max_event_limit() -> int:
@@ -36,7 +35,8 @@ def max_event_limit() -> int:
     holds a few copies of an event's largest value (docs/ingest.md, Memory)."""
     from .. import settings
     return settings.max_event_bytes()
-_WS = b" \t\r\n"
+
+
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _POS = re.compile(r"\(byte (\d+)\)")
 
@@ -95,22 +95,14 @@ class TraceReader:
         self.source.close()
 
     def _run(self) -> Iterator[EventBatch]:
-        buf, prefix_end, pos = self._find_array()
-        base = 0  # absolute offset of buf[0]
+        buf, prefix_end, pos, base = self._find_array()  # base: absolute offset of buf[0]
         prefix = b"" if self.array_format else bytes(buf[:prefix_end])
-        eof = False
         index = 0
         stalled = 0  # reads since the last cut
-        # empty array
-        p = _skip_ws(buf, pos)
-        while p >= len(buf) and not eof:
-            data = self._more()
-            eof = not data
-            buf += data
-            p = _skip_ws(buf, pos)
-        if p < len(buf) and buf[p] == ord("]"):
-            suffix_start = p + 1
-            self._finish(prefix, buf, suffix_start, base)
+        buf, base, eof = self._skip_space(buf, pos, base, "before the first event")
+        pos = 0
+        if buf[:1] == b"]":  # empty array
+            self._finish(prefix, buf, 1, base)
             return
         while True:
             found = self._fast_cut(buf, pos, base, index) if self.frame else None
@@ -193,53 +185,81 @@ class TraceReader:
                 return batch, nxt, is_end
         return None
 
-    def _find_array(self):
-        buf = bytearray()
+    def _skip_space(self, buf, pos: int, base: int, where: str):
+        """Drop the whitespace from ``buf[pos]`` on, reading while it lasts, in time linear in its length
+        and under the per-event cap: -> (buf, base, eof), ``buf[0]`` the first other byte (``buf`` empty
+        at the end of the file), ``base`` its absolute offset."""
+        skipped, began = 0, base + pos
         while True:
+            p = _skip_ws(buf, pos)
+            skipped += p - pos
+            if skipped > self.max_event_bytes:
+                raise self._fail(
+                    f"more than {self.max_event_bytes >> 20} MB of whitespace {where}; no profiler writes that, so "
+                    "the file is damaged or hostile (TRACEKIT_MAX_EVENT_MB sets the limit)", offset=began)
+            if p < len(buf):
+                return (buf if p == 0 else bytearray(memoryview(buf)[p:])), base + p, False
+            base += len(buf)
             data = self._more()
-            buf += data
-            start = _skip_ws(buf, 0)
-            if start < len(buf) and buf[start] == ord("["):  # Chrome's JSON Array Format
-                first = _skip_ws(buf, start + 1)
-                if first >= len(buf) and data:
-                    continue
-                if first >= len(buf) or buf[first] in b"{]":
-                    self.array_format = True
-                    return buf, None, start + 1
-            if start < len(buf) and buf[start] == ord("["):
-                first = _skip_ws(buf, start + 1)
-                found = bytes(buf[first:first + 20]).decode("utf-8", "replace")
-                raise self._fail(
-                    "this JSON array holds no event objects: an array-format trace (Chrome's JSON Array Format) is "
-                    f"a list of {{...}} events, this one starts with {found!r}. Pass the "
-                    ".json/.json.gz files that torch.profiler wrote", offset=first)
-            if start < len(buf) and buf[start] != ord("{"):
-                raise self._fail(
-                    "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
-                    f"found {bytes(buf[start:start + 20])!r}", offset=start)
-            m = self._top_level_key(buf)
+            if not data:
+                return bytearray(), base, True
+            buf, pos = bytearray(data), 0
+
+    def _find_array(self):
+        """-> (buf, end of the metadata before the key, position after the array's '[', offset of buf[0])."""
+        buf, base, eof = self._skip_space(bytearray(self._more()), 0, 0, "before the JSON text")
+        if eof:
+            raise self._fail("the file is empty; it holds no JSON at all")
+        if buf[0] == ord("["):  # Chrome's JSON Array Format
+            buf, base, _ = self._skip_space(buf, 1, base, "after the opening '['")
+            if not buf or buf[0] in b"{]":
+                self.array_format = True
+                return buf, None, 0, base
+            found = bytes(buf[:20]).decode("utf-8", "replace")
+            raise self._fail(
+                "this JSON array holds no event objects: an array-format trace (Chrome's JSON Array Format) is "
+                f"a list of {{...}} events, this one starts with {found!r}. Pass the "
+                ".json/.json.gz files that torch.profiler wrote", offset=base)
+        if buf[0] != ord("{"):
+            raise self._fail(
+                "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
+                f"found {bytes(buf[:20])!r}", offset=base)
+        searched = 0  # every key candidate before it has been tried
+        while True:
+            m, searched = self._top_level_key(buf, searched)
             if m:
-                return buf, m.start(), m.end()
-            if not data or len(buf) > _MAX_HEADER:
-                if not buf.strip():
-                    raise self._fail("the file is empty; it holds no JSON at all")
+                return buf, m.start(), m.end(), base
+            if len(buf) > _MAX_HEADER:
+                raise self._fail(
+                    f"more than {_MAX_HEADER >> 20} MB of JSON before the \"traceEvents\" array: the top-level "
+                    "metadata of a trace is a few KB, so the file is damaged or not a trace")
+            data = self._more()
+            if not data:
                 raise self._fail(
                     "this JSON has no \"traceEvents\" array, so it is not a Chrome/Kineto trace. "
                     "Pass the .json/.json.gz files that torch.profiler wrote")
+            buf += data
 
-    def _top_level_key(self, buf):
-        """The first "traceEvents": [ that is a key of the top-level object, not of a nested one (a
-        header may hold its own "traceEvents", e.g. under distributedInfo): the text before a top-level
-        key, closed with an empty array and '}', is a whole JSON object."""
-        for m in _KEY.finditer(buf):
+    def _top_level_key(self, buf, start: int = 0):
+        """The first "traceEvents": [ at or after ``start`` that is a key of the top-level object, not of a
+        nested one (a header may hold its own "traceEvents", e.g. under distributedInfo): the text before a
+        top-level key, closed with an empty array and '}', is a whole JSON object. -> (match or None, where
+        the next search of a longer buffer starts: a candidate that failed fails again, as its text before
+        is the same, and only one cut short by the buffer's end is looked at again)."""
+        for m in _KEY.finditer(buf, start):
             try:
                 msgspec.json.decode(bytes(buf[:m.start()]) + b'"traceEvents":[]}')
             except RecursionError:
                 raise self._fail("the metadata before traceEvents " + _TOO_DEEP) from None
             except msgspec.DecodeError:
+                start = m.end()
                 continue
-            return m
-        return None
+            return m, start
+        tail = max(start, len(buf) - len(b'"traceEvents"'))
+        k = buf.rfind(b'"traceEvents"', start)
+        if k >= 0 and not bytes(buf[k + 13:]).strip(b" \t\r\n:"):  # the key, then perhaps ':', at the end
+            tail = min(tail, k)
+        return None, tail
 
     def _decode(self, buf, pos, cut, base, index) -> EventBatch | None:
         body = b"[" + memoryview(buf)[pos:cut + 1] + b"]"

@@ -17,7 +17,7 @@ import time
 import pyarrow.parquet as pq
 
 from .. import __version__, settings
-from ..derive import derive_rank, derive_run, reduce_run
+from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
 from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
@@ -48,9 +48,10 @@ from ..layout.versions import (
     writer_lock,
 )
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
+from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .one_file import MAX_WRITERS, part_paths
 from .progress import IngestProgress
-from .schema import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
+from .records import FileResult, IngestTask
 from .source import same_stat, stat_now
 
 
@@ -100,11 +101,11 @@ def batches(tasks: list, jobs: int) -> list[list]:
     if len(tasks) <= 2 * jobs:
         return [[t] for t in tasks]
     per = max(1, min(BATCH_FILES, len(tasks) // (2 * jobs)))
-    ordered = sorted(tasks, key=lambda t: (rank_from_name(t[0]) is None, rank_from_name(t[0]) or 0, t[0]))
+    ordered = sorted(tasks, key=lambda t: (rank_from_name(t.path) is None, rank_from_name(t.path) or 0, t.path))
     out: list[list] = []
     size = 0
     for t in ordered:
-        b = _or_none(os.path.getsize, t[0]) or 0
+        b = _or_none(os.path.getsize, t.path) or 0
         if not out or len(out[-1]) >= per or size + b > BATCH_BYTES:
             out.append([])
             size = 0
@@ -117,10 +118,6 @@ BATCH_FILES = 16
 BATCH_BYTES = 16 << 20
 
 
-# A run of several files smaller than this in all derives its facts once, for every rank together, at
-# the end (derive_run): per rank, the fixed cost of a DuckDB connection and of planning the rules (about
-# 0.1 s) would be most of the work.
-SMALL_RUN_BYTES = 64 << 20
 
 
 def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: str = "fail", force: bool = False,
@@ -243,16 +240,16 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
     threads = max(1, cores // jobs) if not scheduler or scheduler == "local" else 1
     total = sum(_or_none(os.path.getsize, f) or 0 for f in files)
     whole_run = not scheduler and len(files) > 1 and total <= SMALL_RUN_BYTES
-    tasks = [(f, staging_part(tmp, i), given.get(f), len(files) == 1, threads, not whole_run)
+    tasks = [IngestTask(f, staging_part(tmp, i), given.get(f), len(files) == 1, threads, not whole_run)
              for i, f in enumerate(files)]
-    results: list[tuple[str, str, dict]] = []
+    results: list[tuple[IngestTask, FileResult]] = []
     failures: list[dict] = []
     with IngestProgress(len(files), total, show_progress) as prog:
-        def done(task, fut_result=None, exc=None, worker="local"):
-            path, part = task[:2]
+        def done(task: IngestTask, result: FileResult | None = None, exc=None, worker="local"):
+            path, part = task.path, task.part
             if exc is None:
-                fut_result["worker"] = worker
-                results.append((path, part, fut_result))
+                result.worker = worker
+                results.append((task, result))
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
                                  "stat": _or_none(stat_now, path),  # (before the hash: the file it hashes)
@@ -262,6 +259,8 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
                         os.remove(written)
                 shutil.rmtree(part_facts_dir(part), ignore_errors=True)
             else:
+                if isinstance(exc, TracekitError) and len(tasks) > 1:  # what --on-error skip would have passed
+                    exc.args = (f"{exc}; or leave this file out: --on-error skip ingests the others",)
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
 
@@ -280,25 +279,25 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
 
 def _finish(tmp: str, results, failures, executor: dict, options: dict | None = None) -> None:
     options = options or {"hosts": None, "align": True}
-    results.sort(key=lambda r: r[2]["trace"]["rank"])
-    check_unique_ranks([(r[0], r[2]["trace"]["rank"]) for r in results])
+    results.sort(key=lambda r: r[1].rank)
+    check_unique_ranks([(task.path, res.rank) for task, res in results])
     if not results:
         raise TracekitError("no trace could be ingested; see the reasons above (or in --on-error skip's list)")
-    for path, part, res in results:
-        rank = res["trace"]["rank"]
+    for task, res in results:
+        rank = res.rank
         if rank < 0:
-            raise RankError(f"{path}: rank {rank} is negative")
+            raise RankError(f"{task.path}: rank {rank} is negative")
         dest = rank_dir(tmp, rank)
         os.makedirs(dest)
-        for i, written in enumerate(res["parts"]):
+        for i, written in enumerate(res.parts):
             os.replace(written, os.path.join(dest, f"part-{i}.parquet"))
-        if os.path.isdir(part_facts_dir(part)):
-            place_facts(part_facts_dir(part), tmp, res.get("facts_label", rank), FACTS,
+        if os.path.isdir(part_facts_dir(task.part)):
+            place_facts(part_facts_dir(task.part), tmp, res.facts_label or rank, FACTS,
                         REDUCED + [CLOCKS] + FINISHED)
     os.rmdir(os.path.dirname(staging_part(tmp, 0)))
-    traces = [r[2]["trace"] for r in results]
+    traces = [res.trace for _, res in results]
     assign_hosts(traces, options["hosts"])
-    pgs = [pg for r in results for pg in r[2]["process_groups"]]
+    pgs = [pg for _, res in results for pg in res.process_groups]
     pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
     pq.write_table(rows_table(pgs, PG_SCHEMA), table_path(tmp, "process_groups"))
     if executor.get("facts") == "whole run":
@@ -307,12 +306,10 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                        timings=executor.setdefault("timings", {}))
         except TracekitError:  # name the file whose facts fail: derive rank by rank, as a large run does
             shutil.rmtree(os.path.join(tmp, FACTS_DIR), ignore_errors=True)
-            for _, _, res in results:
-                rank = res["trace"]["rank"]
-                one = rank_facts_scratch(tmp, rank)
-                derive_rank(rank_parts(tmp, rank), rank, res["trace"],
-                            res["process_groups"], one)
-                place_facts(one, tmp, rank, FACTS)
+            for _, res in results:
+                one = rank_facts_scratch(tmp, res.rank)
+                derive_rank(rank_parts(tmp, res.rank), res.rank, res.trace, res.process_groups, one)
+                place_facts(one, tmp, res.rank, FACTS)
     timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
     manifest = {
@@ -322,10 +319,9 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
         "tracekit_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "executor": executor,
-        "inputs": [{"path": r["trace"]["path"], "bytes": r["trace"]["file_bytes"], "sha256": r["trace"]["sha256"],
-                    "stat": r.get("stat"),
-                    "rank": r["trace"]["rank"], "rank_source": r["trace"]["rank_source"],
-                    "events": r["trace"]["event_count"], "worker": r["worker"]} for _, _, r in results],
+        "inputs": [{"path": r.trace["path"], "bytes": r.trace["file_bytes"], "sha256": r.trace["sha256"],
+                    "stat": r.stat, "rank": r.rank, "rank_source": r.trace["rank_source"],
+                    "events": r.trace["event_count"], "worker": r.worker} for _, r in results],
         "failures": failures,
         "options": options,
     }

@@ -7,7 +7,7 @@ import json
 import os
 
 from ..errors import RunError
-from ..ingestion.schema import SCHEMA_VERSION
+from ..run_tables import SCHEMA_VERSION
 from .paths import MANIFEST, manifest_path, written_by_tracekit
 
 

@@ -31,6 +31,12 @@ def safe_text(s: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), s)
 
 
+def one_line(message: str) -> str:
+    """A message as one line that a terminal shows and never obeys: the names in it come from the file
+    system and from traces (escape codes, newlines), written as escapes, as table cells are."""
+    return safe_text(message).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def is_number(field: pa.Field) -> bool:
     """A column of numbers (integers, floats, decimals): right-aligned, formatted as numbers."""
     return pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)

@@ -1,7 +1,7 @@
 -- _collectives: the collectives of one rank as derived at ingest (a per-rank fact), everything but the
 -- size bucket, which depends on the bucket edges chosen when a run is opened. See collectives.
 -- @stage fact
--- @uses gpu_kernels, comm_ops, _gloo_collectives
+-- @uses gpu_kernels, comm_ops, _gloo_collectives, tk_dtypes
 CREATE OR REPLACE VIEW _collectives AS
 WITH ck AS (
     SELECT g.rank, g.event_index, g.name, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.step,

@@ -11,7 +11,7 @@
 -- stays within the finish's budget. A table of the finish's connection only (@scratch): not stored; a
 -- run computes it when a query names it.
 -- @stage finish
--- @uses gpu_kernels, comm_intervals
+-- @uses gpu_kernels, comm_intervals, tk_kernel_families
 -- @scratch
 -- @column rank: global rank
 -- @column cls: c_gemm, c_attention, c_elementwise, c_other (compute, by family), memory or comm (a comm kernel or Gloo op)

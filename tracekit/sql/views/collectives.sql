@@ -10,7 +10,7 @@
 -- alltoall is an alltoall; a bare SendRecv kernel is a sendrecv.
 -- The group size is never guessed from the world size: see group_size_source.
 -- @stage view
--- @uses _collectives, collective_waits, collective_instances
+-- @uses _collectives, collective_waits, collective_instances, tk_size_buckets
 -- @column rank: global rank
 -- @column step: ProfilerStep number the launching CPU op belongs to (NULL outside steps)
 -- @column stream: GPU stream (Gloo: the worker thread id)

@@ -13,7 +13,7 @@ Each row is ``(column, kineto_key, kind, meaning)``. ``kind`` says how the JSON 
 - ``text``: a string or any other JSON value -> VARCHAR: the string itself, or the JSON text of a list.
 
 Every arg, known or not, is also kept verbatim in the ``args`` column as the JSON text the file held.
-Adding a column is adding a row here (and bumping ``SCHEMA_VERSION`` in ``schema.py``).
+Adding a column is adding a row here (and bumping ``SCHEMA_VERSION`` in ``run_tables.py``).
 """
 
 from __future__ import annotations
