@@ -172,3 +172,51 @@ def test_the_note_says_where_the_model_and_the_plan_come_from(capsys, extra, sai
     run = ROOT / "examples" / "traces" / "ddp"
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{said}; times from the network laws and compute measured in {run}; predicted: dp 2 x tp 1 x pp 1, zero 0")
+
+
+def _profiler_step_median_ms(run_dir) -> float:
+    """The run's step from its trace files alone: per ProfilerStep#k the longest over ranks, median."""
+    per: dict = {}
+    for f in sorted(run_dir.glob("*/rank*_trace.json.gz")):
+        for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]:
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"):
+                per[e["name"]] = max(per.get(e["name"], 0.0), e["dur"] / 1e3)
+    vals = sorted(per.values())
+    n = len(vals)
+    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+
+
+def test_the_step_comes_first_with_its_interval_and_the_measured_step(capsys):
+    run = ROOT / "examples" / "traces" / "ddp"
+    assert main(["whatif", str(run), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    step = rows[0]
+    assert step["group"] == "step" and step["step_ms_lo"] < step["step_ms"] < step["step_ms_hi"]
+    assert step["measured_step_ms"] == pytest.approx(_profiler_step_median_ms(run), rel=1e-6)
+    assert "rescaled from" in step["note"] and all(r["step_ms"] is None for r in rows[1:])
+
+
+def test_another_plans_table_names_the_runs_figures_source(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--tp", "2", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert "source_step_ms" in rows[0] and not any(k.startswith("measured_") for k in rows[0])
+    dp = next(r for r in rows if r["group"] == "DP")  # the run's DDP allreduce, not the TP plan's
+    assert dp["count"] is None and dp["source_count"] >= 1
+
+
+def test_tensor_parallel_moe_is_refused_in_one_line(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "moe"), "--dp", "1", "--tp", "2", "--ep", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tp 2 would shard the model's" in err[0]
+
+
+def test_sweep_ranks_every_plan_by_its_step(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--sweep", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    steps = [r["step_ms"] for r in rows]
+    assert steps == sorted(steps) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    plans = {(r["plan"], r["micro_batches"]) for r in rows}
+    # 2 ranks of the example GPT (4 heads, 2 layers): dp 2 with ZeRO 0-3, tp 2 with and without sequence
+    # parallelism, pp 2 with 2, 4 and 8 micro-batches
+    assert len(plans) == 4 + 2 + 3
+    assert all(r["step_ms_lo"] <= r["step_ms"] <= r["step_ms_hi"] for r in rows)

@@ -8,7 +8,7 @@ in rotated order) and a plan's figure is the least of its recordings' medians. A
 profiled step k, is the longest ProfilerStep#k over its ranks (the job waits for its slowest rank); its
 median is over its profiled steps. The table (measured.csv) is computed here from the traces' own
 ProfilerStep events, not by tracekit. Shipped: per plan, the recording whose median is the plan's least,
-as PLAN/rank*_trace.json.gz.
+as PLAN/rank*_trace.json.gz. The cores column is the machine's (its ranks share them: whatif --cores).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def table(raw: pathlib.Path, out: pathlib.Path, ship: bool) -> list[dict]:
         rows.append({"plan": name, "ranks": ranks, "recordings": len(meds),
                      "medians_ms": " ".join(f"{meds[k]:.1f}" for k in sorted(meds)),
                      "step_ms": round(least, 1), "spread_pct": round(100 * (max(meds.values()) / least - 1), 1),
-                     "shipped": best})
+                     "shipped": best, "cores": os.cpu_count()})
         if ship:
             dest = out / name
             shutil.rmtree(dest, ignore_errors=True)
