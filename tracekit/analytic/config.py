@@ -128,9 +128,6 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = "sequence parallelism shards over tensor-parallel ranks: it needs tp > 1"
     elif plan.sequence_parallel and shape.seq % plan.tp:
         why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
-    elif shape.experts and plan.tp > 1:
-        why = (f"tp {plan.tp} would shard the model's {shape.experts} experts by tensor parallelism, which the model "
-               "does not cover (its experts run whole: ep = dp with tp 1, or ep 1)")
     elif plan.pp > 1 and plan.schedule == "interleaved" and shape.layers % (plan.pp * plan.chunks):
         why = f"interleaved: pp {plan.pp} x {plan.chunks} chunks does not divide the model's {shape.layers} layers"
     elif plan.pp > 1 and plan.schedule == "interleaved" and shape.micro_batches % plan.pp:
@@ -143,6 +140,9 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = (f"the model covers expert parallelism over all data-parallel ranks (ep = dp) with DDP "
                f"(zero 0) and no tensor parallelism; this plan has ep {plan.ep}, dp {plan.dp}, tp {plan.tp}, "
                f"zero {plan.zero}")
+    elif shape.experts and plan.tp > 1:
+        why = (f"tp {plan.tp} would shard the model's {shape.experts} experts by tensor parallelism, which the model "
+               "does not cover (its experts run whole: ep = dp with tp 1, or ep 1)")
     elif world is not None and plan.world != world:
         why = f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {plan.world} ranks, the run has {world}"
     if why:
