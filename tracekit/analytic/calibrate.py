@@ -41,14 +41,15 @@ def measure(run) -> Measured:
 
 def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> float:
     """How much slower compute runs where a host's ranks share ``cores`` (CPU runs; 1 without): their
-    demand (ranks x the share of the step each computes: a rank waiting at a collective or in a bubble
-    leaves its core to the others) over the cores, at least 1."""
+    demand (ranks x the share of the step each keeps a core busy: computing, or in a Gloo collective,
+    which reduces on the CPU and polls while it waits; a pipeline's bubble leaves the core to the others)
+    over the cores, at least 1."""
     return max(1.0, ranks_per_host * busy / cores) if cores else 1.0
 
 
 def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) -> Source | None:
     """The measured run's rates and shares; None where it has no profiled step to calibrate from."""
-    cal, works, comp, wait, window = [], [], 0.0, 0.0, 0.0
+    cal, works, comp, wait, window, idle = [], [], 0.0, 0.0, 0.0, 0.0
     per_rank = plan.dp * plan.tp
     for r in meas.parts:
         n = r["steps"] or 0
@@ -63,12 +64,16 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         comp += c
         wait += r["wait_ns"] / n / 1e6
         window += r["window_ns"] / n / 1e6
+        idle += (r["p2p_wait_ns"] + r["p2p_comm_ns"]) / n / 1e6
     if not cal or comp <= 0:
         return None
     rates = calibrate(cal)
+    if meas.step_ms and meas.steps_ms:  # the median step, not the mean: a burst of load in one step is left out
+        k = meas.step_ms / (sum(meas.steps_ms) / len(meas.steps_ms))
+        rates = type(rates)(rates.gemm * k, rates.attention * k, rates.elementwise * k)
     spread = [s / meas.step_ms for s in meas.steps_ms] if meas.step_ms else [1.0]
     mean_work = sum(rates.time(w) for w in works) / len(works)
     return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
-                  contention(meas.ranks_per_host, cores, comp / window if window > 0 else 1.0))
+                  contention(meas.ranks_per_host, cores, 1 - idle / window if window > 0 else 1.0))
 
 

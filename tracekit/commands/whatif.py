@@ -149,14 +149,14 @@ def _link_of(ctx: "Context", role: str) -> str:
 def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[netlaw.Law | None, str]:
     """The law that times ``coll`` on a ``role`` group of ``n`` ranks, and where it was measured."""
     law, where, key = _pick_law(ctx, coll, role, n, notes)
-    if key is not None and ctx.laws[key][1]["warning"]:
-        notes.add(f"law's measurements: {ctx.laws[key][1]['warning']}")
+    if key is not None and ctx.netlaws[key][1]["warning"]:
+        notes.add(f"law's measurements: {ctx.netlaws[key][1]['warning']}")
     return law, where
 
 
 def _pick_law(ctx: "Context", coll: str, role: str, n: int, notes: set):
     link = _link_of(ctx, role)
-    laws = ctx.laws
+    laws = ctx.netlaws
     where = f"measured in {ctx.run_name}"
     if (coll, link, n) in laws:
         return laws[(coll, link, n)][0], f"{coll}, {n} ranks, {link}, {where}", (coll, link, n)
@@ -291,9 +291,10 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None) -
 class Context:
     """What a prediction needs from a run, computed once: its plan and model, laws, measurements."""
     rp: RunPlan
-    laws: dict
+    laws: dict  # (collective, role) -> fit()'s row, of the link kind measured most (advise reads these)
     measured: dict
     run_name: str = ""
+    netlaws: dict = field(default_factory=dict)  # (collective, link kind, group size) -> (Law, info): laws_of
     role_links: dict = field(default_factory=dict)
     prior_gbps: float | None = None
     gpu: str = ""
@@ -324,7 +325,10 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
             if link not in links.setdefault(key, []):
                 links[key].append(link)
     (gpu,) = run.sql("SELECT any_value(gpu_name) AS g FROM traces").column("g").to_pylist()
-    return Context(rp, laws_of(pts), measured(run, rp), run.name, links, nvlink_gbps(gpu), gpu or "",
+    laws: dict = {}
+    for f in sorted(fit(run, pts, rp), key=lambda f: f["points"]):
+        laws[(f["collective"], f["kind"])] = f
+    return Context(rp, laws, measured(run, rp), run.name, laws_of(pts), links, nvlink_gbps(gpu), gpu or "",
                    measure(run), cores, own if recorded_shape and preset is None else rp.shape)
 
 

@@ -60,7 +60,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     slow = src.contention
     for _ in range(4):  # the plan's share of busy time sets how its ranks contend for cores, and back
         stages = predict_step(shape, target, src, exposed, p2p, slow)
-        busy = sum(s.compute.ms / s.step.ms for s in stages if s.step.ms > 0) / len(stages)
+        busy = sum(1 - s.bubble.ms / s.step.ms for s in stages if s.step.ms > 0) / len(stages)
         slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
     worst = max(stages, key=lambda s: s.step.ms)
     basis |= set(worst.notes)
