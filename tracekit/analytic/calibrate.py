@@ -74,6 +74,6 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
     spread = [s / meas.step_ms for s in meas.steps_ms] if meas.step_ms else [1.0]
     mean_work = sum(rates.time(w) for w in works) / len(works)
     return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
-                  contention(meas.ranks_per_host, cores, 1 - idle / window if window > 0 else 1.0))
+                  contention(meas.ranks_per_host, cores, 1 - idle / window if window > 0 else 1.0), plan.tp)
 
 

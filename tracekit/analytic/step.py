@@ -10,7 +10,7 @@
   (arrival skew grows with the work between collectives); its interval is 0 to twice that.
 The interval (lo, hi) adds the ends of each part's interval: compute by the spread of the measured
 run's steps (least to largest over median), widened where the plan's work per rank differs from the
-run's by more than 1.5x or its ranks share a host's cores differently.
+run's by more than 1.5x or its ranks share a host's cores differently, and to 1/2-2.5x where tp changes.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ from .pipeline import simulate
 
 EXTRAPOLATED_WORK = 0.10  # compute's interval widens by this share where the work per rank changes > 1.5x
 CONTENTION = 0.15  # and by this share where its ranks share a host's cores differently
+# where tp changes, the GEMMs change shape and layout (sharded, DTensor views): their rate per FLOP is not
+# the run's. On the shipped CPU sweep (docs/model.md) predictions across a change of tp ranged 0.43x to
+# 2.05x of the measured step, so compute's interval spans 1/2 to 2.5x there
+TP_CHANGE = (0.5, 2.5)
 
 
 @dataclass
@@ -35,6 +39,7 @@ class Source:
     step_hi: float = 1.0  # largest step / median step
     work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
     contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
+    tp: int = 1  # the run's tensor-parallel degree
 
 
 @dataclass
@@ -74,6 +79,10 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         widen += CONTENTION
         notes.append(f"ranks share the host's cores {slow:.2g}x as much as in the measured run: compute x{slow:.2g}")
     lo_k, hi_k = src.step_lo / (1 + widen), src.step_hi * (1 + widen)
+    if plan.tp != src.tp:
+        lo_k, hi_k = lo_k * TP_CHANGE[0], hi_k * TP_CHANGE[1]
+        notes.append(f"compute's interval {TP_CHANGE[0]:g}-{TP_CHANGE[1]:g}x: tp {src.tp} -> {plan.tp} changes the "
+                     "GEMMs' shapes, whose rate the run did not measure")
     mbs = micro_batches(m, plan)
     per_mb, opt = [], []
     for s in range(plan.pp):

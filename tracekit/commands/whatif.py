@@ -223,9 +223,12 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     laws_at = f"times from the network laws and compute measured in {run.name}"
     if sweep:
         rows = ws.sweep(ctx, world)
-        note = f"{where}; {laws_at}; every plan for {world} ranks, ranked by predicted step"
+        batch = ws.global_batch(rp.shape, rp.plan) * world // rp.world
+        note = (f"{where}; {laws_at}; every plan for {world} ranks at {batch} sequences per step, ranked by "
+                "predicted step")
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
-            {NOTE_KEY: note.encode(), FIRST_KEY: b"rank,plan,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
+            {NOTE_KEY: note.encode(),
+             FIRST_KEY: b"rank,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
     check_fits(rp.shape, target, world)
     colls = stage_collectives(ctx, target)
     st = ws.step(ctx, target, colls)
@@ -243,7 +246,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: firsts.encode()})
 
 
-SWEEP_SCHEMA = pa.schema([("rank", pa.int64()), ("plan", pa.string()), ("micro_batches", pa.int64()),
+SWEEP_SCHEMA = pa.schema([("rank", pa.int64()), ("plan", pa.string()), ("micro_batch", pa.int64()),
+                          ("micro_batches", pa.int64()),
                           ("step_ms", pa.float64()), ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()),
                           ("compute_ms", pa.float64()), ("exposed_ms", pa.float64()), ("bubble_ms", pa.float64()),
                           ("wait_ms", pa.float64()), ("basis", pa.string())])
@@ -263,10 +267,10 @@ def _step_note(st: dict, run_name: str) -> str:
 
 
 def better_plans(run, *, config: dict | None = None, cores: int | None = None) -> list[dict]:
-    """Plans for the run's world (other micro-batch counts included) whose predicted step interval lies
-    wholly below the run's measured step: rows with plan, micro_batches, step_ms, step_ms_lo, step_ms_hi,
-    measured_step_ms, saving_ms (measured - predicted) and basis, best first. Empty where the run has no
-    model or plan to predict from, or no plan is surely better."""
+    """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
+    step interval lies wholly below the run's measured step: rows with plan, micro_batch, micro_batches,
+    step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured - predicted) and basis, best
+    first. Empty where the run has no model or plan to predict from, or no plan is surely better."""
     from . import whatif_step as ws
 
     try:
@@ -280,7 +284,8 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None) -
     for r in ws.sweep(ctx, rp.world):
         if r["step_ms"] is None or r.get("step_ms_hi") is None or r["step_ms_hi"] >= ctx.meas.step_ms:
             continue
-        out.append({"plan": r["plan"], "micro_batches": r["micro_batches"], "step_ms": r["step_ms"],
+        out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
+                    "step_ms": r["step_ms"],
                     "step_ms_lo": r["step_ms_lo"], "step_ms_hi": r["step_ms_hi"],
                     "measured_step_ms": ctx.meas.step_ms, "saving_ms": ctx.meas.step_ms - r["step_ms"],
                     "basis": r["basis"]})

@@ -79,34 +79,46 @@ def describe(target) -> str:
     return s + (f", ep {target.ep}" if target.ep > 1 else "")
 
 
-def candidates(shape, world: int, like) -> list[tuple]:
-    """Every plan for ``world`` ranks the model allows: dp x tp x pp, ZeRO 0-3 (with dp > 1), sequence
-    parallelism (with tp > 1), pipeline micro-batches 2, 4, 8 (with pp > 1): (plan, micro-batches)."""
+def global_batch(shape, plan) -> int:
+    """Sequences per step over all data-parallel replicas."""
+    return shape.micro_batch * (shape.micro_batches if plan.pp > 1 else 1) * plan.dp
+
+
+def candidates(shape, world: int, like, batch: int) -> list[tuple]:
+    """Every plan for ``world`` ranks the model allows at ``batch`` sequences per step: dp x tp x pp, ZeRO
+    0-3 (with dp > 1), sequence parallelism (with tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
+    micro-batch size what the batch leaves: (plan, micro-batch size, micro-batches)."""
     from ..analytic import check_fits
 
     out = []
     for base in w.plans_that_fit(shape, world, like):
         for zero in ((0, 1, 2, 3) if base.dp > 1 else (0,)):
             for sp in ((False, True) if base.tp > 1 else (False,)):
-                for mbs in ((2, 4, 8) if base.pp > 1 else (None,)):
+                for mbs in ((2, 4, 8) if base.pp > 1 else (1,)):
                     if base.pp > 1 and zero > 1:
                         continue  # FSDP with pipelining: not in the model's examples
+                    if batch % (base.dp * mbs):
+                        continue  # the batch does not split into whole micro-batches
                     p = dataclasses.replace(base, zero=zero, sequence_parallel=sp, schedule=like.schedule)
+                    size = batch // (base.dp * mbs)
                     try:
-                        check_fits(shape, p, world)
+                        check_fits(dataclasses.replace(shape, micro_batch=size), p, world)
                     except TracekitError:
                         continue
-                    out.append((p, mbs))
+                    out.append((p, size, mbs if base.pp > 1 else None))
     return out
 
 
 def sweep(ctx, world: int) -> list[dict]:
-    """Every valid plan for ``world`` ranks, ranked by predicted step."""
+    """Every valid plan for ``world`` ranks at the run's batch per step (scaled by world / the run's ranks),
+    ranked by predicted step."""
     rows = []
-    for plan, mbs in candidates(ctx.rp.shape, world, ctx.rp.plan):
-        shape = dataclasses.replace(ctx.rp.shape, micro_batches=mbs) if mbs else ctx.rp.shape
+    rp = ctx.rp
+    batch = global_batch(rp.shape, rp.plan) * world // rp.world
+    for plan, size, mbs in candidates(rp.shape, world, rp.plan, batch):
+        shape = dataclasses.replace(rp.shape, micro_batch=size, micro_batches=mbs or rp.shape.micro_batches)
         r = step(ctx, plan, shape=shape)
-        rows.append({"plan": describe(plan), "micro_batches": mbs, **r})
+        rows.append({"plan": describe(plan), "micro_batch": size, "micro_batches": mbs, **r})
     rows.sort(key=lambda r: (r["step_ms"] is None, r["step_ms"] or 0.0))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
