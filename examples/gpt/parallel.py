@@ -37,8 +37,9 @@ def ddp(args, cfg, world, device, zero=0):
                                       parameters_as_bucket_view=True)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=LR)
+    # bucket_cap_mb given: torch's DDP caps its first bucket at it too (the 1 MiB first bucket is the default's)
     plan = {"scheme": "zero1" if zero else "ddp", "dp": world, "tp": 1, "pp": 1, "zero": zero,
-            "sequence_parallel": False, "batch": args.micro_batch, "bucket_cap_mb": 25}
+            "sequence_parallel": False, "batch": args.micro_batch, "bucket_cap_mb": 25, "first_bucket_mb": 25}
     return _train_step(model, opt, args), plan, {"DP": dist.group.WORLD}
 
 
@@ -163,13 +164,14 @@ def pp(args, cfg, world, device, dp=1):
     plan = {"scheme": "pp-dp" if dp > 1 else "pp", "dp": dp, "tp": 1, "pp": stages, "zero": 0,
             "sequence_parallel": False, "batch": args.micro_batch * args.micro_batches, "schedule": args.schedule}
     if dp > 1:
-        plan["bucket_cap_mb"] = 25
+        plan["bucket_cap_mb"] = plan["first_bucket_mb"] = 25
     return step, plan, groups
 
 
-def _allreduce_buckets(params, group, first_cap=2**20, cap=25 * 2**20):
-    """Average gradients over ``group`` as DDP does: parameters in reverse registration order, one flat
-    allreduce per bucket, a bucket closed once it reaches its cap (the first bucket's cap is 1 MiB)."""
+def _allreduce_buckets(params, group, first_cap=25 * 2**20, cap=25 * 2**20):
+    """Average gradients over ``group`` as DDP with bucket_cap_mb=25 does: parameters in reverse
+    registration order, one flat allreduce per bucket, a bucket closed once it reaches its cap (given a
+    cap, torch's DDP applies it to the first bucket too)."""
     from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
     grads, bucket, size, limit = [p.grad for p in reversed(params) if p.grad is not None], [], 0, first_cap

@@ -160,7 +160,12 @@ def _build(cls, given: dict, where: str):
 
 def from_recorded(config: dict) -> tuple[GPTShape, Plan]:
     """The (model, plan) that tracekit.profiler.record_config stored in a trace; keys that are not fields
-    (the examples also record the scheme, batch and group names) are ignored."""
+    (the examples also record the scheme, batch and group names) are ignored. A bucket_cap_mb recorded
+    without first_bucket_mb caps the first bucket too: torch's DDP keeps its 1 MiB first bucket only under
+    the default cap (torch/nn/parallel/distributed.py, is_using_default)."""
     if not isinstance(config.get("model"), dict) or not isinstance(config.get("plan"), dict):
         raise TracekitError("the recorded config needs a 'model' and a 'plan' object")
-    return _build(GPTShape, config["model"], "model"), _build(Plan, config["plan"], "plan")
+    plan = dict(config["plan"])
+    if "bucket_cap_mb" in plan and "first_bucket_mb" not in plan:
+        plan["first_bucket_mb"] = plan["bucket_cap_mb"]
+    return _build(GPTShape, config["model"], "model"), _build(Plan, plan, "plan")
