@@ -214,13 +214,15 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
            micro_batches: int | None = None, dtype: str | None = None, experts: int | None = None,
            top_k: int | None = None, dp: int | None = None, tp: int | None = None, pp: int | None = None,
            ep: int | None = None, zero: int | None = None, sequence_parallel: bool | None = None,
-           backend: str | None = None):
+           backend: str | None = None, schedule: str | None = None, sweep: bool = False, cores: int | None = None):
     """The run's model under its own plan or another, timed by the run's own network -> pyarrow.Table:
     per process group and collective, one step on the busiest rank, predicted beside measured. The plan is
     the run's (recorded, ``config``'s, or inferred from its process groups) with the plan fields given over
     it; the model the recorded one, ``config``'s or ``preset``, with the model fields given over it.
     ``config``: a dict or the path of a JSON file. ``fit``: the fitted laws (latency + traffic / bus
-    bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG."""
+    bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG.
+    ``sweep``: every valid plan for ``world`` ranks ranked by predicted step; ``cores``: CPU runs, the cores
+    a host's ranks share; ``schedule``: the pipeline schedule to simulate."""
     from .commands import whatif as w
     from .errors import TracekitError
 
@@ -241,9 +243,10 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
                     "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype,
                     "experts": experts, "top_k": top_k}
     changes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "zero": zero,
-               "sequence_parallel": sequence_parallel or None, "backend": backend}
+               "sequence_parallel": sequence_parallel or None, "backend": backend, "schedule": schedule}
     try:
-        return w.whatif(r, config=_config(config), preset=preset, model=model_fields, changes=changes, world=world)
+        return w.whatif(r, config=_config(config), preset=preset, model=model_fields, changes=changes, world=world,
+                        cores=cores, sweep=sweep)
     except TracekitError as exc:
         raise TracekitError(f"{r.name}: {exc}") from None
 

@@ -37,8 +37,9 @@ def ddp(args, cfg, world, device, zero=0):
                                       parameters_as_bucket_view=True)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=LR)
+    # bucket_cap_mb given: torch's DDP caps its first bucket at it too (the 1 MiB first bucket is the default's)
     plan = {"scheme": "zero1" if zero else "ddp", "dp": world, "tp": 1, "pp": 1, "zero": zero,
-            "sequence_parallel": False, "batch": args.micro_batch, "bucket_cap_mb": 25}
+            "sequence_parallel": False, "batch": args.micro_batch, "bucket_cap_mb": 25, "first_bucket_mb": 25}
     return _train_step(model, opt, args), plan, {"DP": dist.group.WORLD}
 
 
@@ -118,49 +119,80 @@ def tp_dp(args, cfg, world, device):
     return _train_step(model, opt, args), plan, {"DP": mesh.get_group("dp"), "TP": mesh.get_group("tp")}
 
 
-def pp(args, cfg, world, device):
-    """Two (or more) pipeline stages, layers split evenly; GPipe or 1F1B over micro-batches."""
+def pp(args, cfg, world, device, dp=1):
+    """Pipeline stages (world / dp of them), layers split evenly; GPipe or 1F1B over micro-batches. With
+    dp > 1 each stage is replicated over dp ranks (ranks pp-major: stage = rank // dp) and wrapped in DDP,
+    which the pipelining stage keeps from syncing until the last micro-batch's backward."""
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-    rank = dist.get_rank()
-    if cfg.n_layer % world:
-        raise ValueError(f"--layers {cfg.n_layer} must divide into {world} pipeline stages")
+    stages, rank = world // dp, dist.get_rank()
+    if cfg.n_layer % stages:
+        raise ValueError(f"--layers {cfg.n_layer} must divide into {stages} pipeline stages")
+    mesh = init_device_mesh(device.type, (stages, dp), mesh_dim_names=("pp", "dp")) if dp > 1 else None
+    me = rank // dp
     model = GPT(cfg).to(device)
-    per = cfg.n_layer // world
-    keep = {str(i) for i in range(rank * per, (rank + 1) * per)}
+    per = cfg.n_layer // stages
+    keep = {str(i) for i in range(me * per, (me + 1) * per)}
     for name in list(model.blocks):
         if name not in keep:
             del model.blocks[name]
-    if rank != 0:
+    if me != 0:
         model.wte = model.wpe = None
-    if rank != world - 1:
+    if me != stages - 1:
         model.ln_f = model.head = None
-    stage = PipelineStage(model, rank, world, device)
+    groups = {"PP": dist.group.WORLD}
+    if mesh is not None:  # DDP's reducer refuses several forwards per backward: its buckets, by hand
+        groups = {"PP": mesh.get_group("pp"), "DP": mesh.get_group("dp")}
+    stage = PipelineStage(model, me, stages, device, group=groups["PP"])
     sched_cls = Schedule1F1B if args.schedule == "1f1b" else ScheduleGPipe
     schedule = sched_cls(stage, n_microbatches=args.micro_batches, loss_fn=lm_loss)
     opt = torch.optim.SGD(model.parameters(), lr=LR)
 
     def step(x, y):
-        if rank == 0:
+        if me == 0:
             schedule.step(x)
-        elif rank == world - 1:
+        elif me == stages - 1:
             schedule.step(target=y, losses=[])
         else:
             schedule.step()
+        if dp > 1:
+            _allreduce_buckets(list(model.parameters()), groups["DP"])
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    plan = {"scheme": "pp", "dp": 1, "tp": 1, "pp": world, "zero": 0, "sequence_parallel": False,
-            "batch": args.micro_batch * args.micro_batches, "schedule": args.schedule}
-    return step, plan, {"PP": dist.group.WORLD}
+    plan = {"scheme": "pp-dp" if dp > 1 else "pp", "dp": dp, "tp": 1, "pp": stages, "zero": 0,
+            "sequence_parallel": False, "batch": args.micro_batch * args.micro_batches, "schedule": args.schedule}
+    if dp > 1:
+        plan["bucket_cap_mb"] = plan["first_bucket_mb"] = 25
+    return step, plan, groups
+
+
+def _allreduce_buckets(params, group, first_cap=25 * 2**20, cap=25 * 2**20):
+    """Average gradients over ``group`` as DDP with bucket_cap_mb=25 does: parameters in reverse
+    registration order, one flat allreduce per bucket, a bucket closed once it reaches its cap (given a
+    cap, torch's DDP applies it to the first bucket too)."""
+    from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+    grads, bucket, size, limit = [p.grad for p in reversed(params) if p.grad is not None], [], 0, first_cap
+    for i, g in enumerate(grads):
+        bucket.append(g)
+        size += g.numel() * g.element_size()
+        if size >= limit or i == len(grads) - 1:
+            flat = _flatten_dense_tensors(bucket)
+            dist.all_reduce(flat, group=group)
+            flat /= dist.get_world_size(group)
+            for g_, new in zip(bucket, _unflatten_dense_tensors(flat, bucket), strict=True):
+                g_.copy_(new)
+            bucket, size, limit = [], 0, cap
 
 
 def build_scheme(args, cfg, world, device):
     name = args.parallel
     if name == "pp" and args.compile:
         raise SystemExit("--compile applies to the schemes that train one module: not pp")
-    if name == "tp-dp" and world % 2:
-        raise SystemExit("tp-dp needs an even number of ranks (4: tp 2 x dp 2)")
+    if name in ("tp-dp", "pp-dp") and world % 2:
+        raise SystemExit(f"{name} needs an even number of ranks (4: 2 x dp 2)")
     return {
         "ddp": lambda: ddp(args, cfg, world, device),
         "zero1": lambda: ddp(args, cfg, world, device, zero=1),
@@ -170,4 +202,5 @@ def build_scheme(args, cfg, world, device):
         "tp-sp": lambda: tp(args, cfg, world, device, sequence_parallel=True),
         "pp": lambda: pp(args, cfg, world, device),
         "tp-dp": lambda: tp_dp(args, cfg, world, device),
+        "pp-dp": lambda: pp(args, cfg, world, device, dp=2),
     }[name]()

@@ -8,6 +8,7 @@
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp-sp --trace-dir traces/tp-sp
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel pp --trace-dir traces/pp
     python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel tp-dp --trace-dir traces/tp-dp
+    python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel pp-dp --trace-dir traces/pp-dp
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --compile \
         --trace-dir traces/tp-compile
 
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GPTConfig
 from parallel import build_scheme
 
-SCHEMES = ("ddp", "zero1", "zero2", "fsdp", "tp", "tp-sp", "pp", "tp-dp")
+SCHEMES = ("ddp", "zero1", "zero2", "fsdp", "tp", "tp-sp", "pp", "tp-dp", "pp-dp")
 
 
 def parse_args(argv=None):

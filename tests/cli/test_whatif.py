@@ -37,8 +37,9 @@ def test_the_fit_recovers_the_law(tmp_path):
     dp = laws[("allreduce", "DP")]  # several message sizes: latency and bandwidth apart
     assert dp["latency_us"] == pytest.approx(LAT_US, abs=0.2)
     assert dp["bus_gbps"] == pytest.approx(GBPS, rel=0.01)
-    assert dp["warning"] == "two message sizes: a line through two points"  # DDP's buckets: two sizes
-    assert "one message size" in laws[("allreduce", "TP")]["warning"]  # every TP message is one activation
+    # DDP's buckets: two sizes, so latency and bandwidth apart (a fit, not "a line through two points")
+    assert dp["law"] == "alpha + bytes/beta through the medians of 2 message sizes"
+    assert laws[("allreduce", "TP")]["law"].startswith("one message size measured")  # every TP message: one activation
 
 
 def test_another_plan_is_timed_by_the_stated_law_on_hand_worked_counts(tmp_path):
@@ -49,7 +50,7 @@ def test_another_plan_is_timed_by_the_stated_law_on_hand_worked_counts(tmp_path)
     assert (tp["count"], tp["bytes"]) == (12 * 4, 12 * 4 * act)  # 12 layers x (2 forward + 2 backward)
     per = LAT_US + act * 2 * 3 / 4 / (GBPS * 1e3)  # allreduce bus factor 2(n-1)/n at n = 4, in us
     assert tp["transfer_ms"] == pytest.approx(48 * per / 1e3, rel=0.02)
-    assert "groups of 4 ranks, measured 2-2" in tp["note"]
+    assert "groups of 4 ranks timed by the allreduce law of 2" in tp["note"]
     dp = rows[("DP", "allreduce")]
     # one TP rank's gradients, bf16: per layer ln 2x2C, qkv 3C/4 x C + 3C/4, proj C x C/4 + C,
     # fc C x C + C, fc_out C x C + C (C = 768); embeddings 50257 x C + 1024 x C, ln_f 2C, head tied
@@ -109,7 +110,7 @@ def test_another_world_size_is_asked_for_explicitly(capsys):
     run = str(ROOT / "examples" / "traces" / "tp")
     assert main(["whatif", run, "--tp", "4", "--dp", "2", "--world", "8", "--format", "json"]) == 0
     row = next(r for r in json.loads(capsys.readouterr().out) if r["group"] == "TP")
-    assert "groups of 4 ranks, measured 2-2" in row["note"]
+    assert "groups of 4 ranks timed by the allreduce law of 2" in row["note"]
 
 
 def test_fit_warns_on_a_law_from_one_message_size(capsys):
@@ -117,7 +118,7 @@ def test_fit_warns_on_a_law_from_one_message_size(capsys):
     assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--fit", "--format", "json"]) == 0
     (law,) = json.loads(capsys.readouterr().out)
     assert (law["min_bytes"], law["max_bytes"], law["sizes"]) == (134912 * 4, 134912 * 4, 1)
-    assert law["warning"].startswith("one message size: bandwidth only")
+    assert law["law"].startswith("one message size measured: latency and bandwidth not separable")
 
 
 def test_dlrm_is_refused_with_the_reason():
@@ -143,9 +144,11 @@ def test_a_real_nccl_trace_with_a_config_file(tmp_path, capsys):
     assert (ag["measured_count"], ag["measured_bytes"]) == (1, 402176)
     ar = rows[("DP", "allreduce")]  # DDP: one bucket of all 134,912 fp32 gradients (under the 1 MiB first cap)
     assert (ar["count"], ar["bytes"]) == (1, 539648)
-    # timed from the allgather's bus bandwidth on the same group: t x (539,648 x 2·7/8) / (402,176 x 7/8)
-    assert ar["transfer_ms"] == pytest.approx(k["dur"] / 1e3 * 2 * 539648 / 402176, rel=1e-6)
-    assert "timed from allgather's bus bandwidth" in ar["note"] and "one rank traced" in ar["note"]
+    # timed by the allgather's law of one size on the same group: between all-bandwidth, t x (539,648 x
+    # 2·7/8) / (402,176 x 7/8), and all-latency, t; the point is their geometric mean
+    t = k["dur"] / 1e3
+    assert ar["transfer_ms"] == pytest.approx((t * 2 * 539648 / 402176 * t) ** 0.5, rel=1e-6)
+    assert "timed by the allgather law of 8 ranks" in ar["note"] and "one rank traced" in ar["note"]
 
 
 def test_cli_prints_the_laws_and_draws_them(tmp_path, capsys):
@@ -166,4 +169,54 @@ def test_the_note_says_where_the_model_and_the_plan_come_from(capsys, extra, sai
     """examples/traces/ddp records its config (DDP over 2 ranks): with --preset the model is the preset's
     and only the plan is the recorded one (the note said 'plan from the config recorded' alone)."""
     assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), *extra, "--format", "json"]) == 0
-    assert capsys.readouterr().err.splitlines()[0] == f"{said}; predicted: dp 2 x tp 1 x pp 1, zero 0"
+    run = ROOT / "examples" / "traces" / "ddp"
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{said}; times from the network laws and compute measured in {run}; predicted: dp 2 x tp 1 x pp 1, zero 0")
+
+
+def _profiler_step_median_ms(run_dir) -> float:
+    """The run's step from its trace files alone: per ProfilerStep#k the longest over ranks, median."""
+    per: dict = {}
+    for f in sorted(run_dir.glob("*/rank*_trace.json.gz")):
+        for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]:
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"):
+                per[e["name"]] = max(per.get(e["name"], 0.0), e["dur"] / 1e3)
+    vals = sorted(per.values())
+    n = len(vals)
+    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+
+
+def test_the_step_comes_first_with_its_interval_and_the_measured_step(capsys):
+    run = ROOT / "examples" / "traces" / "ddp"
+    assert main(["whatif", str(run), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    step = rows[0]
+    assert step["group"] == "step" and step["step_ms_lo"] < step["step_ms"] < step["step_ms_hi"]
+    assert step["measured_step_ms"] == pytest.approx(_profiler_step_median_ms(run), rel=1e-6)
+    assert "rescaled from" in step["note"] and all(r["step_ms"] is None for r in rows[1:])
+
+
+def test_another_plans_table_names_the_runs_figures_source(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--tp", "2", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert "source_step_ms" in rows[0] and not any(k.startswith("measured_") for k in rows[0])
+    dp = next(r for r in rows if r["group"] == "DP")  # the run's DDP allreduce, not the TP plan's
+    assert dp["count"] is None and dp["source_count"] >= 1
+
+
+def test_tensor_parallel_moe_is_refused_in_one_line(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "moe"), "--dp", "1", "--tp", "2", "--ep", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tp 2 would shard the model's" in err[0]
+
+
+def test_sweep_ranks_every_plan_by_its_step(capsys):
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--sweep", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    steps = [r["step_ms"] for r in rows]
+    assert steps == sorted(steps) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    plans = {(r["plan"], r["micro_batches"]) for r in rows}
+    # 2 ranks of the example GPT (4 heads, 2 layers): dp 2 with ZeRO 0-3, tp 2 with and without sequence
+    # parallelism, pp 2 with 2, 4 and 8 micro-batches
+    assert len(plans) == 4 + 2 + 3
+    assert all(r["step_ms_lo"] <= r["step_ms"] <= r["step_ms_hi"] for r in rows)

@@ -12,7 +12,8 @@ import tracekit
 torch = pytest.importorskip("torch", reason="the examples need torch (pip install torch==2.13.0)")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # every test trains with torchrun
-SCHEMES = [("ddp", 2), ("zero1", 2), ("zero2", 2), ("fsdp", 2), ("tp", 2), ("tp-sp", 2), ("pp", 2), ("tp-dp", 4)]
+SCHEMES = [("ddp", 2), ("zero1", 2), ("zero2", 2), ("fsdp", 2), ("tp", 2), ("tp-sp", 2), ("pp", 2), ("tp-dp", 4),
+           ("pp-dp", 4)]
 
 
 def train(scheme, nproc, out, *extra):

@@ -10,7 +10,9 @@ import pytest
 import tracekit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir())
+SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir() and any(p.glob("iteration_*")))
+# examples/traces/sweep: a folder of runs, one per plan (examples/traces/sweep/record.py)
+SWEEP = sorted(f"sweep/{p.name}" for p in (ROOT / "examples" / "traces" / "sweep").iterdir() if p.is_dir())
 
 
 def raw(path):
@@ -54,7 +56,7 @@ def test_ddp_summary_comm_is_the_union_of_the_jobs_gloo_ops(tmp_path):
         assert summary[rank]["comm_ms"] == pytest.approx(union_ns(spans) / 1e6, abs=1e-6)
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", SHIPPED + SWEEP)
 def test_shipped_example_validates_exactly(name, tmp_path):
     run = tracekit.ingest([ROOT / "examples" / "traces" / name], tmp_path / "run", jobs=1)
     rows = tracekit.validate(run).to_pylist()

@@ -73,6 +73,10 @@ class Plan:
     """DDP bucket size, MiB"""
     first_bucket_mb: float = 1
     """DDP's first bucket, MiB (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)"""
+    schedule: str = "1f1b"
+    """pipeline schedule (pp > 1): gpipe, 1f1b or interleaved (1F1B over ``chunks`` model chunks per stage)"""
+    chunks: int = 2
+    """model chunks per stage with the interleaved schedule"""
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "ep"):
@@ -80,6 +84,10 @@ class Plan:
                 raise TracekitError(f"plan {name} must be ≥ 1, not {getattr(self, name)}")
         if self.zero not in (0, 1, 2, 3):
             raise TracekitError(f"plan zero must be 0, 1, 2 or 3, not {self.zero}")
+        if self.schedule not in ("gpipe", "1f1b", "interleaved"):
+            raise TracekitError(f"plan schedule must be gpipe, 1f1b or interleaved, not {self.schedule!r}")
+        if self.chunks < 1:
+            raise TracekitError(f"plan chunks must be ≥ 1, not {self.chunks}")
         if self.backend not in ("gloo", "nccl"):
             raise TracekitError(f"plan backend must be gloo or nccl, not {self.backend!r}")
 
@@ -120,6 +128,10 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = "sequence parallelism shards over tensor-parallel ranks: it needs tp > 1"
     elif plan.sequence_parallel and shape.seq % plan.tp:
         why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
+    elif plan.pp > 1 and plan.schedule == "interleaved" and shape.layers % (plan.pp * plan.chunks):
+        why = f"interleaved: pp {plan.pp} x {plan.chunks} chunks does not divide the model's {shape.layers} layers"
+    elif plan.pp > 1 and plan.schedule == "interleaved" and shape.micro_batches % plan.pp:
+        why = f"interleaved: pp {plan.pp} does not divide the {shape.micro_batches} micro-batches"
     elif plan.ep > 1 and not shape.experts:
         why = f"ep {plan.ep} splits experts: the model has none (--experts N gives it some)"
     elif plan.ep > 1 and shape.experts % plan.ep:
@@ -128,6 +140,9 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = (f"the model covers expert parallelism over all data-parallel ranks (ep = dp) with DDP "
                f"(zero 0) and no tensor parallelism; this plan has ep {plan.ep}, dp {plan.dp}, tp {plan.tp}, "
                f"zero {plan.zero}")
+    elif shape.experts and plan.tp > 1:
+        why = (f"tp {plan.tp} would shard the model's {shape.experts} experts by tensor parallelism, which the model "
+               "does not cover (its experts run whole: ep = dp with tp 1, or ep 1)")
     elif world is not None and plan.world != world:
         why = f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {plan.world} ranks, the run has {world}"
     if why:
@@ -145,7 +160,12 @@ def _build(cls, given: dict, where: str):
 
 def from_recorded(config: dict) -> tuple[GPTShape, Plan]:
     """The (model, plan) that tracekit.profiler.record_config stored in a trace; keys that are not fields
-    (the examples also record the scheme, batch and group names) are ignored."""
+    (the examples also record the scheme, batch and group names) are ignored. A bucket_cap_mb recorded
+    without first_bucket_mb caps the first bucket too: torch's DDP keeps its 1 MiB first bucket only under
+    the default cap (torch/nn/parallel/distributed.py, is_using_default)."""
     if not isinstance(config.get("model"), dict) or not isinstance(config.get("plan"), dict):
         raise TracekitError("the recorded config needs a 'model' and a 'plan' object")
-    return _build(GPTShape, config["model"], "model"), _build(Plan, config["plan"], "plan")
+    plan = dict(config["plan"])
+    if "bucket_cap_mb" in plan and "first_bucket_mb" not in plan:
+        plan["first_bucket_mb"] = plan["bucket_cap_mb"]
+    return _build(GPTShape, config["model"], "model"), _build(Plan, plan, "plan")

@@ -14,16 +14,24 @@ from .options import emit, model_options, output_options, plan_options, run_argu
 @model_options(None)
 @plan_options({})
 @click.option("--world", type=int, default=None, help="plan for this many ranks [default: the run's]")
+@click.option("--schedule", type=click.Choice(["gpipe", "1f1b", "interleaved"]), default=None,
+              help="pipeline schedule to simulate [default: the run's, else 1f1b]")
+@click.option("--sweep", is_flag=True, help="Every valid plan for the world size, ranked by predicted step.")
+@click.option("--cores", type=int, default=None,
+              help="CPU runs: cores a host's ranks share [default: a processor per rank, as GPUs]")
 @click.option("--fit", "fit", is_flag=True, help="Print the fitted laws instead of the prediction.")
 @click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
               help="Also draw the fitted laws with the measured points to this PNG.")
 @output_options
 def whatif_cmd(run, fmt, output, fit, **params):
-    """The run's model under its own plan or another, timed by the run's own network: per process group
-    and collective, one step on the busiest rank: count, bytes, transfer time (the fastest rank of clean
-    instances: no waiting) and exposed time (what the step pays), predicted beside measured. The note
-    column says what is extrapolated. The plan defaults to the run's (recorded, from --config, or inferred
-    from its process groups: stderr says which); plan flags change it (--tp 4 alone: dp takes the rest).
+    """The run's model under its own plan or another, timed by the run's own compute and network: first the
+    step (compute + exposed communication + pipeline bubble + waiting, with its interval step_ms_lo to
+    step_ms_hi), then per process group and collective, one step on the busiest rank: count, bytes,
+    transfer time (alpha + bytes / beta, fitted to the run's clean instances) and exposed time. Beside
+    them the run's own figures: measured_* for its own plan, source_* for another plan (the run's, not the
+    plan's). The note column says where each law was measured and what is extrapolated. The plan
+    defaults to the run's (recorded, from --config, or inferred from its process groups: stderr says
+    which); plan flags change it (--tp 4 alone: dp takes the rest).
 
     \b
     Example:
@@ -31,9 +39,12 @@ def whatif_cmd(run, fmt, output, fit, **params):
       tracekit whatif run/ --tp 4 --pp 2
       tracekit whatif examples/traces/ddp --preset gpt2-small --dp 2
       tracekit whatif run/ --fit
+      tracekit whatif run/ --sweep --world 8
     """
     table = tracekit.whatif(run, fit=fit, **params)
     if fit:
         emit(table, fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
+    elif params.get("sweep"):
+        emit(table, fmt, output, title="whatif — every plan, ranked by predicted step")
     else:
         emit(table, fmt, output, title="whatif — per step, busiest rank: predicted beside measured")

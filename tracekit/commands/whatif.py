@@ -16,15 +16,15 @@ collective timed from another collective's bus bandwidth on the same role of gro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 
 from .. import sql_files as _sql
+from ..analytic import netlaw
 from ..analytic.roles import role_sizes
 from ..comms.bandwidth import busbw_factor
-from ..comms.buckets import human_bytes
 from ..errors import TracekitError
 from ..run_plan import RunPlan, resolve
 from ..table_meta import FIRST_KEY, NOTE_KEY
@@ -50,15 +50,10 @@ def points(run, rp: RunPlan | None = None) -> dict[tuple[str, str], list]:
 
 
 def _quality(p: list) -> str | None:
-    sizes = {b for _, _, b, _, _ in p}
-    warn = []
-    if len(sizes) == 1:
-        warn.append("one message size: bandwidth only, no latency term")
-    elif len(sizes) == 2:
-        warn.append("two message sizes: a line through two points")
     by_size: dict[int, list] = {}
     for _, t, b, _, _ in p:
         by_size.setdefault(b, []).append(t)
+    warn = []
     spread = max(max(ts) / min(ts) for ts in by_size.values())
     if spread >= 2:
         warn.append(f"times at one size vary {spread:.0f}x")
@@ -67,23 +62,36 @@ def _quality(p: list) -> str | None:
     return "; ".join(warn) or None
 
 
+def laws_of(pts: dict) -> dict[tuple[str, str, int], tuple[netlaw.Law, dict]]:
+    """(collective, link kind, group size) -> (its law, what it was fitted from), over every role."""
+    by: dict[tuple[str, str, int], list] = {}
+    roles: dict[tuple[str, str, int], set] = {}
+    for (coll, role, link), p in pts.items():
+        for traffic, t, b, n, src in p:
+            key = (coll, link, 2 if coll == "sendrecv" else int(n))
+            by.setdefault(key, []).append((traffic, t, b, n, src))
+            roles.setdefault(key, set()).add(role)
+    out = {}
+    for key, p in by.items():
+        law = netlaw.fit_law([(x, t, b) for x, t, b, _, _ in p])
+        if law is not None:
+            out[key] = (law, {"roles": sorted(roles[key]), "warning": _quality(p)})
+    return out
+
+
 def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
-    """Per (collective, role, link kind): latency (µs) and bus bandwidth (GB/s) of transfer = latency +
-    traffic/bw, the measured ranges, and a warning where the fit is weak."""
+    """Per (collective, role, link kind): the law alpha + traffic / beta (latency_us, bus_gbps), how it was
+    fitted (law), the measured ranges, and a warning where the measurements are noisy."""
     pts = points(run, rp) if pts is None else pts
     out = []
     for (coll, kind, link), p in sorted(pts.items()):
-        x = np.array([a for a, *_ in p], dtype=float)
-        y = np.array([b for _, b, *_ in p], dtype=float)
-        if len(set(x)) >= 2:
-            slope, intercept = np.polyfit(x, y, 1)
-        else:
-            slope, intercept = y.sum() / x.sum(), 0.0
-        if slope <= 0 or intercept < 0:  # noise beats the size effect: one bandwidth, no latency,
-            slope, intercept = y.sum() / x.sum(), 0.0  # which keeps the measured total time
-        out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p),
-                    "sizes": len({b for _, _, b, _, _ in p}),
-                    "latency_us": intercept / 1e3, "bus_gbps": 1.0 / slope,
+        law = netlaw.fit_law([(x, t, b) for x, t, b, _, _ in p])
+        if law is None:
+            continue
+        out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p), "sizes": law.sizes,
+                    "latency_us": law.alpha_ns / 1e3,
+                    "bus_gbps": law.bus_gbps if law.bus_gbps is not None else float("inf"),
+                    "law": law.label(), "lo": law.lo, "hi": law.hi,
                     "min_bytes": min(b for _, _, b, _, _ in p), "max_bytes": max(b for _, _, b, _, _ in p),
                     "min_ranks": min(n for *_, n, _ in p), "max_ranks": max(n for *_, n, _ in p),
                     "warning": _quality(p)})
@@ -132,83 +140,201 @@ def coverage(run, experts: bool = False) -> str | None:
             "(an embedding or expert exchange, as in DLRM or MoE), which it does not predict")
 
 
-def _law_for(laws: dict, coll: str, role: str, notes: set) -> dict | None:
-    law = laws.get((coll, role))
-    if law:
-        return law
-    same_role = [f for (c, k), f in laws.items() if k == role]
-    same_coll = [f for (c, k), f in laws.items() if c == coll]
-    if same_role:
-        law = max(same_role, key=lambda f: f["points"])
-        notes.add(f"{coll} never measured on {role}: timed from {law['collective']}'s bus bandwidth there")
-    elif same_coll:
-        law = max(same_coll, key=lambda f: f["points"])
-        notes.add(f"no {role} group measured: the {coll} law of {law['kind']} groups")
-    elif laws:
-        law = max(laws.values(), key=lambda f: f["points"])
-        notes.add(f"neither {coll} nor a {role} group measured: the {law['collective']} law of {law['kind']} groups")
-    return law
+def _link_of(ctx: "Context", role: str) -> str:
+    """The link kind a role's groups were measured on, else the one the run measured most."""
+    kinds = ctx.role_links.get(role) or ctx.role_links.get(None) or ["unknown"]
+    return kinds[0]
+
+
+def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[netlaw.Law | None, str]:
+    """The law that times ``coll`` on a ``role`` group of ``n`` ranks, and where it was measured."""
+    law, where, key = _pick_law(ctx, coll, role, n, notes)
+    if key is not None and ctx.netlaws[key][1]["warning"]:
+        notes.add(f"law's measurements: {ctx.netlaws[key][1]['warning']}")
+    return law, where
+
+
+def _pick_law(ctx: "Context", coll: str, role: str, n: int, notes: set):
+    link = _link_of(ctx, role)
+    laws = ctx.netlaws
+    where = f"measured in {ctx.run_name}"
+    if (coll, link, n) in laws:
+        return laws[(coll, link, n)][0], f"{coll}, {n} ranks, {link}, {where}", (coll, link, n)
+    same = sorted((k for k in laws if k[0] == coll and k[1] == link), key=lambda k: abs(k[2] - n))
+    if same:
+        k = same[0]
+        notes.add(f"extrapolated: groups of {n} ranks timed by the {coll} law of {k[2]} (bus bandwidth)")
+        return laws[k][0], f"{coll}, {k[2]} ranks, {link}, {where}", k
+    group = sorted((k for k in laws if k[1] == link and k[2] == n), key=lambda k: -laws[k][0].points)
+    if group:  # the same group measured, another collective: its bus bandwidth
+        k = group[0]
+        notes.add(f"{coll} never measured: timed by the {k[0]} law of {k[2]} ranks ({k[1]})")
+        return laws[k][0], f"{k[0]}, {k[2]} ranks, {k[1]}, {where}", k
+    if ctx.prior_gbps and link in ("intra-node", "unknown"):
+        notes.add(f"{coll} on {n} ranks not measured: the prior")
+        return netlaw.prior_law(ctx.prior_gbps), f"prior ({ctx.gpu}): not measured", None
+    other = sorted((k for k in laws if k[1] == link), key=lambda k: (abs(k[2] - n), -laws[k][0].points))
+    other = other or sorted(laws, key=lambda k: -laws[k][0].points)
+    if other:
+        k = other[0]
+        notes.add(f"{coll} never measured: timed by the {k[0]} law of {k[2]} ranks ({k[1]})")
+        return laws[k][0], f"{k[0]}, {k[2]} ranks, {k[1]}, {where}", k
+    return None, "no law", None
 
 
 def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = None, model: dict | None = None,
-           changes: dict | None = None, world: int | None = None) -> pa.Table:
-    """Per group and collective, one step on the busiest rank: predicted count, bytes, transfer and exposed
-    time under a plan, beside what the run measured. The plan: ``plan``, else the run's own (recorded,
-    ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend) over it.
-    The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field -> value) over it.
-    ``world``: the number of ranks the plan is for (default: the run's)."""
+           changes: dict | None = None, world: int | None = None, cores: int | None = None,
+           sweep: bool = False) -> pa.Table:
+    """The step under a plan, first, then per group and collective on the busiest rank: predicted count,
+    bytes, transfer and exposed time, beside the run's own (measured_* for its own plan; source_* for
+    another plan, whose figures nobody measured). The plan: ``plan``, else the run's own (recorded,
+    ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend, schedule)
+    over it. The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field -> value) over
+    it. ``world``: the number of ranks the plan is for (default: the run's). ``cores``: CPU runs, the
+    cores a host's ranks share (default: a processor per rank, as GPUs). ``sweep``: every valid plan for
+    ``world`` ranks, ranked by predicted step, instead."""
     from ..analytic import check_fits
     from ..run_plan import plan_with
+    from . import whatif_step as ws
 
-    ctx = context(run, config, preset, model)
+    ctx = context(run, config, preset, model, cores)
     rp = ctx.rp
     if rp.shape is None:
         raise TracekitError("the traces record no model: pass --config FILE (JSON: {\"model\": {...}, "
                             "\"plan\": {...}}) or --preset NAME (with --layers/--hidden/--heads/--seq/--micro-batch/"
                             "--dtype to override)")
     world = world or rp.world
+    changes = dict(changes or {})
+    schedule = changes.pop("schedule", None)
     target = plan or plan_with(rp.plan, world, changes, rp.shape)
     if target is None:
         raise TracekitError(rp.source)
     if rp.plan is None:  # the run's own plan unknown: the one given stands for it (which groups are which)
         rp.plan, rp.source = target, "plan as given (the trace does not tell its own)"
-    check_fits(rp.shape, target, world)
-    rows = predicted_rows(ctx, target)
-    table = _table(rows)
+    if plan is None and target is not rp.plan:
+        target = dataclasses.replace(target, schedule=schedule or rp.plan.schedule, chunks=rp.plan.chunks)
+    elif schedule:
+        target = dataclasses.replace(target, schedule=schedule)
     where = rp.source
     if rp.model_source.replace("model from ", "plan from ", 1) == rp.source:  # one source for both
         where = rp.source.replace("plan from ", "model and plan from ", 1)
     elif rp.model_source:
         where = f"{rp.model_source}; {rp.source}"
-    note = (f"{where}; predicted: dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
-            + (f", ep {target.ep}" if target.ep > 1 else ""))
-    first = "group,collective,count,transfer_ms,measured_transfer_ms,exposed_ms,measured_exposed_ms,note"
-    return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: first.encode()})
+    laws_at = f"times from the network laws and compute measured in {run.name}"
+    if sweep:
+        rows = ws.sweep(ctx, world)
+        batch = ws.global_batch(rp.shape, rp.plan) * world // rp.world
+        note = (f"{where}; {laws_at}; every plan for {world} ranks at {batch} sequences per step, ranked by "
+                "predicted step")
+        return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
+            {NOTE_KEY: note.encode(),
+             FIRST_KEY: b"rank,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
+    check_fits(rp.shape, target, world)
+    colls = stage_collectives(ctx, target)
+    st = ws.step(ctx, target, colls)
+    own = _same_plan(target, rp.plan) and world == rp.world and ctx.src_shape == rp.shape
+    first = {"group": f"step (stage {st.get('stage', 0)})" if target.pp > 1 else "step", "collective": None,
+             "step_ms": st["step_ms"], "step_ms_lo": st.get("step_ms_lo"), "step_ms_hi": st.get("step_ms_hi"),
+             "measured_step_ms": ctx.meas.step_ms,
+             "exposed_ms": st.get("exposed_ms"), "note": _step_note(st, run.name)}
+    rows = [first] + predicted_rows(ctx, target, colls)
+    table = _table(rows, source=not own)
+    note = f"{where}; {laws_at}; predicted: {ws.describe(target)}"
+    m = "measured" if own else "source"
+    firsts = (f"group,collective,step_ms,step_ms_lo,step_ms_hi,{m}_step_ms,count,transfer_ms,exposed_ms,"
+              f"{m}_exposed_ms,note")
+    return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: firsts.encode()})
+
+
+SWEEP_SCHEMA = pa.schema([("rank", pa.int64()), ("plan", pa.string()), ("micro_batch", pa.int64()),
+                          ("micro_batches", pa.int64()),
+                          ("step_ms", pa.float64()), ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()),
+                          ("compute_ms", pa.float64()), ("exposed_ms", pa.float64()), ("bubble_ms", pa.float64()),
+                          ("wait_ms", pa.float64()), ("basis", pa.string())])
+
+
+def _same_plan(a, b) -> bool:
+    keys = ("dp", "tp", "pp", "zero", "sequence_parallel", "ep", "schedule")
+    return all(getattr(a, k) == getattr(b, k) for k in keys)
+
+
+def _step_note(st: dict, run_name: str) -> str:
+    if st["step_ms"] is None:
+        return f"no step: {st['basis']}"
+    parts = (f"compute {st['compute_ms']:.3g} + exposed {st['exposed_ms']:.3g} + bubble {st['bubble_ms']:.3g} "
+             f"+ waiting {st['wait_ms']:.3g} ms")
+    return f"{parts}, rescaled from {run_name}'s measured step; {st['basis']}"
+
+
+def better_plans(run, *, config: dict | None = None, cores: int | None = None) -> list[dict]:
+    """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
+    step interval lies wholly below the run's measured step: rows with plan, micro_batch, micro_batches,
+    step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured - predicted) and basis, best
+    first. Empty where the run has no model or plan to predict from, or no plan is surely better."""
+    from . import whatif_step as ws
+
+    try:
+        ctx = context(run, config, None, None, cores)
+    except TracekitError:
+        return []
+    rp = ctx.rp
+    if rp.shape is None or rp.plan is None or ctx.meas.step_ms is None:
+        return []
+    out = []
+    for r in ws.sweep(ctx, rp.world):
+        if r["step_ms"] is None or r.get("step_ms_hi") is None or r["step_ms_hi"] >= ctx.meas.step_ms:
+            continue
+        out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
+                    "step_ms": r["step_ms"],
+                    "step_ms_lo": r["step_ms_lo"], "step_ms_hi": r["step_ms_hi"],
+                    "measured_step_ms": ctx.meas.step_ms, "saving_ms": ctx.meas.step_ms - r["step_ms"],
+                    "basis": r["basis"]})
+    return out
 
 
 @dataclass
 class Context:
-    """What a prediction needs from a run, computed once: its plan and model, laws, measured figures."""
+    """What a prediction needs from a run, computed once: its plan and model, laws, measurements."""
     rp: RunPlan
-    laws: dict
+    laws: dict  # (collective, role) -> fit()'s row, of the link kind measured most (advise reads these)
     measured: dict
+    run_name: str = ""
+    netlaws: dict = field(default_factory=dict)  # (collective, link kind, group size) -> (Law, info): laws_of
+    role_links: dict = field(default_factory=dict)
+    prior_gbps: float | None = None
+    gpu: str = ""
+    meas: object = None  # tracekit.analytic.calibrate.Measured
+    cores: int | None = None
+    src_shape: object = None  # the model the run ran (before model flags), which calibrates its rates
 
 
-def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None) -> Context:
+def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None,
+            cores: int | None = None) -> Context:
     """The run's plan and model (refused where the model does not cover the run), laws and measurements."""
+    from ..analytic.calibrate import measure
+    from ..analytic.links import nvlink_gbps
     from ..run_plan import model_with
 
     rp = resolve(run, config)
     recorded_shape = rp.shape is not None
+    own = rp.shape
     rp.shape = model_with(rp.shape, preset, model)
     rp.model_source = _model_source(preset, config, recorded_shape, model)
     why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
     if why:
         raise TracekitError(f"whatif cannot predict this run: {why}")
-    laws: dict = {}  # per (collective, role), the law of the link kind measured most (one, on one host)
-    for f in sorted(fit(run, rp=rp), key=lambda f: f["points"]):
+    pts = points(run, rp)
+    links: dict = {}
+    for (_coll, role, link), _p in sorted(pts.items(), key=lambda kv: -len(kv[1])):
+        for key in (role, None):
+            if link not in links.setdefault(key, []):
+                links[key].append(link)
+    (gpu,) = run.sql("SELECT any_value(gpu_name) AS g FROM traces").column("g").to_pylist()
+    laws: dict = {}
+    for f in sorted(fit(run, pts, rp), key=lambda f: f["points"]):
         laws[(f["collective"], f["kind"])] = f
-    return Context(rp, laws, measured(run, rp))
+    return Context(rp, laws, measured(run, rp), run.name, laws_of(pts), links, nvlink_gbps(gpu), gpu or "",
+                   measure(run), cores, own if recorded_shape and preset is None else rp.shape)
 
 
 def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> str:
@@ -226,62 +352,72 @@ def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> s
     return where + (f" with {', '.join(flags)}" if flags else "")
 
 
-def predicted_rows(ctx: Context, target) -> list[dict]:
-    """Per (group, collective): the prediction under ``target`` beside the measured figures."""
+def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
+    """Per pipeline stage, group and collective: count, bytes and transfer time (ms, lo, hi) under
+    ``target``, on a representative rank of each stage."""
     from ..analytic import predict_rank
 
-    rp, laws, meas = ctx.rp, ctx.laws, ctx.measured
-    exp_share = _exposed_share(meas)
     size = role_sizes(target)
-    acc: dict[tuple[str, str], dict] = {}
+    out = []
     for stage in range(target.pp):
-        per = {}
-        for e in predict_rank(rp.shape, target, stage * target.dp * target.tp):
+        per: dict = {}
+        for e in predict_rank(shape or ctx.rp.shape, target, stage * target.dp * target.tp):
             notes: set = set()
             coll = "sendrecv" if e.collective in ("send", "recv") else e.collective
-            law = _law_for(laws, coll, e.group, notes)
-            msg = e.bytes / e.count
+            n = 2 if coll == "sendrecv" else size[e.group]
+            law, where = _law_for(ctx, coll, e.group, n, notes)
             t = None
             if law is None:
                 notes.add("no time: the run has no clean matched instance with a size to fit a law to")
             else:
-                if not law["min_bytes"] <= msg <= law["max_bytes"]:
-                    notes.add(f"extrapolated: {human_bytes(int(msg))} messages, measured "
-                              f"{human_bytes(law['min_bytes'])}-{human_bytes(law['max_bytes'])}")
-                n = 2 if coll == "sendrecv" else size[e.group]
-                if coll != "sendrecv" and not law["min_ranks"] <= n <= law["max_ranks"]:
-                    notes.add(f"extrapolated: groups of {n} ranks, measured "
-                              f"{law['min_ranks']:.0f}-{law['max_ranks']:.0f}")
-                if law["warning"]:
-                    notes.add(f"weak law: {law['warning']}")
-                f = busbw_factor(e.collective, size[e.group]) or 0.0
-                t = e.count * law["latency_us"] / 1e3 + e.bytes * f / law["bus_gbps"] / 1e6
+                f = busbw_factor(e.collective, n) or 0.0
+                ns, lo, hi, more = netlaw.predict(law, e.count, e.bytes / e.count, e.bytes * f)
+                notes |= set(more)
+                if law.kind != "fit":
+                    notes.add(f"law: {law.label()}")
+                t = (ns / 1e6, lo / 1e6, hi / 1e6)
+                notes.add(f"law: {where}")
             if e.group == "EP":
                 notes.add("routing decides each rank's share of the all-to-alls: predicted is the mean per rank")
             prev = per.get((e.group, e.collective))
             if prev is not None:  # several terms of one group and collective (MoE: counts, then tokens)
-                t = None if t is None or prev["transfer_ms"] is None else t + prev["transfer_ms"]
+                t = None if t is None or prev["t"] is None else tuple(a + b for a, b in zip(t, prev["t"], strict=True))
                 notes |= prev["notes"]
                 e = type(e)(e.collective, e.group, e.count + prev["count"], e.bytes + prev["bytes"], e.why)
-            per[(e.group, e.collective)] = {"count": e.count, "bytes": e.bytes, "transfer_ms": t, "notes": notes}
-        for k, v in per.items():
-            if k not in acc or (v["bytes"], v["count"]) > (acc[k]["bytes"], acc[k]["count"]):
-                acc[k] = v
+            per[(e.group, e.collective)] = {"stage": stage, "group": e.group, "collective": e.collective,
+                                            "count": e.count, "bytes": e.bytes, "t": t, "notes": notes}
+        out.extend(per.values())
+    return out
+
+
+def predicted_rows(ctx: Context, target, colls: list[dict] | None = None) -> list[dict]:
+    """Per (group, collective): the prediction under ``target`` (the busiest stage) beside the run's figures."""
+    meas = ctx.measured
+    exp_share = _exposed_share(meas)
+    acc: dict[tuple[str, str], dict] = {}
+    for v in colls if colls is not None else stage_collectives(ctx, target):
+        k = (v["group"], v["collective"])
+        if k not in acc or (v["bytes"], v["count"]) > (acc[k]["bytes"], acc[k]["count"]):
+            acc[k] = v
     rows = []
     for key in sorted(set(acc) | set(meas)):
         p, m = acc.get(key), meas.get(key, {})
         notes = set(p["notes"]) if p else {"measured, not in the model"}
-        share = exp_share.get(key, exp_share.get(key[0], exp_share.get(None)))
+        share = _share(exp_share, key)
         if p and key not in meas:
             notes.add("not run by the measured plan: exposed share of " + ("its role" if key[0] in exp_share
                                                                           else "the whole run"))
-        t = p["transfer_ms"] if p else None
+        t = p["t"][0] if p and p["t"] else None
         rows.append({"group": key[0], "collective": key[1], "count": p["count"] if p else None,
                      "measured_count": m.get("count"), "bytes": p["bytes"] if p else None,
                      "measured_bytes": m.get("bytes"), "transfer_ms": t, "measured_transfer_ms": m.get("transfer_ms"),
                      "exposed_ms": None if t is None or share is None else t * share,
                      "measured_exposed_ms": m.get("exposed_ms"), "note": "; ".join(sorted(notes)) or None})
     return rows
+
+
+def _share(exp_share: dict, key: tuple) -> float | None:
+    return exp_share.get(key, exp_share.get(key[0], exp_share.get(None)))
 
 
 def _exposed_share(meas: dict) -> dict:
@@ -295,8 +431,13 @@ def _exposed_share(meas: dict) -> dict:
     return {k: e / d for k, (e, d) in sums.items() if d > 0}
 
 
-def _table(rows: list[dict]) -> pa.Table:
-    """Counts and bytes as integers where every value is one (averages over steps may not be)."""
+def _table(rows: list[dict], source: bool) -> pa.Table:
+    """Counts and bytes as integers where every value is one (averages over steps may not be). ``source``:
+    the run's figures are another plan's, named source_* (not measured_*: nobody measured this plan)."""
+    for r in rows:
+        for c in ("count", "measured_count", "bytes", "measured_bytes"):
+            r.setdefault(c, None)
+
     def typ(col):
         vals = [r[col] for r in rows if r[col] is not None]
         return pa.int64() if all(float(v).is_integer() for v in vals) else pa.float64()
@@ -306,12 +447,19 @@ def _table(rows: list[dict]) -> pa.Table:
         for r in rows:
             if r[col] is not None and t == pa.int64():
                 r[col] = int(r[col])
-    schema = pa.schema([("group", pa.string()), ("collective", pa.string()), ("count", typ("count")),
-                        ("measured_count", typ("measured_count")), ("bytes", typ("bytes")),
-                        ("measured_bytes", typ("measured_bytes")), ("transfer_ms", pa.float64()),
-                        ("measured_transfer_ms", pa.float64()), ("exposed_ms", pa.float64()),
-                        ("measured_exposed_ms", pa.float64()), ("note", pa.string())])
-    return pa.Table.from_pylist(rows, schema=schema)
+    cols = [("group", pa.string()), ("collective", pa.string()), ("step_ms", pa.float64()),
+            ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()), ("measured_step_ms", pa.float64()),
+            ("count", typ("count")), ("measured_count", typ("measured_count")), ("bytes", typ("bytes")),
+            ("measured_bytes", typ("measured_bytes")), ("transfer_ms", pa.float64()),
+            ("measured_transfer_ms", pa.float64()), ("exposed_ms", pa.float64()),
+            ("measured_exposed_ms", pa.float64()), ("note", pa.string())]
+    for r in rows:
+        for c, _ in cols:
+            r.setdefault(c, None)
+    if source:
+        rows = [{k.replace("measured_", "source_"): v for k, v in r.items()} for r in rows]
+        cols = [(c.replace("measured_", "source_"), t) for c, t in cols]
+    return pa.Table.from_pylist(rows, schema=pa.schema(cols))
 
 
 def plans_that_fit(shape, world: int, like) -> list:

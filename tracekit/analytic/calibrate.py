@@ -1,0 +1,79 @@
+"""What a measured run tells the step model: compute rates, waiting share, step spread (tracekit.analytic.step).
+
+Each rank's profiled steps (sql/reports/_whatif_parts.sql) are split into compute (GEMM, attention, the
+rest), exposed transfer and waiting; the rates are each kind's measured time over the work the run's own
+plan gives that rank (tracekit.analytic.compute). The measured step, per profiled step, is the longest
+ProfilerStep over the ranks (the job waits for its slowest rank); the run's step is their median.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from .. import sql_files as _sql
+from .compute import calibrate, rank_work
+from .config import GPTShape, Plan
+from .step import Source
+
+
+@dataclass
+class Measured:
+    step_ms: float | None
+    """median over profiled steps of the longest ProfilerStep over ranks, ms"""
+    steps_ms: list[float]
+    """that longest ProfilerStep, per profiled step, ms"""
+    ranks_per_host: int
+    """most ranks on one host"""
+    parts: list[dict]
+    """per rank: _whatif_parts' row"""
+
+
+def measure(run) -> Measured:
+    rows = run.sql("SELECT step, max(dur_ns) AS ns FROM steps WHERE step IS NOT NULL GROUP BY step "
+                   "ORDER BY step").to_pylist()
+    steps = [r["ns"] / 1e6 for r in rows if r["ns"]]
+    (hosts,) = run.sql("SELECT max(n) AS n FROM (SELECT count(*) AS n FROM traces GROUP BY host_name)"
+                       ).column("n").to_pylist()
+    parts = run.sql(_sql.load("reports", "_whatif_parts").text).to_pylist()
+    return Measured(statistics.median(steps) if steps else None, steps, hosts or 1, parts)
+
+
+def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> float:
+    """How much slower compute runs where a host's ranks share ``cores`` (CPU runs; 1 without): their
+    demand (ranks x the share of the step each keeps a core busy: computing, or in a Gloo collective,
+    which reduces on the CPU and polls while it waits; a pipeline's bubble leaves the core to the others)
+    over the cores, at least 1."""
+    return max(1.0, ranks_per_host * busy / cores) if cores else 1.0
+
+
+def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) -> Source | None:
+    """The measured run's rates and shares; None where it has no profiled step to calibrate from."""
+    cal, works, comp, wait, window, idle = [], [], 0.0, 0.0, 0.0, 0.0
+    per_rank = plan.dp * plan.tp
+    for r in meas.parts:
+        n = r["steps"] or 0
+        if n == 0:
+            continue
+        stage = min(r["rank"] // per_rank, plan.pp - 1)
+        w = rank_work(m, plan, stage)
+        c = r["compute_ns"] / n / 1e6
+        g, a = r["gemm_ns"] / n / 1e6, r["attention_ns"] / n / 1e6
+        cal.append((w, g, a, max(c - g - a, 0.0)))
+        works.append(w)
+        comp += c
+        wait += r["wait_ns"] / n / 1e6
+        window += r["window_ns"] / n / 1e6
+        idle += (r["p2p_wait_ns"] + r["p2p_comm_ns"]) / n / 1e6
+    if not cal or comp <= 0:
+        return None
+    rates = calibrate(cal)
+    if meas.step_ms and meas.steps_ms:  # the median step, not the mean: a burst of load in one step is left out
+        k = meas.step_ms / (sum(meas.steps_ms) / len(meas.steps_ms))
+        rates = type(rates)(rates.gemm * k, rates.attention * k, rates.elementwise * k)
+    spread = [s / meas.step_ms for s in meas.steps_ms] if meas.step_ms else [1.0]
+    mean_work = sum(rates.time(w) for w in works) / len(works)
+    return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
+                  contention(meas.ranks_per_host, cores, 1 - idle / window if window > 0 else 1.0), plan.tp)
+
+

@@ -1,0 +1,115 @@
+"""The step under a plan: each pipeline stage's rank = compute + exposed communication + bubble + waiting.
+
+- compute: the plan's work on the rank (tracekit.analytic.compute) at the rates the measured run shows;
+- exposed communication: the plan's collectives, timed by the run's network laws, times the share of
+  their transfer the run left exposed (given by the caller per stage, with its interval);
+- bubble: with pp > 1, a simulation of the plan's schedule (tracekit.analytic.pipeline) from the stages'
+  per-micro-batch forward and backward times and one point-to-point transfer; the step's pipeline part
+  is its makespan;
+- waiting: at collectives other than point-to-point, the share of compute the measured run waited
+  (arrival skew grows with the work between collectives); its interval is 0 to twice that.
+The interval (lo, hi) adds the ends of each part's interval: compute by the spread of the measured
+run's steps (least to largest over median), widened where the plan's work per rank differs from the
+run's by more than 1.5x or its ranks share a host's cores differently, and to 1/2-2.5x where tp changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .compute import BACKWARD, Rates, micro_batches, rank_work, step_work
+from .config import GPTShape, Plan
+from .pipeline import simulate
+
+EXTRAPOLATED_WORK = 0.10  # compute's interval widens by this share where the work per rank changes > 1.5x
+CONTENTION = 0.15  # and by this share where its ranks share a host's cores differently
+# where tp changes, the GEMMs change shape and layout (sharded, DTensor views): their rate per FLOP is not
+# the run's. On the shipped CPU sweep (docs/model.md) predictions across a change of tp ranged 0.43x to
+# 2.05x of the measured step, so compute's interval spans 1/2 to 2.5x there
+TP_CHANGE = (0.5, 2.5)
+
+
+@dataclass
+class Source:
+    """What the measured run gives a prediction: its rates, its waiting share, the spread of its steps,
+    its work per rank, and how many ranks shared a host's cores."""
+    rates: Rates
+    wait_share: float
+    step_lo: float = 1.0  # least step / median step
+    step_hi: float = 1.0  # largest step / median step
+    work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
+    contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
+    tp: int = 1  # the run's tensor-parallel degree
+
+
+@dataclass
+class Part:
+    ms: float
+    lo: float
+    hi: float
+
+    def __add__(self, o: "Part") -> "Part":
+        return Part(self.ms + o.ms, self.lo + o.lo, self.hi + o.hi)
+
+
+@dataclass
+class StagePrediction:
+    stage: int
+    step: Part
+    compute: Part
+    exposed: Part
+    bubble: Part
+    wait: Part
+    notes: list[str] = field(default_factory=list)
+
+
+def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p: Part | None = None,
+                 contention: float = 1.0) -> list[StagePrediction]:
+    """Per pipeline stage, its rank's predicted step. ``exposed[s]``: stage s's exposed communication
+    other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1)."""
+    slow = contention / src.contention
+    notes = []
+    widen = 0.0
+    work = [src.rates.time(rank_work(m, plan, s)) for s in range(plan.pp)]
+    mean_work = sum(work) / len(work)
+    if src.work_per_rank > 0 and not 1 / 1.5 <= mean_work / src.work_per_rank <= 1.5:
+        widen += EXTRAPOLATED_WORK
+        notes.append(f"compute extrapolated: {mean_work / src.work_per_rank:.2g}x the measured run's work per rank")
+    if slow != 1:
+        widen += CONTENTION
+        notes.append(f"ranks share the host's cores {slow:.2g}x as much as in the measured run: compute x{slow:.2g}")
+    lo_k, hi_k = src.step_lo / (1 + widen), src.step_hi * (1 + widen)
+    if plan.tp != src.tp:
+        lo_k, hi_k = lo_k * TP_CHANGE[0], hi_k * TP_CHANGE[1]
+        notes.append(f"compute's interval {TP_CHANGE[0]:g}-{TP_CHANGE[1]:g}x: tp {src.tp} -> {plan.tp} changes the "
+                     "GEMMs' shapes, whose rate the run did not measure")
+    mbs = micro_batches(m, plan)
+    per_mb, opt = [], []
+    for s in range(plan.pp):
+        mb, o = step_work(m, plan, s)
+        per_mb.append(src.rates.time(mb) * slow)
+        opt.append(src.rates.time(o) * slow)
+    out = []
+    if plan.pp == 1:
+        c = per_mb[0] * mbs + opt[0]
+        comp = Part(c, c * lo_k, c * hi_k)
+        wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
+        step = comp + exposed[0] + wait
+        return [StagePrediction(0, step, comp, exposed[0], Part(0.0, 0.0, 0.0), wait, notes)]
+    p2p = p2p or Part(0.0, 0.0, 0.0)
+    sims = {}
+    for key, k, t in (("ms", 1.0, p2p.ms), ("lo", lo_k, p2p.lo), ("hi", hi_k, p2p.hi)):
+        f = [x * k / (1 + BACKWARD) for x in per_mb]
+        b = [x * k * BACKWARD / (1 + BACKWARD) for x in per_mb]
+        sims[key] = simulate(f, b, mbs, schedule=plan.schedule, chunks=plan.chunks, p2p=t)
+    notes.append(f"bubble: {plan.schedule} simulated over {mbs} micro-batches "
+                 f"(backward {BACKWARD:.0f}x forward, from the FLOP ratio)")
+    for s in range(plan.pp):
+        c = per_mb[s] * mbs + opt[s]
+        comp = Part(c, c * lo_k, c * hi_k)
+        wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
+        bubble = Part(*(sims[key].makespan - sims[key].busy[s] for key in ("ms", "lo", "hi")))
+        bubble = Part(bubble.ms, min(bubble.lo, bubble.hi), max(bubble.lo, bubble.hi))
+        step = comp + bubble + exposed[s] + wait
+        out.append(StagePrediction(s, step, comp, exposed[s], bubble, wait, notes))
+    return out

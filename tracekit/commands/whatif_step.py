@@ -1,0 +1,125 @@
+"""The step a plan would take, from a measured run (tracekit.analytic.step), and every plan ranked by it.
+
+Per pipeline stage: compute rescaled from the run's own (tracekit.analytic.calibrate), exposed
+communication (each predicted collective's transfer from the run's laws times the share the run left
+exposed), the bubble of the simulated schedule, waiting. The step is the slowest stage's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..analytic.calibrate import contention, source
+from ..analytic.step import Part, predict_step
+from ..comms.bandwidth import busbw_factor
+from ..errors import TracekitError
+from . import whatif as w
+
+
+def _hosts_ranks(ctx, world: int) -> int:
+    """Ranks per host under the plan: all of them where the run sat on one host, else the run's."""
+    meas = ctx.meas
+    return world if meas.ranks_per_host >= ctx.rp.world else meas.ranks_per_host
+
+
+def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
+    """The predicted step of ``target``: {step_ms, step_ms_lo, step_ms_hi, stage, compute_ms, exposed_ms,
+    bubble_ms, wait_ms, basis (what is measured, what extrapolated)}; step_ms None where the run gives no
+    compute to rescale."""
+    rp = ctx.rp
+    shape = shape or rp.shape
+    src = source(ctx.src_shape or rp.shape, rp.plan, ctx.meas, ctx.cores)
+    if src is None:
+        return {"step_ms": None, "basis": "no profiled step with compute to rescale"}
+    colls = w.stage_collectives(ctx, target, shape) if colls is None else colls
+    share = w._exposed_share(ctx.measured)
+    exposed = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
+    basis = set()
+    for c in colls:
+        if c["group"] == "PP":
+            continue
+        if c["t"] is None:
+            return {"step_ms": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
+        k = w._share(share, (c["group"], c["collective"]))
+        k = 1.0 if k is None else k
+        ms, lo, hi = c["t"]
+        exposed[c["stage"]] = exposed[c["stage"]] + Part(ms * k, lo * k, hi * k)
+        basis |= {n for n in c["notes"] if not n.startswith("law: ")}
+    p2p = None
+    if target.pp > 1:
+        m = shape
+        act = m.micro_batch * m.seq * m.hidden * m.elem_bytes
+        notes: set = set()
+        law, _ = w._law_for(ctx, "sendrecv", "PP", 2, notes)
+        if law is None:
+            return {"step_ms": None, "basis": "pipeline: no law to time a point-to-point transfer"}
+        from ..analytic import netlaw
+        ns, lo, hi, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
+        p2p = Part(ns / 1e6, lo / 1e6, hi / 1e6)
+        basis |= notes | set(more)
+    slow = src.contention
+    for _ in range(4):  # the plan's share of busy time sets how its ranks contend for cores, and back
+        stages = predict_step(shape, target, src, exposed, p2p, slow)
+        busy = sum(1 - s.bubble.ms / s.step.ms for s in stages if s.step.ms > 0) / len(stages)
+        slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
+    worst = max(stages, key=lambda s: s.step.ms)
+    basis |= set(worst.notes)
+    return {"step_ms": worst.step.ms, "step_ms_lo": max(s.step.lo for s in stages),
+            "step_ms_hi": max(s.step.hi for s in stages), "stage": worst.stage,
+            "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
+            "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts"}
+
+
+def describe(target) -> str:
+    s = f"dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
+    if target.sequence_parallel:
+        s += ", sequence parallel"
+    if target.pp > 1:
+        s += f", {target.schedule}"
+    return s + (f", ep {target.ep}" if target.ep > 1 else "")
+
+
+def global_batch(shape, plan) -> int:
+    """Sequences per step over all data-parallel replicas."""
+    return shape.micro_batch * (shape.micro_batches if plan.pp > 1 else 1) * plan.dp
+
+
+def candidates(shape, world: int, like, batch: int) -> list[tuple]:
+    """Every plan for ``world`` ranks the model allows at ``batch`` sequences per step: dp x tp x pp, ZeRO
+    0-3 (with dp > 1), sequence parallelism (with tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
+    micro-batch size what the batch leaves: (plan, micro-batch size, micro-batches)."""
+    from ..analytic import check_fits
+
+    out = []
+    for base in w.plans_that_fit(shape, world, like):
+        for zero in ((0, 1, 2, 3) if base.dp > 1 else (0,)):
+            for sp in ((False, True) if base.tp > 1 else (False,)):
+                for mbs in ((2, 4, 8) if base.pp > 1 else (1,)):
+                    if base.pp > 1 and zero > 1:
+                        continue  # FSDP with pipelining: not in the model's examples
+                    if batch % (base.dp * mbs):
+                        continue  # the batch does not split into whole micro-batches
+                    p = dataclasses.replace(base, zero=zero, sequence_parallel=sp, schedule=like.schedule)
+                    size = batch // (base.dp * mbs)
+                    try:
+                        check_fits(dataclasses.replace(shape, micro_batch=size), p, world)
+                    except TracekitError:
+                        continue
+                    out.append((p, size, mbs if base.pp > 1 else None))
+    return out
+
+
+def sweep(ctx, world: int) -> list[dict]:
+    """Every valid plan for ``world`` ranks at the run's batch per step (scaled by world / the run's ranks),
+    ranked by predicted step."""
+    rows = []
+    rp = ctx.rp
+    batch = global_batch(rp.shape, rp.plan) * world // rp.world
+    for plan, size, mbs in candidates(rp.shape, world, rp.plan, batch):
+        shape = dataclasses.replace(rp.shape, micro_batch=size, micro_batches=mbs or rp.shape.micro_batches)
+        r = step(ctx, plan, shape=shape)
+        rows.append({"plan": describe(plan), "micro_batch": size, "micro_batches": mbs, **r})
+    rows.sort(key=lambda r: (r["step_ms"] is None, r["step_ms"] or 0.0))
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+    return rows
