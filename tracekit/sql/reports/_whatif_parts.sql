@@ -29,7 +29,7 @@ per AS (
            sum(ns) FILTER (WHERE detail = 'waiting at a collective'
                            AND collective IN ('send', 'recv', 'sendrecv')) AS p2p_wait_ns
     FROM b GROUP BY rank),
-win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, window_ns FROM b) GROUP BY rank),
+win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
 cpu AS (
     SELECT e.rank,
            sum(e.dur_ns) FILTER (WHERE e.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')) AS gemm_ns,
