@@ -20,6 +20,8 @@ def _train_step(model, opt, args):
 
     def step(x, y):
         loss = lm_loss(forward(x), y)
+        if args.before_backward:  # a planted straggler (train.py --delay, --slow)
+            args.before_backward()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -141,6 +143,8 @@ def pp(args, cfg, world, device):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
 
     def step(x, y):
+        if args.before_backward:  # a planted straggler (train.py --delay, --slow): before the whole pipeline step
+            args.before_backward()
         if rank == 0:
             schedule.step(x)
         elif rank == world - 1:
