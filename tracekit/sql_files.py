@@ -26,6 +26,7 @@ _COL = re.compile(r"^--\s*@column\s+(\w+)\s*:\s*(.*)$")
 _STAGE = re.compile(r"^--\s*@stage\s+(\w+)\s*$")
 _USES = re.compile(r"^--\s*@uses\s+(.*)$")
 _SCRATCH = re.compile(r"^--\s*@scratch\s*$")
+_TAG = re.compile(r"^--\s*@(\w+)\s*(.*)$")  # any other tag (a report's @param, @first, ...), kept by name
 _ROOT = resources.files("tracekit").joinpath("sql")
 RULE_FOLDERS = ("facts", "reduce", "finish", "views")  # the folders of the rule graph, in stage order
 
@@ -40,11 +41,18 @@ class SqlFile:
     uses: tuple[str, ...] = ()
     folder: str = ""
     scratch: bool = False  # a finish rule's table, made for the rules after it, not stored
+    # the header's other ``-- @tag value`` lines, by tag, in order (a report's @summary, @param, @first, ...:
+    # tracekit/reports/declared.py reads them)
+    tags: tuple[tuple[str, str], ...] = ()
+
+    def tag(self, name: str) -> list[str]:
+        """The values of the header's ``-- @name`` lines, in order."""
+        return [v for k, v in self.tags if k == name]
 
 
 def parse(name: str, text: str, folder: str = "") -> SqlFile:
     """A SQL file's header: its doc, columns, stage and uses."""
-    doc_lines, cols, stage, uses, scratch = [], [], None, (), False
+    doc_lines, cols, stage, uses, scratch, tags = [], [], None, (), False, []
     for line in text.splitlines():
         if not line.startswith("--"):
             break
@@ -56,9 +64,11 @@ def parse(name: str, text: str, folder: str = "") -> SqlFile:
             uses = tuple(u.strip() for u in m.group(1).split(",") if u.strip())
         elif _SCRATCH.match(line):
             scratch = True
+        elif m := _TAG.match(line):
+            tags.append((m.group(1), m.group(2).strip()))
         else:
             doc_lines.append(line[2:].strip())
-    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols, stage, uses, folder, scratch)
+    return SqlFile(name, text, " ".join(d for d in doc_lines if d), cols, stage, uses, folder, scratch, tuple(tags))
 
 
 def _dir(kind: str):

@@ -1,6 +1,6 @@
 """Compare two runs (a regression hunt, a config change) as two tables: each run's side is a report over
 its own facts (sql/reports/_diff_collectives_side.sql, _diff_steps_side.sql); the comparison joins them
-(diff_collectives.sql, diff_steps.sql)."""
+(_diff_collectives.sql, _diff_steps.sql)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def diff(run_a, run_b, steps_by: str = "order") -> dict[str, pa.Table]:
         try:
             con.register("side_a", run_a.sql(side))
             con.register("side_b", run_b.sql(side))
-            t = con.sql(_sql.load("reports", f"diff_{part}").text, params=params).to_arrow_table()
+            t = con.sql(_sql.load("reports", f"_diff_{part}").text, params=params).to_arrow_table()
             out[part] = t.replace_schema_metadata({FIRST_KEY: FIRST[part].encode()})
         except duckdb.Error as exc:
             raise QueryError(f"diff of {run_a.name} and {run_b.name} failed: {exc}") from None

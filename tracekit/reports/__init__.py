@@ -1,15 +1,18 @@
-"""Reports: one module per report, each a Report over its .sql file, listed in one explicit registry."""
+"""Reports: each declared by its .sql header alone (tracekit/sql/reports/NAME.sql; see declared.py for the
+header and the limit rule). The registry is built by scanning that folder: adding a report is adding a file."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
+from .. import sql_files as _sql
 from ..errors import TracekitError
-from . import breakdown, collectives, doctor, exposed, identity, overlap, skew, stragglers, summary, why_late
-from .base import Report
+from .base import Param, Report
+from .declared import scan
 
-REGISTRY: dict[str, Report] = {m.REPORT.name: m.REPORT for m in (identity, summary, collectives, overlap, exposed, skew,
-                                                                  stragglers, why_late, breakdown, doctor)}
+__all__ = ["REGISTRY", "Param", "Report", "get", "run_report"]
+
+REGISTRY: dict[str, Report] = scan(_sql.rule_files(("reports",)))
 
 
 def get(name: str) -> Report:

@@ -1,7 +1,9 @@
-"""A report is a .sql file (sql/reports/NAME.sql) plus the parameters it binds; this runs one."""
+"""A report: a query (sql/reports/NAME.sql, or a Python function its header names) and the parameters it
+binds, as its header declares them (tracekit/reports/declared.py); this runs one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -9,6 +11,11 @@ import pyarrow as pa
 from .. import sql_files as _sql
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
+
+
+def dollars(text: str) -> set[str]:
+    """The ``$name`` parameters a query mentions outside its comments (a comment's ``$by`` is prose)."""
+    return set(re.findall(r"\$([A-Za-z_]\w*)", re.sub(r"--[^\n]*|/\*.*?\*/", "", text, flags=re.S)))
 
 
 @dataclass(frozen=True)
@@ -28,10 +35,10 @@ class Report:
     left_out: str | None = None
     # the columns a reader needs first: kept when the terminal is narrow, shown first in the HTML page
     first: tuple[str, ...] = ()
-
-    @property
-    def sql(self) -> _sql.SqlFile:
-        return _sql.load("reports", self.name)
+    # "package.module:function": the rows come from function(run, params) -> pyarrow.Table, not the SQL
+    python: str | None = None
+    # the .sql file: its header, and its query unless ``python`` names a function
+    sql: _sql.SqlFile | None = field(default=None, repr=False)
 
     def bind(self, **given) -> dict:
         known = {p.name: p for p in self.params}
@@ -50,17 +57,13 @@ class Report:
 
     def run(self, run, **given) -> pa.Table:
         values = self.bind(**given)
-        text = self.sql.text
-        used = {k: v for k, v in values.items() if f"${k}" in text}
-        limit = used.get("limit")
-        if "limit" in used:  # every row, cut here: a truncated table says how many it left out
-            if not isinstance(limit, int) or limit < 0:
-                raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
-                                    f"not {limit!r}")
-            used["limit"] = None
-        table = run.sql(text, used or None)
+        limit = values.get("limit")
+        if "limit" in values and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
+                                f"not {limit!r}")
+        table = self.rows(run, values)
         shown = None
-        if limit and table.num_rows > limit:
+        if limit and table.num_rows > limit:  # the limit is the runner's: the query gave every row, in order
             shown = f"{limit:,} of {table.num_rows:,} rows shown; --limit 0 shows all"
             table = table.slice(0, limit)
         note = None
@@ -84,6 +87,18 @@ class Report:
         if self.first:
             meta[FIRST_KEY] = ",".join(self.first).encode()
         return table.replace_schema_metadata(meta) if meta else table
+
+
+    def rows(self, run, values: dict) -> pa.Table:
+        """Every row of the report, in the order to show them (``limit`` aside: the caller cuts)."""
+        if self.python:
+            import importlib
+
+            module, function = self.python.split(":")
+            return getattr(importlib.import_module(module), function)(run, dict(values))
+        text = self.sql.text
+        used = {k: v for k, v in values.items() if k in dollars(text)}
+        return run.sql(text, used or None)
 
 
 def why_empty(run, name: str, values: dict) -> str:

@@ -1,5 +1,5 @@
 -- _diff_collectives_side: one run's side of `tracekit diff`'s collectives table: per collective x process
--- group x size bucket, the figures compared (see diff_collectives.sql for the columns).
+-- group x size bucket, the figures compared (see _diff_collectives.sql for the columns).
 -- @stage report
 -- @uses collectives, comm_exposure
 SELECT x.collective, x.group_label AS "group", coalesce(x.size_bucket, 'unknown size') AS size_bucket,

@@ -1,6 +1,6 @@
 -- _diff_steps_side: one run's side of `tracekit diff`'s steps table: per profiled step, its number, its
 -- position among the run's steps (1 = the first profiled step) and the figures compared, averaged over
--- ranks (see diff_steps.sql for the columns).
+-- ranks (see _diff_steps.sql for the columns).
 -- @stage report
 -- @uses steps, comm_overlap
 SELECT o.step, CAST(row_number() OVER (ORDER BY o.step) AS BIGINT) AS position, count(*) AS ranks,

@@ -3,6 +3,9 @@
 -- compute_ms + comm_ms + memory_ms + wait_ms + starved_ms + outside_ms = window_ms. Step -1 is the
 -- time outside every step's window. See step_breakdown for the windows and the order of precedence.
 -- @stage report
+-- @summary where each step goes: compute by kernel family, exposed comm per group, memory, idle by cause
+-- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, whole timeline
+-- @first rank, step, window_ms, compute_ms, comm_ms, memory_ms, wait_ms, starved_ms
 -- @uses step_breakdown
 -- @column rank: global rank
 -- @column step: ProfilerStep number; -1 outside every step; NULL with --by rank

@@ -3,6 +3,8 @@
 -- to arrive) and transfer_busbw on the fastest rank's duration in each clean matched instance (the
 -- transfer itself; NULL where no clean instance matched, e.g. a single rank's trace).
 -- @stage report
+-- @summary collective type x message-size bucket: count, bytes, time, exposed, busbw p50/p90
+-- @first collective, size_bucket, count, total_bytes, total_ms, exposed_ms, busbw_p50_gbps
 -- @uses collective_waits, collective_instances, collectives, _comm_exposure
 -- @column collective: collective type
 -- @column size_bucket: message-size bucket (nccl-tests bytes)

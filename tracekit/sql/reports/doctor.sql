@@ -1,6 +1,8 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
 -- nothing to report gives one row: check 'all', severity 'ok'.
 -- @stage report
+-- @summary health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix
+-- @first check, severity, ranks, finding, fix
 -- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, gpu_kernels, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok

@@ -1,6 +1,8 @@
 -- exposed: exposed communication split by a dimension ($by: rank, step, collective, group or
 -- size_bucket). Concurrent comm kernels share an exposed nanosecond equally.
 -- @stage report
+-- @summary exposed communication split by rank, step, collective, group or size bucket
+-- @param by = collective [rank|step|collective|group|size_bucket]: the dimension to split exposed communication by
 -- @uses comm_exposure
 -- @column key: the value of the dimension (rank, step, collective, process group or size bucket)
 -- @column collectives: collectives in the group, count

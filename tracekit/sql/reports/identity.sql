@@ -2,6 +2,7 @@
 -- backend and versions, steps, window.
 -- Items a trace does not record say so.
 -- @stage report
+-- @summary what the run is: ranks, hosts, GPUs, backend and versions, steps, window
 -- @uses steps, comm_overlap, clock_offsets, traces, trace_versions
 -- @column item: what is described
 -- @column value: its value, as text (counts with thousands separators; "not recorded" where no trace has it)

@@ -1,6 +1,9 @@
 -- overlap: compute/communication overlap per rank (by = 'trace', step NULL) or per rank and step
 -- (by = 'step'). Columns as in the comm_overlap view, in ms.
 -- @stage report
+-- @summary compute/communication overlap per rank (or per rank and step)
+-- @param by = trace [trace|step]: trace: one row per rank; step: per rank and step
+-- @first rank, step, window_ms, comm_ms, compute_ms, overlap_ms, exposed_comm_ms, overlap_pct
 -- @uses comm_overlap
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL for the whole trace)

@@ -1,6 +1,10 @@
 -- skew: clean collective instances matched across ranks, most skewed first (see the collective_instances
 -- view; the instances left out are counted in a note below the table).
 -- @stage report
+-- @summary clean collective instances matched across ranks: skew, wait, last rank, busbw
+-- @param limit = 50: rows to show, most skewed first (0: all)
+-- @left_out _left_out
+-- @first instance_key, collective, bytes, start_skew_us, transfer_us, last_rank, total_wait_us
 -- @uses collective_instances
 -- @column instance_key: the matching key
 -- @column match_method: comms_id, pg_seq or order
@@ -20,5 +24,4 @@ SELECT instance_key, match_method, collective, ranks_present, missing_ranks, mis
        busbw_gbps, last_rank, total_wait_ns / 1e3 AS total_wait_us
 FROM collective_instances
 WHERE status = 'clean'
-ORDER BY start_skew_ns DESC, first_start_ns
-LIMIT $limit;
+ORDER BY start_skew_ns DESC, first_start_ns;

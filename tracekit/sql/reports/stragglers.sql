@@ -1,5 +1,7 @@
 -- stragglers: per rank, how often it arrived last at a collective and the waiting around it.
 -- @stage report
+-- @summary per rank: how often last at a collective, waiting caused and suffered
+-- @left_out _left_out
 -- @uses stragglers
 -- @column rank: global rank
 -- @column instances: matched instances it took part in, count

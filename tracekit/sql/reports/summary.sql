@@ -1,5 +1,7 @@
 -- summary: one row per rank: the one-screen answer.
 -- @stage report
+-- @summary one row per rank: window, busy %, comm, exposed comm, overlap %, top collective
+-- @first rank, steps, window_ms, busy_pct, comm_ms, exposed_comm_ms, overlap_pct, top_collective
 -- @uses steps, _collectives, comm_overlap
 -- @column rank: global rank
 -- @column steps: ProfilerSteps in the trace, count

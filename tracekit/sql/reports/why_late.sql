@@ -11,6 +11,10 @@
 -- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts), and summed
 -- per instance over each partition of ranks (_lead_up_sums, _lead_up_ranks): this query adds those up.
 -- @stage report
+-- @summary what a rank did before the collectives it arrived last at, against the others
+-- @param per_rank = 5: names shown per rank, largest difference first
+-- @left_out _left_out
+-- @first rank, kind, name, late_ms, others_ms, diff_ms
 -- @uses collective_instances, _lead_up_ranks, _lead_up_sums, stragglers
 -- @column rank: the rank that arrived last
 -- @column caused_wait_ms: the other ranks' waiting in the instances it arrived last at (stragglers), ms

@@ -1,4 +1,4 @@
--- diff_collectives: run B against run A (tracekit diff A B), per collective x process group x size bucket:
+-- _diff_collectives: run B against run A (tracekit diff A B), per collective x process group x size bucket:
 -- both runs' figures and the change, largest change in kernel time first. Rows meet on the collective,
 -- the process group (its description, else its ranks, else its name) and the size bucket; a row only one
 -- run has shows nothing for the other.

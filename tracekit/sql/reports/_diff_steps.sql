@@ -1,4 +1,4 @@
--- diff_steps: run B against run A (tracekit diff A B), per profiled step, averaged over ranks. Steps meet
+-- _diff_steps: run B against run A (tracekit diff A B), per profiled step, averaged over ranks. Steps meet
 -- by their position among each run's profiled steps ($steps_by = 'order': A's first with B's first, so
 -- that runs profiled at different steps line up) or by their number ('number'); a step only one run has
 -- shows nothing for the other.

@@ -1,0 +1,39 @@
+-- _graph_calls: the CPU runtime calls the dependency graph keeps: each call that launched GPU work (its
+-- correlation id is a GPU op's; the earliest call of that id, as gpu_kernels takes it) and each
+-- synchronize call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and their HIP
+-- twins). A call waits for the GPU (blocking) when it is a synchronize call, or when the GPU op it
+-- launched ended before the call returned (a memcpy to pageable host memory, cudaMemcpy): then
+-- wait_index is the GPU op it waited for: its own op, else the rank's GPU op that ended last at or
+-- before the call's end (the trace does not say which stream a synchronize waited for: the op that
+-- ended last before it returned is the one it can have waited for). Other runtime calls (queries,
+-- attributes, cudaStreamWaitEvent) stay CPU time between the kept nodes.
+-- @stage view
+-- @uses events, gpu_kernels
+-- @column rank: global rank
+-- @column event_index: the call's index in its trace's traceEvents
+-- @column name: the runtime call's name
+-- @column pid: process id of the calling thread
+-- @column tid: the calling thread
+-- @column ts_ns: start, ns (trace clock)
+-- @column end_ns: end, ns (trace clock)
+-- @column wait_index: blocking calls: the event_index of the GPU op the call waited for; else NULL
+CREATE OR REPLACE VIEW _graph_calls AS
+WITH first_call AS (
+    SELECT rank, correlation, arg_min(event_index, ts_ns) AS event_index
+    FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
+    GROUP BY rank, correlation),
+own AS (  -- per launching call: its GPU op that ended last
+    SELECT c.rank, c.event_index, max(g.end_ns) AS op_end, arg_max(g.event_index, g.end_ns) AS op_index
+    FROM first_call c JOIN gpu_kernels g ON g.rank = c.rank AND g.correlation = c.correlation
+    GROUP BY ALL),
+calls AS (
+    SELECT e.rank, e.event_index, e.name, e.pid, e.tid, e.ts_ns, e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns,
+           o.op_end, o.op_index, e.name ILIKE '%synchronize%' AS is_sync
+    FROM events e LEFT JOIN own o ON o.rank = e.rank AND o.event_index = e.event_index
+    WHERE e.ph = 'X' AND e.cat IN ('cuda_runtime', 'cuda_driver')
+      AND (o.event_index IS NOT NULL OR e.name ILIKE '%synchronize%')),
+ends AS (SELECT rank, end_ns, event_index FROM gpu_kernels)
+SELECT c.rank, c.event_index, c.name, c.pid, c.tid, c.ts_ns, c.end_ns,
+       CASE WHEN c.op_end IS NOT NULL AND c.op_end <= c.end_ns THEN c.op_index
+            WHEN c.is_sync THEN g.event_index END AS wait_index
+FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns;

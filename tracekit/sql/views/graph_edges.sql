@@ -1,0 +1,81 @@
+-- graph_edges: the dependencies between graph_nodes (docs/definitions.md, "The step as a graph"). A node
+-- starts at the latest of its predecessors' ends, each plus the edge's gap; the gap is the time the
+-- trace shows between them that no node holds.
+--   thread: consecutive nodes of a CPU thread; gap: the measured time between them (CPU work the graph
+--           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer
+--   stream: consecutive ops of a GPU stream; gap 0
+--   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
+--   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
+--   wait:   cross-stream (inferred: the trace records cudaStreamWaitEvent but not which event): a GPU op whose
+--           launch follows one or more cudaStreamWaitEvent calls on its thread since that thread's previous
+--           launch waits for the op launched last before each such call on each other stream of the
+--           rank (the op an event recorded just before the call captures) or, where that op ended after
+--           the waiting op started (the event was recorded earlier: an asynchronous collective waited for
+--           later), the last op of that stream that had ended by then; gap 0
+--   collective: a matched instance's arrivals -> its hub -> its transfers (no rank's transfer starts before
+--           the last rank arrives); gap 0
+-- @stage view
+-- @uses graph_nodes, events, gpu_kernels, _graph_calls, collective_waits
+-- @column src: node_id of the predecessor
+-- @column dst: node_id of the successor
+-- @column kind: thread, stream, launch, sync, wait or collective
+-- @column gap_ns: the edge's gap: dst may start no earlier than src's end + gap_ns, ns
+CREATE OR REPLACE VIEW graph_edges AS
+WITH chained AS (
+    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain,
+           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end
+    FROM graph_nodes WHERE kind <> 'hub'
+    WINDOW w AS (PARTITION BY rank, chain ORDER BY order_ns, kind <> 'step_end', kind <> 'step_start', event_index, part)),
+first_call AS (
+    SELECT rank, correlation, arg_min(event_index, ts_ns) AS event_index
+    FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
+    GROUP BY rank, correlation),
+launched AS (  -- every GPU op with its launching call, on the trace clock
+    SELECT g.rank, g.event_index, g.device, g.stream, g.ts_ns AS op_ts, g.end_ns AS op_end,
+           c.event_index AS call_index, e.pid, e.tid, e.ts_ns AS call_ts
+    FROM gpu_kernels g JOIN first_call c ON c.rank = g.rank AND c.correlation = g.correlation
+    JOIN events e ON e.rank = c.rank AND e.event_index = c.event_index),
+prev_launch AS (
+    SELECT *, lag(call_ts) OVER (PARTITION BY rank, pid, tid ORDER BY call_ts, event_index) AS prev_ts
+    FROM launched),
+waits AS (
+    SELECT rank, pid, tid, ts_ns FROM events
+    WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver') AND name ILIKE '%StreamWaitEvent%'),
+waiting AS (  -- (waiting op, the wait call's time): the calls since its thread's previous launch
+    SELECT l.rank, l.event_index, l.device, l.stream, l.op_ts, w.ts_ns AS w_ts
+    FROM prev_launch l JOIN waits w ON w.rank = l.rank AND w.pid = l.pid AND w.tid = l.tid
+         AND w.ts_ns < l.call_ts AND (l.prev_ts IS NULL OR w.ts_ns > l.prev_ts)),
+streams AS (SELECT DISTINCT rank, device, stream FROM launched),
+cand AS (SELECT w.rank, w.event_index, w.w_ts, w.op_ts, s.device, s.stream
+         FROM waiting w JOIN streams s ON s.rank = w.rank AND s.device = w.device AND s.stream <> w.stream),
+by_launch AS (  -- per (waiting op, wait call, other stream): the op launched last on it before the call
+    SELECT c.*, l.op_ts AS a_ts, l.event_index AS a_index
+    FROM cand c ASOF JOIN launched l ON l.rank = c.rank AND l.device = c.device AND l.stream = c.stream
+         AND c.w_ts > l.call_ts),
+waited AS (  -- ... or, when that one ended after the waiting op started, the last one that had ended by then
+    SELECT b.rank, b.event_index, CASE WHEN l.op_ts < b.a_ts THEN l.event_index ELSE b.a_index END AS src_index
+    FROM by_launch b ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
+         AND b.op_ts >= l.op_end),
+last_part AS (SELECT node_id, rank, event_index, max(part) OVER (PARTITION BY rank, event_index) AS top, part
+              FROM graph_nodes WHERE kind <> 'hub')
+SELECT prev_id AS src, node_id AS dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
+       CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN ts_ns - prev_end
+            ELSE 0 END AS gap_ns
+FROM chained WHERE prev_id IS NOT NULL
+UNION ALL
+SELECT l.rank * 1099511627776 + l.call_index * 4, l.rank * 1099511627776 + l.event_index * 4, 'launch', -n.dur_ns
+FROM launched l JOIN graph_nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
+UNION ALL
+SELECT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
+FROM _graph_calls c JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
+UNION ALL
+SELECT DISTINCT p.node_id, w.rank * 1099511627776 + w.event_index * 4, 'wait', 0
+FROM waited w JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_index AND p.part = p.top
+UNION ALL
+SELECT x.src, x.dst, 'collective', 0 FROM (
+    SELECT a.node_id AS src, h.node_id AS dst, a.node_id + 1 AS transfer
+    FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key
+    JOIN graph_nodes a ON a.kind = 'arrive' AND a.node_id = w.rank * 1099511627776 + w.event_index * 4) x
+UNION ALL
+SELECT h.node_id, w.rank * 1099511627776 + w.event_index * 4 + 1, 'collective', 0
+FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key;
