@@ -1,0 +1,342 @@
+"""Counterfactual replays: the run's dependency graph (tracekit.graph) replayed with one cause removed.
+
+The graph keeps, on a CPU thread, only the nodes the GPU or a collective depends on; the time between two
+of them is one fixed gap. A counterfactual needs to know what that gap holds, so the step thread's gaps
+are split (``Replay`` below) at the thread's idle intervals (no leaf op of its own for IDLE_MIN_NS or more,
+``_advise_cpu_leaves.sql``):
+
+- an idle interval during which one of the rank's collectives on another thread (a Gloo worker's)
+  completes (its last rank arrives before
+  the interval ends, or up to TOLERANCE_NS after: the recorded ends of Gloo ops lag; its transfer ends
+  after the interval begins) is **waiting** for that collective: a node of no duration at the interval's
+  end, held by the transfer (edge gap: the measured lag, negative when the op's recorded end comes
+  later), so it moves with the transfer;
+- any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
+  node whose duration is the interval;
+- the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
+
+A Gloo op on a worker thread starts when the step thread enqueued it: it is held by the step thread's
+last node before it (gap: the measured time), not by the worker's own idle time. Replayed with the
+measured durations, the split graph gives back the measured times (tracekit.graph keeps each node's slack).
+
+The counterfactuals (docs/advise.md): late ranks at the pace of the median rank (host idle, CPU work or
+GPU compute per step scaled to the lower median over ranks), a group's collectives at its best measured
+bus bandwidth, a group's collectives overlapped (their transfer hidden: an upper bound), every transfer
+sped up. The saving is the replayed step as is minus the replayed step so changed; the job's step is, per
+step, its slowest rank's, averaged over the profiled steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .. import sql_files as _sql
+from ..graph import Graph
+
+IDLE_MIN_NS = 50_000  # an idle interval this long or longer is a node; shorter ones stay in the work
+TOLERANCE_NS = 5_000_000  # a collective's recorded end may come this long after the thread resumed
+LATE_MIN_MS = 0.01  # a rank is late by this much or more per step (and by LATE_MIN_SHARE of the step)
+LATE_MIN_SHARE = 0.01
+IDLE_BASE = -(1 << 50)  # node ids of the split's own nodes (graph hubs use small negative ids)
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """The run's graph with its step threads split (see the module's docstring), and what each node is."""
+    graph: Graph
+    chain_main: np.ndarray   # bool per node: on its rank's step thread
+    host_idle: np.ndarray    # bool per node: a host idle node
+    work_edge: np.ndarray    # bool per edge: a step-thread edge whose gap is the thread's work
+    transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer)
+    busbw: np.ndarray        # per node: the transfer's instance bus bandwidth (nan: unknown)
+    groups: list             # per group index: (group_label, collective, pg_name, pg_desc, group_size, ranks)
+    ranks: np.ndarray        # the ranks
+
+    def replay(self, durations=None, gaps=None):
+        return self.graph.replay(durations=durations, gaps=gaps)
+
+    def base_gaps(self) -> np.ndarray:
+        return self.graph.gap_ns + self.graph.slack_ns
+
+
+def _col(t: pa.Table, name: str, dtype=None, fill=None):
+    c = t.column(name)
+    if fill is not None:
+        c = c.fill_null(fill)
+    a = c.to_numpy(zero_copy_only=False)
+    return np.asarray(a, dtype=dtype) if dtype is not None else np.asarray(a, dtype=object)
+
+
+def _idle_intervals(leaves: pa.Table) -> dict[int, np.ndarray]:
+    """Per rank, the [start, end) intervals of IDLE_MIN_NS or more between its step thread's leaf ops."""
+    out = {}
+    rank = _col(leaves, "rank", np.int64)
+    ts, end = _col(leaves, "ts_ns", np.int64), _col(leaves, "end_ns", np.int64)
+    for r in np.unique(rank):
+        m = rank == r
+        a, b = ts[m], np.maximum.accumulate(end[m])
+        gap_s, gap_e = b[:-1], a[1:]
+        keep = gap_e - gap_s >= IDLE_MIN_NS
+        out[int(r)] = np.stack([gap_s[keep], gap_e[keep]], axis=1) if keep.any() else np.zeros((0, 2), np.int64)
+    return out
+
+
+def split(run) -> Split:
+    """The run's dependency graph with its step threads split into work, host idle and waiting."""
+    nodes = run.sql("SELECT node_id, rank, step, kind, name, cause, chain, ts_ns, dur_ns FROM graph_nodes")
+    edges = run.sql("SELECT src, dst, kind, gap_ns FROM graph_edges")
+    leaves = run.sql(_sql.load("reports", "_advise_cpu_leaves").text)
+    transfers = run.sql(_sql.load("reports", "_advise_transfers").text)
+
+    nid = _col(nodes, "node_id", np.int64)
+    rank = _col(nodes, "rank", np.int64, -1)
+    step = _col(nodes, "step", np.int64, -1)
+    kind, name, cause, chain = (_col(nodes, c) for c in ("kind", "name", "cause", "chain"))
+    ts, dur = _col(nodes, "ts_ns", np.int64, 0), _col(nodes, "dur_ns", np.int64, 0)
+    pos = {int(i): p for p, i in enumerate(nid)}
+    src = np.array([pos.get(int(i), -1) for i in _col(edges, "src", np.int64)], dtype=np.int64)
+    dst = np.array([pos.get(int(i), -1) for i in _col(edges, "dst", np.int64)], dtype=np.int64)
+    ok = (src >= 0) & (dst >= 0)
+    ekind, egap = _col(edges, "kind")[ok], _col(edges, "gap_ns", np.int64, 0)[ok]
+    src, dst = src[ok], dst[ok]
+
+    # an op that went on before its instance's last rank arrived (an async Gloo send, whose transfer node
+    # starts after the thread's next node) did not wait for it: the hub does not hold it
+    nxt = np.full(len(nid), np.iinfo(np.int64).max, dtype=np.int64)
+    seq = (ekind == "thread") | (ekind == "stream")
+    np.minimum.at(nxt, src[seq], ts[dst[seq]])
+    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst])
+    hub_of = {int(d): int(h) for h, d in zip(src[ekind == "collective"], dst[ekind == "collective"], strict=True)
+              if kind[d] == "transfer"}
+    is_async = np.zeros(len(nid), dtype=bool)
+    is_async[dst[async_t]] = True
+    src, dst, ekind, egap = src[~async_t], dst[~async_t], ekind[~async_t], egap[~async_t]
+
+    main = {int(rank[i]): chain[i] for i in np.flatnonzero(kind == "step_start")}
+    on_main = np.array([rank[i] >= 0 and main.get(int(rank[i])) == chain[i] for i in range(len(nid))], dtype=bool)
+    idle = _idle_intervals(leaves)
+
+    # per rank: its transfers' ends and their arrivals (the arrive node is the transfer's id - 1)
+    t_idx = np.flatnonzero(kind == "transfer")
+    t_end = ts[t_idx] + dur[t_idx]
+    t_arr = np.array([ts[pos[int(nid[i]) - 1]] if int(nid[i]) - 1 in pos else ts[i] for i in t_idx], dtype=np.int64)
+
+    new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
+    new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
+    drop = np.zeros(len(src), dtype=bool)
+    for e in np.flatnonzero((ekind == "thread") & on_main[src] & on_main[dst]):
+        s, d = src[e], dst[e]
+        r = int(rank[s])
+        lo, hi = ts[s] + dur[s], ts[d]
+        iv = idle.get(r)
+        if iv is None or hi - lo < IDLE_MIN_NS or not len(iv) or kind[d] == "transfer":
+            continue
+        a, b = np.maximum(iv[:, 0], lo), np.minimum(iv[:, 1], hi)
+        sel = b - a >= IDLE_MIN_NS
+        if not sel.any():
+            continue
+        drop[e] = True
+        prev, prev_end = s, lo
+        st = int(step[d] if step[d] >= 0 else step[s])
+        for ja, jb in zip(a[sel], b[sel], strict=True):
+            # the rank's collectives whose last rank arrived before the thread resumed and whose transfer
+            # ended after it went idle: it was waiting for one of them
+            tol = min(TOLERANCE_NS, jb - ja)
+            mine = (rank[t_idx] == r) & ~on_main[t_idx] & (ts[t_idx] <= jb + tol) & (t_end >= ja) & (t_arr < jb)
+            # an async op of this thread (a Gloo isend/irecv) completes when its last rank arrives
+            mine_async = (rank[t_idx] == r) & is_async[t_idx] & (ts[t_idx] >= ja) & (ts[t_idx] <= jb) & (t_arr < ja)
+            k = len(nid) + len(new_nodes)
+            if mine.any() or mine_async.any():
+                if mine.any():
+                    w = t_idx[mine][np.argmax(t_end[mine])]
+                    held = (w, int(jb - (ts[w] + dur[w])))
+                else:
+                    w = t_idx[mine_async][np.argmax(ts[t_idx][mine_async])]
+                    held = (hub_of[int(w)], int(jb - ts[w]))
+                new_nodes.append((r, st, "wait", "waiting for " + str(name[w]), None, int(jb), 0))
+                new_edges.append((held[0], k, "wait", held[1]))
+                new_edges.append((prev, k, "thread", int(ja - prev_end)))
+                prev, prev_end = k, int(jb)
+            else:
+                new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
+                new_edges.append((prev, k, "thread", int(ja - prev_end)))
+                prev, prev_end = k, int(jb)
+        new_edges.append((prev, d, "thread", int(hi - prev_end)))
+
+    # Gloo ops on a worker thread: held by the step thread's last node before them, not the worker's idling
+    n_all = len(nid) + len(new_nodes)
+    all_rank = np.concatenate([rank, np.array([n[0] for n in new_nodes], dtype=np.int64)])
+    all_ts = np.concatenate([ts, np.array([n[5] for n in new_nodes], dtype=np.int64)])
+    all_dur = np.concatenate([dur, np.array([n[6] for n in new_nodes], dtype=np.int64)])
+    all_main = np.concatenate([on_main, np.ones(len(new_nodes), dtype=bool)])
+    worker = np.flatnonzero(np.isin(kind, ("arrive", "gloo")) & ~on_main & (rank >= 0)
+                            & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool))
+    if len(worker):
+        for r in np.unique(rank[worker]):
+            m = np.flatnonzero(all_main & (all_rank == r))
+            ends = all_ts[m] + all_dur[m]
+            order = np.argsort(ends, kind="stable")
+            m, ends = m[order], ends[order]
+            for w in worker[rank[worker] == r]:
+                j = np.searchsorted(ends, ts[w], side="right") - 1
+                if j >= 0:
+                    new_edges.append((int(m[j]), int(w), "enqueue", int(ts[w] - ends[j])))
+        into_worker = (ekind == "thread") & np.isin(dst, worker)
+        egap = np.where(into_worker, 0, egap)
+
+    keep = ~drop
+    n_new = len(new_nodes)
+    ids = np.concatenate([nid, IDLE_BASE - np.arange(n_new, dtype=np.int64)])
+    ne = np.array([(a, b) for a, b, _, _ in new_edges], dtype=np.int64).reshape(-1, 2)
+    all_src = np.concatenate([src[keep], ne[:, 0]])
+    all_dst = np.concatenate([dst[keep], ne[:, 1]])
+    all_kind = np.concatenate([ekind[keep], np.array([k for _, _, k, _ in new_edges], dtype=object)])
+    all_gap = np.concatenate([egap[keep], np.array([g for _, _, _, g in new_edges], dtype=np.int64)])
+    g = Graph(node_id=ids, rank=all_rank,
+              step=np.concatenate([step, np.array([n[1] for n in new_nodes], dtype=np.int64)]),
+              kind=np.concatenate([kind, np.array([n[2] for n in new_nodes], dtype=object)]),
+              name=np.concatenate([name, np.array([n[3] for n in new_nodes], dtype=object)]),
+              cause=np.concatenate([np.where(cause == None, "", cause),  # noqa: E711 (object array)
+                                    np.array([n[4] or "" for n in new_nodes], dtype=object)]),
+              ts_ns=all_ts, dur_ns=all_dur, src=all_src, dst=all_dst, edge_kind=all_kind, gap_ns=all_gap)
+    work = (all_kind == "thread") & all_main[all_src] & all_main[all_dst]
+    host = np.zeros(n_all, dtype=bool)
+    host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
+
+    # transfers: their group and bus bandwidth
+    tgroup = np.full(n_all, -1, dtype=np.int64)
+    busbw = np.full(n_all, np.nan)
+    groups, gidx = [], {}
+    for row in transfers.to_pylist():
+        p = pos.get(int(row["node_id"]))
+        if p is None:
+            continue
+        key = (row["group_label"], row["collective"])
+        if key not in gidx:
+            gidx[key] = len(groups)
+            groups.append({"group_label": row["group_label"], "collective": row["collective"],
+                           "pg_name": row["pg_name"], "pg_desc": row["pg_desc"], "group_size": row["group_size"],
+                           "ranks": set()})
+        groups[gidx[key]]["ranks"].add(row["rank"])
+        tgroup[p] = gidx[key]
+        if row["busbw_gbps"]:
+            busbw[p] = row["busbw_gbps"]
+    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, transfer_group=tgroup,
+                 busbw=busbw, groups=groups, ranks=np.unique(rank[rank >= 0]))
+
+
+# --- what a replay says -------------------------------------------------------------------------------
+
+def job_step_ms(rep) -> float:
+    """The job's step of a replay: per step, its slowest rank's replayed step; the mean over steps."""
+    t = rep.steps()
+    steps = np.asarray(t.column("step").to_numpy(), dtype=np.int64)
+    ms = np.asarray(t.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)
+    return float(np.mean([ms[steps == s].max() for s in np.unique(steps)])) if len(ms) else 0.0
+
+
+def measured_job_step_ms(rep) -> float:
+    t = rep.steps()
+    steps = np.asarray(t.column("step").to_numpy(), dtype=np.int64)
+    ms = np.asarray(t.column("measured_ms").to_numpy(zero_copy_only=False), dtype=float)
+    return float(np.mean([ms[steps == s].max() for s in np.unique(steps)])) if len(ms) else 0.0
+
+
+def replay_error_pct(rep) -> float | None:
+    """The replay's largest error over ranks and steps, % (as is, against the trace)."""
+    err = rep.steps().column("error_pct").to_pylist()
+    err = [abs(e) for e in err if e is not None]
+    return max(err) if err else None
+
+
+# --- the causes removed ---------------------------------------------------------------------------------
+
+def per_rank_step(sp: Split, values: np.ndarray, mask: np.ndarray, by_edge: bool = False) -> dict:
+    """{(rank, step): sum of values} over the nodes (or edges, by their destination) in mask."""
+    g = sp.graph
+    idx = np.flatnonzero(mask)
+    where = g.dst[idx] if by_edge else idx
+    out: dict = {}
+    for r, s, v in zip(g.rank[where], g.step[where], values[idx], strict=True):
+        if s >= 0 and r >= 0:
+            out[(int(r), int(s))] = out.get((int(r), int(s)), 0) + int(v)
+    return out
+
+
+def pace(per: dict, ranks) -> tuple[dict, dict]:
+    """Per step, the lower median over ranks (the pace); per rank, its mean excess over it per step, ns."""
+    steps = sorted({s for _, s in per})
+    lower = {}
+    for s in steps:
+        v = sorted(per.get((r, s), 0) for r in ranks)
+        lower[s] = v[(len(v) - 1) // 2]
+    excess = {int(r): float(np.mean([per.get((int(r), s), 0) - lower[s] for s in steps])) if steps else 0.0
+              for r in ranks}
+    return lower, excess
+
+
+def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
+    """Durations and gaps with the late ranks' host idle ('idle'), step-thread work ('work') or GPU
+    compute ('compute') scaled, per step, to the lower median over ranks."""
+    g = sp.graph
+    dur = g.dur_ns.copy() if durations is None else durations.copy()
+    gap = sp.base_gaps() if gaps is None else gaps.copy()
+    if what == "work":
+        per = per_rank_step(sp, gap, sp.work_edge, by_edge=True)
+    else:
+        mask = sp.host_idle if what == "idle" else _compute_mask(g)
+        per = per_rank_step(sp, g.dur_ns, mask)
+    lower, _ = pace(per, sp.ranks)
+    for r in late:
+        for s, p in lower.items():
+            own = per.get((r, s), 0)
+            if own <= p or own <= 0:
+                continue
+            f = p / own
+            if what == "work":
+                m = sp.work_edge & (g.rank[g.dst] == r) & (g.step[g.dst] == s) & (gap > 0)
+                gap[m] = np.round(gap[m] * f).astype(np.int64)
+            else:
+                m = (sp.host_idle if what == "idle" else _compute_mask(g)) & (g.rank == r) & (g.step == s)
+                dur[m] = np.round(dur[m] * f).astype(np.int64)
+    return dur, gap
+
+
+def _compute_mask(g: Graph) -> np.ndarray:
+    return np.isin(g.kind, ("kernel", "memory"))
+
+
+def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
+    """The ranks whose host idle / work / compute per step exceeds the pace by LATE_MIN_MS and
+    LATE_MIN_SHARE of the step, with every rank's excess (ms)."""
+    g = sp.graph
+    if what == "work":
+        per = per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
+    else:
+        per = per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
+    _, excess = pace(per, sp.ranks)
+    ms = {r: v / 1e6 for r, v in excess.items()}
+    floor = max(LATE_MIN_MS, LATE_MIN_SHARE * step_ms)
+    return sorted(r for r, v in ms.items() if v >= floor), ms
+
+
+def comm_changed(sp: Split, group: int | None, mode: str, factor: float = 1.0, durations=None):
+    """Transfer durations of a group (None: every group): 'best' at the group's best bus bandwidth,
+    'hidden' of no duration (overlapped), 'speedup' divided by factor."""
+    g = sp.graph
+    dur = g.dur_ns.copy() if durations is None else durations.copy()
+    m = (sp.transfer_group >= 0) if group is None else (sp.transfer_group == group)
+    if mode == "hidden":
+        dur[m] = 0
+    elif mode == "speedup":
+        dur[m] = np.round(dur[m] / factor).astype(np.int64)
+    elif mode == "best":
+        bw = sp.busbw[m]
+        best = np.nanmax(bw) if np.isfinite(bw).any() else np.nan
+        if np.isfinite(best):
+            f = np.where(np.isfinite(bw), bw / best, 1.0)
+            dur[m] = np.round(dur[m] * f).astype(np.int64)
+    return dur
