@@ -25,8 +25,8 @@ LATE = {  # what: (cause, what the excess is, the change to try)
 CHANGE = {  # the change that fits a group's role
     "DP": "overlap it with the backward pass (DDP's bucketed all-reduce, FSDP prefetch), or fewer, larger "
           "messages (bucket_cap_mb)",
-    "TP": "sequence parallelism, async (overlapped) tensor parallelism, or a smaller tp; tensor-parallel "
-          "collectives sit between the layers' matmuls, so DDP-style hooks cannot hide them",
+    "TP": "sequence parallelism, async (overlapped) tensor parallelism, or a smaller tp (tensor-parallel "
+          "collectives sit between a layer's matmuls: gradient-bucket overlap does not apply to them)",
     "PP": "the pipeline's sends and receives: more micro-batches or an interleaved schedule (measure it: "
           "record the job again with them and compare with tracekit diff)",
     "EP": "overlap the expert exchange (dispatch/combine) with the experts' compute",
@@ -50,7 +50,7 @@ def _role(rp, rank, row) -> tuple[str, str]:
         return role, ""
     if row["collective"] in POINT_TO_POINT:
         return role, "inferred: point-to-point"
-    return role, f"inferred from the group's size and the plan ({rp.source})"
+    return role, "inferred from the group's size and the plan (tracekit whatif RUN says how)"
 
 
 def _finding(what, where, evidence, saving, change, confidence, err):
@@ -120,7 +120,8 @@ def findings(run, rp) -> tuple[list[dict], str]:
             f"replayed with its transfers hidden the step ends {hidden:,.3f} ms sooner (an upper bound of "
             f"overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner",
             hidden, change, "medium", err))
-    note = (f"savings by replay: the job's step (each step's slowest rank, mean over steps) replayed "
+    note = (f"savings by replay: the job's step (each step from its first rank's start to its last work, "
+            f"mean over steps) replayed "
             f"{step:,.3f} ms, measured {cf.measured_job_step_ms(base):,.3f} ms"
             + (f", largest replay error {err:.2f} % (a rank's step)" if err is not None else "")
             + "; each saving is that replay minus the replay with the cause removed; they do not add up "

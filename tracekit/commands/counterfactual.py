@@ -23,7 +23,8 @@ The counterfactuals (docs/advise.md): late ranks at the pace of the median rank 
 GPU compute per step scaled to the lower median over ranks), a group's collectives at its best measured
 bus bandwidth, a group's collectives overlapped (their transfer hidden: an upper bound), every transfer
 sped up. The saving is the replayed step as is minus the replayed step so changed; the job's step is, per
-step, its slowest rank's, averaged over the profiled steps.
+step, from its earliest rank's ProfilerStep start to the end of its last work on any rank (the span the
+critical path covers), averaged over the profiled steps.
 """
 
 from __future__ import annotations
@@ -230,19 +231,28 @@ def split(run) -> Split:
 
 # --- what a replay says -------------------------------------------------------------------------------
 
+def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
+    """Per step, from its earliest rank's ProfilerStep start to the end of its last work on any rank; the
+    mean over steps, ms."""
+    in_step = (g.step >= 0) & (g.rank >= 0)
+    spans = []
+    for s in np.unique(g.step[in_step]):
+        m = in_step & (g.step == s)
+        first = m & (g.kind == "step_start")
+        if first.any():
+            spans.append(end[m].max() - start[first].min())
+    return float(np.mean(spans)) / 1e6 if spans else 0.0
+
+
 def job_step_ms(rep) -> float:
-    """The job's step of a replay: per step, its slowest rank's replayed step; the mean over steps."""
-    t = rep.steps()
-    steps = np.asarray(t.column("step").to_numpy(), dtype=np.int64)
-    ms = np.asarray(t.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)
-    return float(np.mean([ms[steps == s].max() for s in np.unique(steps)])) if len(ms) else 0.0
+    """The job's step of a replay: per step, from the earliest rank's start to the last work on any rank
+    (the critical path's span), the mean over steps, ms."""
+    return _span_ms(rep.graph, rep.start_ns, rep.end_ns)
 
 
 def measured_job_step_ms(rep) -> float:
-    t = rep.steps()
-    steps = np.asarray(t.column("step").to_numpy(), dtype=np.int64)
-    ms = np.asarray(t.column("measured_ms").to_numpy(zero_copy_only=False), dtype=float)
-    return float(np.mean([ms[steps == s].max() for s in np.unique(steps)])) if len(ms) else 0.0
+    g = rep.graph
+    return _span_ms(g, g.ts_ns, g.ts_ns + g.dur_ns)
 
 
 def replay_error_pct(rep) -> float | None:
