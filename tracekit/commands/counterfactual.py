@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import sql_files as _sql
+from ..errors import TracekitError
 from ..graph import Graph
 
 IDLE_MIN_NS = 50_000  # an idle interval this long or longer is a node; shorter ones stay in the work
@@ -42,6 +43,7 @@ TOLERANCE_NS = 5_000_000  # a collective's recorded end may come this long after
 LATE_MIN_MS = 0.01  # a rank is late by this much or more per step (and by LATE_MIN_SHARE of the step)
 LATE_MIN_SHARE = 0.01
 IDLE_BASE = -(1 << 50)  # node ids of the split's own nodes (graph hubs use small negative ids)
+ASYNC_NS = 5_000_000  # an op's transfer may start this much after its thread's next op (clock jitter)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,22 +73,72 @@ def _col(t: pa.Table, name: str, dtype=None, fill=None):
     return np.asarray(a, dtype=dtype) if dtype is not None else np.asarray(a, dtype=object)
 
 
-def _idle_intervals(leaves: pa.Table) -> dict[int, np.ndarray]:
-    """Per rank, the [start, end) intervals of IDLE_MIN_NS or more between its step thread's leaf ops."""
+def _gaps(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The [start, end) gaps between sorted intervals (a union's holes)."""
+    if len(ts) < 2:
+        return np.zeros((0, 2), np.int64)
+    b = np.maximum.accumulate(end)
+    g = np.stack([b[:-1], ts[1:]], axis=1)
+    return g[g[:, 1] > g[:, 0]]
+
+
+def _union(iv: np.ndarray) -> np.ndarray:
+    """Sorted, merged intervals."""
+    if not len(iv):
+        return iv
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    b = np.maximum.accumulate(iv[:, 1])
+    new = np.ones(len(iv), dtype=bool)
+    new[1:] = iv[1:, 0] > b[:-1]
+    starts = iv[new, 0]
+    ends = np.maximum.reduceat(b, np.flatnonzero(new))
+    return np.stack([starts, ends], axis=1)
+
+
+def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The intersection of two sorted unions of intervals."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i, 0], b[j, 0]), min(a[i, 1], b[j, 1])
+        if hi > lo:
+            out.append((lo, hi))
+        if a[i, 1] < b[j, 1]:
+            i += 1
+        else:
+            j += 1
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _idle_intervals(ops: pa.Table, inflight: dict) -> dict[int, np.ndarray]:
+    """Per rank, the [start, end) intervals of IDLE_MIN_NS or more in which its step thread runs no op, or
+    runs no leaf op while one of its collectives is in flight (``inflight``: per rank, sorted windows)."""
     out = {}
-    rank = _col(leaves, "rank", np.int64)
-    ts, end = _col(leaves, "ts_ns", np.int64), _col(leaves, "end_ns", np.int64)
+    rank = _col(ops, "rank", np.int64)
+    ts, end = _col(ops, "ts_ns", np.int64), _col(ops, "end_ns", np.int64)
+    leaf = _col(ops, "leaf", bool, False)
     for r in np.unique(rank):
         m = rank == r
-        a, b = ts[m], np.maximum.accumulate(end[m])
-        gap_s, gap_e = b[:-1], a[1:]
-        keep = gap_e - gap_s >= IDLE_MIN_NS
-        out[int(r)] = np.stack([gap_s[keep], gap_e[keep]], axis=1) if keep.any() else np.zeros((0, 2), np.int64)
+        outside = _gaps(ts[m], end[m])
+        lm = m & leaf
+        inner = _intersect(_union(_gaps(ts[lm], end[lm])), inflight.get(int(r), np.zeros((0, 2), np.int64)))
+        iv = _union(np.concatenate([outside, inner]))
+        out[int(r)] = iv[iv[:, 1] - iv[:, 0] >= IDLE_MIN_NS] if len(iv) else iv
     return out
 
 
 def split(run) -> Split:
-    """The run's dependency graph with its step threads split into work, host idle and waiting."""
+    """The run's dependency graph with its step threads split into work, host idle and waiting. An op
+    whose instance's last rank arrived after the thread's next op started did not wait for it (an async
+    send): by more than ASYNC_NS, else the clocks' jitter; where that leaves a cycle, by any amount."""
+    try:
+        return _split(run, ASYNC_NS)
+    except TracekitError as exc:
+        if "cycle" not in str(exc):
+            raise
+        return _split(run, 0)
+
+
+def _split(run, async_ns: int) -> Split:
     nodes = run.sql("SELECT node_id, rank, step, kind, name, cause, chain, ts_ns, dur_ns FROM graph_nodes")
     edges = run.sql("SELECT src, dst, kind, gap_ns FROM graph_edges")
     leaves = run.sql(_sql.load("reports", "_advise_cpu_leaves").text)
@@ -109,7 +161,7 @@ def split(run) -> Split:
     nxt = np.full(len(nid), np.iinfo(np.int64).max, dtype=np.int64)
     seq = (ekind == "thread") | (ekind == "stream")
     np.minimum.at(nxt, src[seq], ts[dst[seq]])
-    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst])
+    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst] - async_ns)
     hub_of = {int(d): int(h) for h, d in zip(src[ekind == "collective"], dst[ekind == "collective"], strict=True)
               if kind[d] == "transfer"}
     is_async = np.zeros(len(nid), dtype=bool)
@@ -118,12 +170,16 @@ def split(run) -> Split:
 
     main = {int(rank[i]): chain[i] for i in np.flatnonzero(kind == "step_start")}
     on_main = np.array([rank[i] >= 0 and main.get(int(rank[i])) == chain[i] for i in range(len(nid))], dtype=bool)
-    idle = _idle_intervals(leaves)
 
     # per rank: its transfers' ends and their arrivals (the arrive node is the transfer's id - 1)
     t_idx = np.flatnonzero(kind == "transfer")
     t_end = ts[t_idx] + dur[t_idx]
     t_arr = np.array([ts[pos[int(nid[i]) - 1]] if int(nid[i]) - 1 in pos else ts[i] for i in t_idx], dtype=np.int64)
+    flying = ~on_main[t_idx] | is_async[t_idx]  # in flight while the step thread goes on
+    inflight = {int(r): _union(np.stack([t_arr[flying & (rank[t_idx] == r)],
+                                         np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
+                for r in np.unique(rank[t_idx])}
+    idle = _idle_intervals(leaves, inflight)
 
     new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
     new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
@@ -203,7 +259,7 @@ def split(run) -> Split:
               cause=np.concatenate([np.where(cause == None, "", cause),  # noqa: E711 (object array)
                                     np.array([n[4] or "" for n in new_nodes], dtype=object)]),
               ts_ns=all_ts, dur_ns=all_dur, src=all_src, dst=all_dst, edge_kind=all_kind, gap_ns=all_gap)
-    work = (all_kind == "thread") & all_main[all_src] & all_main[all_dst]
+    work = (all_kind == "thread") & all_main[all_src] & all_main[all_dst] & (g.kind[all_dst] != "transfer")
     host = np.zeros(n_all, dtype=bool)
     host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
 
