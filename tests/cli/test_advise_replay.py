@@ -72,3 +72,27 @@ def test_every_finding_carries_a_saving_ranked_by_it(tmp_path):
     # hidden, each all-reduce's 100 us transfer no longer holds the synchronize: 3 x 100 us a step
     assert comm["saving_ms"] == pytest.approx(3 * TRANSFER_US / 1e3, rel=0.02)
     assert "default_pg" in comm["where"]
+
+
+def test_whatif_fix_rank_replays_each_ranks_step(tmp_path, capsys):
+    import json
+
+    from tracekit.cli.main import main
+
+    shared_lateness_job(tmp_path)
+    capsys.readouterr()
+    assert main(["whatif", str(tmp_path / "run"), "--fix-rank", "1", "--fix-rank", "2", "--format", "json"]) == 0
+    rows = {r["rank"]: r for r in json.loads(capsys.readouterr().out)}
+    assert sorted(rows) == [0, 1, 2, 3]
+    # every rank's step as the timeline above has it: 3 iterations of (1010 + 100 + 20) + 100 + 10 us,
+    # the last one's 10 us gap after the step excepted; with ranks 1 and 2 at the others' pace, 870 us
+    # less per iteration (test_two_ranks_sharing_the_lateness_are_one_finding works it out)
+    measured = (3 * (100 + 1010 + 20 + TRANSFER_US + 10)) / 1e3
+    for r in rows.values():
+        assert r["measured_ms"] == pytest.approx(measured, abs=0.002)
+        assert r["change_ms"] == pytest.approx(-3 * 0.870, rel=0.02)
+    assert main(["whatif", str(tmp_path / "run"), "--fix-rank", "9"]) == 1
+    assert "no rank 9 in the replay" in capsys.readouterr().err
+    assert main(["whatif", str(tmp_path / "run"), "--overlap", "default_pg"]) == 0
+    out = capsys.readouterr()
+    assert "group default_pg overlapped" in out.err + out.out

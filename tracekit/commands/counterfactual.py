@@ -406,3 +406,60 @@ def comm_changed(sp: Split, group: int | None, mode: str, factor: float = 1.0, d
             f = np.where(np.isfinite(bw), bw / best, 1.0)
             dur[m] = np.round(dur[m] * f).astype(np.int64)
     return dur
+
+
+# --- tracekit whatif RUN --fix-rank / --comm-speedup / --overlap ------------------------------------------
+
+def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
+    """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
+    ranks of ``fix_ranks`` at the median rank's pace (host idle, CPU work and GPU compute), every transfer
+    ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
+    from ..table_meta import NOTE_KEY
+
+    if comm_speedup is not None and comm_speedup <= 0:
+        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a factor above 0 (2: transfers twice as fast)")
+    sp = split(run)
+    known = set(int(r) for r in sp.ranks)
+    bad = [r for r in fix_ranks if r not in known]
+    if bad:
+        raise TracekitError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
+                            f"{', '.join(map(str, sorted(known)))}")
+    labels = sorted({g["group_label"] for g in sp.groups})
+    for name in overlap:
+        if name not in labels:
+            raise TracekitError(f"{run.name}: no group {name!r} with matched collectives; groups: "
+                                f"{', '.join(labels) or 'none'} (tracekit report RUN collectives)")
+    base = sp.replay()
+    dur, gap = sp.graph.dur_ns.copy(), sp.base_gaps()
+    for what in ("idle", "work", "compute"):
+        if fix_ranks:
+            dur, gap = at_pace(sp, what, sorted(set(fix_ranks)), durations=dur, gaps=gap)
+    if comm_speedup:
+        dur = comm_changed(sp, None, "speedup", comm_speedup, durations=dur)
+    for gi, grp in enumerate(sp.groups):
+        if grp["group_label"] in overlap:
+            dur = comm_changed(sp, gi, "hidden", durations=dur)
+    new = sp.replay(durations=dur, gaps=gap)
+    a, b = base.steps(), new.steps()
+    rows = []
+    for r in sorted(known):
+        m = np.asarray(a.column("rank").to_numpy()) == r
+        meas = np.asarray(a.column("measured_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
+        rep = np.asarray(a.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
+        pred = np.asarray(b.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
+        if len(meas):
+            rows.append({"rank": r, "measured_ms": float(meas.mean()), "replayed_ms": float(rep.mean()),
+                         "predicted_ms": float(pred.mean()), "change_ms": float(pred.mean() - rep.mean())})
+    changes = ([f"rank{'s' if len(fix_ranks) > 1 else ''} {', '.join(map(str, fix_ranks))} at the median "
+                "rank's pace"] if fix_ranks else []) + \
+              ([f"transfers {comm_speedup:g}x faster"] if comm_speedup else []) + \
+              [f"group {g} overlapped (its transfers hidden)" for g in overlap]
+    err = replay_error_pct(base)
+    note = (f"{'; '.join(changes) or 'no change'}: the job's step (first rank's start to last work, mean over "
+            f"steps) measured {measured_job_step_ms(base):,.3f} ms, replayed {job_step_ms(base):,.3f} ms, "
+            f"predicted {job_step_ms(new):,.3f} ms"
+            + (f"; the replay's largest error {err:.2f} % (a rank's step)" if err is not None else "")
+            + "; per rank: its own step, mean over steps")
+    schema = pa.schema([("rank", pa.int64()), ("measured_ms", pa.float64()), ("replayed_ms", pa.float64()),
+                        ("predicted_ms", pa.float64()), ("change_ms", pa.float64())])
+    return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata({NOTE_KEY: note.encode()})
