@@ -18,8 +18,13 @@ from .options import model_options, output_options, plan_options, run_argument
 @click.option("--fit", "fit", is_flag=True, help="Print the fitted laws instead of the prediction.")
 @click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
               help="Also draw the fitted laws with the measured points to this PNG.")
+@click.option("--fix-rank", "fix_ranks", type=int, multiple=True,
+              help="Counterfactual replay: this rank at the median rank's pace (repeatable).")
+@click.option("--comm-speedup", type=float, default=None, help="Counterfactual replay: every transfer X times faster.")
+@click.option("--overlap", "overlap", multiple=True, metavar="GROUP",
+              help="Counterfactual replay: this group's collectives hidden behind compute (repeatable).")
 @output_options
-def whatif_cmd(run, fmt, output, fit, **params):
+def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params):
     """The run's model under its own plan or another, timed by the run's own network: per process group
     and collective, one step on the busiest rank: count, bytes, transfer time (the fastest rank of clean
     instances: no waiting) and exposed time (what the step pays), predicted beside measured. The note
@@ -32,7 +37,14 @@ def whatif_cmd(run, fmt, output, fit, **params):
       tracekit whatif run/ --tp 4 --pp 2
       tracekit whatif ../shared/traces/hta_df_index_resolver --preset gpt2-small --dp 2
       tracekit whatif run/ --fit
+      tracekit whatif run/ --fix-rank 1          (a replay of the run's own dependencies: each rank's step)
+      tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
+    if fix_ranks or comm_speedup or overlap:  # a counterfactual replay (commands/counterfactual.py)
+        from ..commands.counterfactual import predict
+        emit(predict(tracekit.open(run) if isinstance(run, str) else run, fix_ranks, comm_speedup, overlap),
+             fmt, output, title="whatif — counterfactual replay: each rank's step, predicted beside measured")
+        return
     table = tracekit.whatif(run, fit=fit, **params)
     if fit:
         emit(table, fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
