@@ -66,11 +66,14 @@ class Split:
 
 
 def _col(t: pa.Table, name: str, dtype=None, fill=None):
+    """A column as a numpy array (strings as objects, through lists: pyarrow's to_numpy of strings
+    imports pandas, a second and a half)."""
     c = t.column(name)
     if fill is not None:
         c = c.fill_null(fill)
-    a = c.to_numpy(zero_copy_only=False)
-    return np.asarray(a, dtype=dtype) if dtype is not None else np.asarray(a, dtype=object)
+    if dtype is None:
+        return np.array(c.to_pylist(), dtype=object)
+    return np.asarray(c.combine_chunks().to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def _gaps(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -291,13 +294,14 @@ def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     """Per step, from its earliest rank's ProfilerStep start to the end of its last work on any rank; the
     mean over steps, ms."""
     in_step = (g.step >= 0) & (g.rank >= 0)
-    spans = []
-    for s in np.unique(g.step[in_step]):
-        m = in_step & (g.step == s)
-        first = m & (g.kind == "step_start")
-        if first.any():
-            spans.append(end[m].max() - start[first].min())
-    return float(np.mean(spans)) / 1e6 if spans else 0.0
+    steps, inv = np.unique(g.step[in_step], return_inverse=True)
+    last = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, inv, end[in_step])
+    first = np.full(len(steps), np.iinfo(np.int64).max, dtype=np.int64)
+    starts = g.kind[in_step] == "step_start"
+    np.minimum.at(first, inv[starts], start[in_step][starts])
+    ok = first < np.iinfo(np.int64).max
+    return float(np.mean(last[ok] - first[ok])) / 1e6 if ok.any() else 0.0
 
 
 def job_step_ms(rep) -> float:
@@ -325,11 +329,11 @@ def per_rank_step(sp: Split, values: np.ndarray, mask: np.ndarray, by_edge: bool
     g = sp.graph
     idx = np.flatnonzero(mask)
     where = g.dst[idx] if by_edge else idx
-    out: dict = {}
-    for r, s, v in zip(g.rank[where], g.step[where], values[idx], strict=True):
-        if s >= 0 and r >= 0:
-            out[(int(r), int(s))] = out.get((int(r), int(s)), 0) + int(v)
-    return out
+    ok = (g.step[where] >= 0) & (g.rank[where] >= 0)
+    keys = (g.rank[where][ok] << 32) + g.step[where][ok]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=values[idx][ok].astype(float), minlength=len(uniq))
+    return {(int(k >> 32), int(k & 0xFFFFFFFF)): int(v) for k, v in zip(uniq, sums, strict=True)}
 
 
 def pace(per: dict, ranks) -> tuple[dict, dict]:
@@ -356,18 +360,28 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
         mask = sp.host_idle if what == "idle" else _compute_mask(g)
         per = per_rank_step(sp, g.dur_ns, mask)
     lower, _ = pace(per, sp.ranks)
+    factor = {}  # (rank << 32) + step -> the scale of its part
     for r in late:
         for s, p in lower.items():
             own = per.get((r, s), 0)
-            if own <= p or own <= 0:
-                continue
-            f = p / own
-            if what == "work":
-                m = sp.work_edge & (g.rank[g.dst] == r) & (g.step[g.dst] == s) & (gap > 0)
-                gap[m] = np.round(gap[m] * f).astype(np.int64)
-            else:
-                m = (sp.host_idle if what == "idle" else _compute_mask(g)) & (g.rank == r) & (g.step == s)
-                dur[m] = np.round(dur[m] * f).astype(np.int64)
+            if own > p and own > 0:
+                factor[(r << 32) + s] = p / own
+    if not factor:
+        return dur, gap
+    keys = np.array(sorted(factor), dtype=np.int64)
+    vals = np.array([factor[k] for k in keys])
+
+    def scale(where: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Per element of mask, its (rank, step)'s factor (1 where none)."""
+        k = (g.rank[where] << 32) + g.step[where]
+        i = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
+        return np.where(mask & (keys[i] == k), vals[i], 1.0)
+    if what == "work":
+        f = scale(g.dst, sp.work_edge & (gap > 0))
+        gap = np.where(f < 1, np.round(gap * f), gap).astype(np.int64)
+    else:
+        f = scale(np.arange(g.nodes), sp.host_idle if what == "idle" else _compute_mask(g))
+        dur = np.where(f < 1, np.round(dur * f), dur).astype(np.int64)
     return dur, gap
 
 
