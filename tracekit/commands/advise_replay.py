@@ -18,6 +18,9 @@ LATE = {  # what: (cause, what the excess is, the change to try)
     "work": ("CPU-bound", "its step thread running ops",
              "{who} run{s} more CPU work per step than the others: uneven work (data, sequence lengths, "
              "experts) or a slower or busier host; tracekit report RUN why_late names the ops"),
+    "start": ("starts late", "",
+              "{who} start{s} {their} steps late: the delay comes before the step (data loading, the previous "
+              "step's tail, {their} host); profile more steps to see it"),
     "compute": ("GPU compute-bound", "its GPU computing",
                 "{who} compute{s} longer per step: uneven work or a slower GPU (clocks, power, thermal); "
                 "tracekit diff compares their kernels"),
@@ -96,8 +99,9 @@ def findings(run, rp) -> tuple[list[dict], str]:
         each = "; ".join(f"rank {r} {excess[r]:,.3f} ms" for r in late)
         out.append(_finding(
             f"late {who} ({cause})", who,
-            f"{excess_is} longer than the median rank's, per step: {each}; replayed at the median rank's pace, "
-            f"the step ends {saving:,.3f} ms sooner",
+            (f"{excess_is} longer than the median rank's, per step: {each}" if what != "start" else
+             f"its first profiled step starts later than the median rank's: {each}")
+            + f"; replayed at the median rank's pace, the step ends {saving:,.3f} ms sooner",
             saving, change.format(who=who, s="" if len(late) > 1 else "s", their="their" if len(late) > 1 else "its")
             + named,
             "high" if saving >= 0.05 * step else "medium", err))

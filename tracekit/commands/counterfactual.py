@@ -19,12 +19,13 @@ A Gloo op on a worker thread starts when the step thread enqueued it: it is held
 last node before it (gap: the measured time), not by the worker's own idle time. Replayed with the
 measured durations, the split graph gives back the measured times (tracekit.graph keeps each node's slack).
 
-The counterfactuals (docs/advise.md): late ranks at the pace of the median rank (host idle, CPU work or
-GPU compute per step scaled to the lower median over ranks), a group's collectives at its best measured
-bus bandwidth, a group's collectives overlapped (their transfer hidden: an upper bound), every transfer
-sped up. The saving is the replayed step as is minus the replayed step so changed; the job's step is, per
-step, from its earliest rank's ProfilerStep start to the end of its last work on any rank (the span the
-critical path covers), averaged over the profiled steps.
+Each rank's first profiled step is held by an origin node at the job's first step start (the edge's gap:
+how late the rank starts). The counterfactuals (docs/advise.md): late ranks at the pace of the median rank
+(its start, host idle, CPU work or GPU compute per step scaled to the lower median over ranks), a
+group's collectives at its best measured bus bandwidth, a group's collectives overlapped (their transfer
+hidden: an upper bound), every transfer sped up. The saving is the replayed step as is minus the
+replayed step so changed; the job's step is, per step, from its earliest rank's ProfilerStep start to the
+end of its last work on any rank (the span the critical path covers), averaged over the profiled steps.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Split:
     chain_main: np.ndarray   # bool per node: on its rank's step thread
     host_idle: np.ndarray    # bool per node: a host idle node
     work_edge: np.ndarray    # bool per edge: a step-thread edge whose gap is the thread's work
+    start_edge: np.ndarray   # bool per edge: the job's origin -> a rank's first step start (gap: its lag)
     transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer)
     busbw: np.ndarray        # per node: the transfer's instance bus bandwidth (nan: unknown)
     groups: list             # per group index: (group_label, collective, pg_name, pg_desc, group_size, ranks)
@@ -226,6 +228,17 @@ def _split(run, async_ns: int) -> Split:
                 prev, prev_end = k, int(jb)
         new_edges.append((prev, d, "thread", int(hi - prev_end)))
 
+    # each rank's first step starts after the job's first: an origin node holds them, the lag its gap
+    firsts = {}
+    for i in np.flatnonzero(kind == "step_start"):
+        if int(rank[i]) not in firsts or ts[i] < ts[firsts[int(rank[i])]]:
+            firsts[int(rank[i])] = i
+    if firsts:
+        origin = min(int(ts[i]) for i in firsts.values())
+        k = len(nid) + len(new_nodes)
+        new_nodes.append((-1, -1, "origin", "the job's first step start", None, origin, 0))
+        new_edges.extend((k, int(i), "start", int(ts[i]) - origin) for i in firsts.values())
+
     # Gloo ops on a worker thread: held by the step thread's last node before them, not the worker's idling
     n_all = len(nid) + len(new_nodes)
     all_rank = np.concatenate([rank, np.array([n[0] for n in new_nodes], dtype=np.int64)])
@@ -284,7 +297,8 @@ def _split(run, async_ns: int) -> Split:
         tgroup[p] = gidx[key]
         if row["busbw_gbps"]:
             busbw[p] = row["busbw_gbps"]
-    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, transfer_group=tgroup,
+    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=all_kind == "start",
+                 transfer_group=tgroup,
                  busbw=busbw, groups=groups, ranks=np.unique(rank[rank >= 0]))
 
 
@@ -354,6 +368,8 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
     gap = sp.base_gaps() if gaps is None else gaps.copy()
+    if what == "start":
+        return dur, _start_at_pace(sp, late, gap)
     if what == "work":
         per = per_rank_step(sp, gap, sp.work_edge, by_edge=True)
     else:
@@ -385,6 +401,23 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     return dur, gap
 
 
+def _start_lags(sp: Split, gap: np.ndarray) -> dict:
+    """Per rank, how long after the job's first rank it starts its first step, ns."""
+    e = np.flatnonzero(sp.start_edge)
+    return {int(sp.graph.rank[sp.graph.dst[i]]): int(gap[i]) for i in e}
+
+
+def _start_at_pace(sp: Split, late: list[int], gap: np.ndarray) -> np.ndarray:
+    """Gaps with the late ranks starting their first step at the lower median rank's lag."""
+    lags = _start_lags(sp, gap)
+    low = sorted(lags.values())[(len(lags) - 1) // 2] if lags else 0
+    gap = gap.copy()
+    for i in np.flatnonzero(sp.start_edge):
+        if int(sp.graph.rank[sp.graph.dst[i]]) in late:
+            gap[i] = min(gap[i], low)
+    return gap
+
+
 def _compute_mask(g: Graph) -> np.ndarray:
     return np.isin(g.kind, ("kernel", "memory"))
 
@@ -393,11 +426,16 @@ def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
     """The ranks whose host idle / work / compute per step exceeds the pace by LATE_MIN_MS and
     LATE_MIN_SHARE of the step, with every rank's excess (ms)."""
     g = sp.graph
-    if what == "work":
+    if what == "start":
+        lags = _start_lags(sp, sp.base_gaps())
+        low = sorted(lags.values())[(len(lags) - 1) // 2] if lags else 0
+        excess = {r: float(v - low) for r, v in lags.items()}
+    elif what == "work":
         per = per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
+        _, excess = pace(per, sp.ranks)
     else:
         per = per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
-    _, excess = pace(per, sp.ranks)
+        _, excess = pace(per, sp.ranks)
     ms = {r: v / 1e6 for r, v in excess.items()}
     floor = max(LATE_MIN_MS, LATE_MIN_SHARE * step_ms)
     return sorted(r for r, v in ms.items() if v >= floor), ms
@@ -445,7 +483,7 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
                                 f"{', '.join(labels) or 'none'} (tracekit report RUN collectives)")
     base = sp.replay()
     dur, gap = sp.graph.dur_ns.copy(), sp.base_gaps()
-    for what in ("idle", "work", "compute"):
+    for what in ("start", "idle", "work", "compute"):
         if fix_ranks:
             dur, gap = at_pace(sp, what, sorted(set(fix_ranks)), durations=dur, gaps=gap)
     if comm_speedup:
