@@ -4,4 +4,7 @@ found the build goes on without it, and tracekit decodes every event in Python (
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("tracekit.ingestion._fastscan", ["tracekit/ingestion/_fastscan.c"],
+                             extra_compile_args=["-O3"], optional=True),
+                   # the replay's loop (tracekit/graph/engine.py runs it in Python where this is not built)
+                   Extension("tracekit.graph._replay", ["tracekit/graph/_replay.c"],
                              extra_compile_args=["-O3"], optional=True)])

@@ -69,9 +69,11 @@ def test_page_of_the_fsdp_example(tmp_path):
                         ("NCCL", "not recorded in the traces"), ("steps", "step 2 (1 step)")):  # ProfilerStep#2 only
         assert f"<tr><td>{item}</td><td>{value}</td></tr>" in text, item
     for title in ("Summary", "Collectives by message size", "Overlap per rank", "Skew across ranks (most skewed first)",
-                  "Exposed communication by process group", "Measured against the model (validate)"):
+                  "Exposed communication by process group", "Measured against the model (validate)",
+                  "The critical path (replay of the dependency graph)"):
         assert f"<h2>{title}</h2>" in text
-    assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 4  # sizes, overlap, skew, validate
+    # sizes, overlap, skew, the critical path, validate
+    assert len(re.findall(r'<div class="plot" id="[a-z_]+"></div>', text)) == 5
     # one step: the per-step section says why it has no chart
     assert "No chart per step: the run has one step; the chart per rank above shows it." in text
     # the summary's collectives and comm_mb are one click away (<details>), with the whole table

@@ -85,6 +85,8 @@ def sections(run) -> list[tuple[str, str]]:
     def every(*args: str) -> tuple[int, str]:  # the run's ranks, and the command that gives every row
         return ranks, " ".join(("tracekit report", _quoted(run.name)) + args)
 
+    from ..graph.page import section as critical_path_section
+
     out = [("What to change first (advise)", advice(run)),
            ("Summary", report_html(run, "summary", per_rank=every("summary"))[1])]
     sizes = run.sql(SIZES_SQL).to_pylist()
@@ -128,6 +130,7 @@ def sections(run) -> list[tuple[str, str]]:
                                    ranks=run.sql(WAIT_RANKS_SQL).column("rank").to_pylist())
     out.append(("Skew across ranks (most skewed first)", body + _chart(
         fig, "skew", "No chart: no collective instance was matched cleanly across ranks (one rank, or none matched).")))
+    out.append(("The critical path (replay of the dependency graph)", critical_path_section(run)))
     try:
         rows = validate(run)
     except TracekitError as exc:

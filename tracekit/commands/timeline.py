@@ -3,7 +3,9 @@
 Each rank is a process (pid = rank); its GPU streams and CPU threads are its tracks. tracekit adds, per
 rank, a track of exposed communication (`comm_segments`: comm running, no compute) and a track with one
 slice per clean collective instance spanning its ranks' first start to last end, flow arrows linking the
-ranks of each instance, and an instant event on the rank that arrived last. `steps` keeps only kernels
+ranks of each instance, and an instant event on the rank that arrived last; and (without `kernels_only`) a
+track of the critical path: each rank's pieces of it (tracekit/graph/track.py; not with `ranks`, since the
+path crosses ranks and a few ranks' timeline reads no other rank's events). `steps` keeps only kernels
 and ops of a step range; `kernels_only` keeps only comm and compute kernels (so that a 1,024-rank job
 stays openable). Times are written exactly (microseconds with three decimals, from the nanoseconds).
 Times are on the aligned clock (each host's offset from clock_offsets applied), so that ranks of several
@@ -36,6 +38,7 @@ ALIGNED = f"tk_aligned(ts_ns, {CLOCK})"
 ALIGNED_K = "tk_aligned(ts_ns, k.offset_ns, k.drift_ppm, k.ref_ns)"  # with a rank's row of clocks joined as k
 EXPOSED_TID = 900001
 INSTANCE_TID = 900002
+CRITICAL_TID = 900003  # tracekit/graph/track.py writes it
 
 
 def _us(ns: int) -> str:
@@ -203,6 +206,10 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 put(_ev("X", "exposed comm", rank, EXPOSED_TID, ts, end - ts, cat="tracekit"))
                 counts["exposed"] += 1
             _instances(run, put, counts, steps, ranks)
+            if not kernels_only and ranks is None:  # the critical path's pieces (it needs every rank's events)
+                from ..graph.track import critical_track
+
+                counts["critical"] = critical_track(run, put, _ev, CRITICAL_TID, shown, steps)
             flush()
             f.write("\n]}\n")
         os.replace(tmp, out)

@@ -10,8 +10,8 @@ critical path. API (docs/architecture.md, "The step as a graph"):
 
 from __future__ import annotations
 
+from .engine import simulate, topological_order
 from .model import EDGE_KINDS, Graph, Replay
-from .simulate import simulate, topological_order
 
 __all__ = ["EDGE_KINDS", "Graph", "Replay", "build", "replay", "simulate", "topological_order"]
 

@@ -1,6 +1,6 @@
 """The step's dependency graph of a run (the views graph_nodes and graph_edges) and its replays.
 
-``Graph`` holds the nodes and edges as numpy arrays; ``Graph.replay`` simulates it (simulate.py) with the
+``Graph`` holds the nodes and edges as numpy arrays; ``Graph.replay`` simulates it (engine.py) with the
 measured durations, or with others (a counterfactual), and returns a ``Replay``. Each edge's gap is its
 fixed gap (graph_edges.gap_ns) plus the node's slack: the time between the latest of its predecessors'
 ends (+ gaps) and its measured start, which the trace shows but no dependency explains; it is kept on the
@@ -15,9 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from . import simulate as sim
+from ..errors import TracekitError
+from . import engine as sim
 
 EDGE_KINDS = ("thread", "stream", "launch", "sync", "wait", "collective")
+GPU_KINDS = ("kernel", "memory", "comm", "arrive")
+# a GPU op's slack (measured start - latest predecessor end + gap) kept up to this: a launch's latency and
+# a queued op's own overhead (p99 20 us on the shared traces); beyond it the op waited for something the
+# trace does not record, which the replay does not invent (the same rule in sql/views/graph_unexplained.sql)
+SLACK_CAP_NS = 50_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,28 +42,47 @@ class Graph:
     edge_kind: np.ndarray  # str
     gap_ns: np.ndarray     # fixed gap (graph_edges.gap_ns)
     slack_ns: np.ndarray = field(init=False)   # the measured slack kept on the edge that set the start
+    unexplained_ns: np.ndarray = field(init=False)  # per node: a GPU op's slack beyond SLACK_CAP_NS
+    dropped: int = field(init=False)           # edges dropped to break a cycle (times contradicting them)
     order: np.ndarray = field(init=False)
     ptr: np.ndarray = field(init=False)
     by: np.ndarray = field(init=False)
 
     def __post_init__(self):
         n = len(self.ts_ns)
-        hint = np.lexsort((np.arange(n), _kind_rank(self.kind), self.ts_ns))
         set_ = object.__setattr__
-        set_(self, "order", sim.topological_order(n, self.src, self.dst, hint))
+        hint = np.lexsort((self.node_id, _kind_rank(self.kind), self.ts_ns))
+        try:
+            order = sim.topological_order(n, self.src, self.dst, hint)
+            dropped = 0
+        except TracekitError:  # a cycle: drop the edges that go back in measured time (clocks that disagree)
+            pos = np.empty(n, dtype=np.int64)
+            pos[hint] = np.arange(n)
+            keep = pos[self.src] < pos[self.dst]
+            dropped = int((~keep).sum())
+            for name in ("src", "dst", "edge_kind", "gap_ns"):
+                set_(self, name, getattr(self, name)[keep])
+            order = hint
+        set_(self, "order", order)
+        set_(self, "dropped", dropped)
         ptr, by = sim.in_edges(n, self.dst)
         set_(self, "ptr", ptr)
         set_(self, "by", by)
         end = self.ts_ns + self.dur_ns
         bind = sim.binding(ptr, by, self.src, self.dst, self.gap_ns, self.ts_ns, end)
-        slack = np.zeros(len(self.src), dtype=np.int64)
         has = bind >= 0
         ready = np.full(n, sim.NO_BASE, dtype=np.int64)
         ready[has] = end[self.src[bind[has]]] + self.gap_ns[bind[has]]
-        resid = np.where(has, self.ts_ns - ready, 0)
-        keep = has & (resid > 0)
-        slack[bind[keep]] = resid[keep]
+        resid = np.where(has, self.ts_ns - ready, 0).clip(min=0)
+        kept = np.where(np.isin(self.kind, GPU_KINDS), np.minimum(resid, SLACK_CAP_NS), resid)
+        slack = np.zeros(len(self.src), dtype=np.int64)
+        slack[bind[has & (kept > 0)]] = kept[has & (kept > 0)]
         set_(self, "slack_ns", slack)
+        set_(self, "unexplained_ns", resid - kept)
+
+    def edge_kind_of(self, e: int, r: "Replay") -> str:
+        """The kind of edge ``e`` of replay ``r`` (whose edges may be a subset of the graph's)."""
+        return self.edge_kind[e] if r.src is self.src else self.edge_kind[r.edge_pos[e]]
 
     @property
     def nodes(self) -> int:
@@ -99,13 +124,14 @@ class Graph:
         dur = self.dur_ns if durations is None else np.asarray(durations, dtype=np.int64)
         gap = self.gap_ns + self.slack_ns if gaps is None else np.asarray(gaps, dtype=np.int64)
         ptr, by, src, dst = self.ptr, self.by, self.src, self.dst
+        pos = np.arange(len(src))
         if remove is not None and np.any(remove):
             keep = ~np.asarray(remove, dtype=bool)
-            src, dst, gap = src[keep], dst[keep], gap[keep]
+            src, dst, gap, pos = src[keep], dst[keep], gap[keep], pos[keep]
             ptr, by = sim.in_edges(self.nodes, dst)
         base = np.where(np.bincount(dst, minlength=self.nodes) > 0, sim.NO_BASE, self.ts_ns)
         start, end = sim.simulate(self.order, ptr, by, src, gap, dur, base)
-        return Replay(self, start, end, src, dst, gap)
+        return Replay(self, start, end, src, dst, gap, pos)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +143,7 @@ class Replay:
     src: np.ndarray
     dst: np.ndarray
     gap_ns: np.ndarray
+    edge_pos: np.ndarray  # per edge of this replay, its position among the graph's edges
 
     def counterfactual(self, durations=None, gaps=None, remove=None) -> "Replay":
         """The same graph replayed with other durations / gaps / edges (Graph.replay's parameters)."""
@@ -145,7 +172,7 @@ def step_table(g: Graph, start: np.ndarray, end: np.ndarray) -> pa.Table:
     keys = g.rank * (1 << 32) + g.step
     rows = {}
     for i in np.flatnonzero(first):
-        rows[int(keys[i])] = [int(g.rank[i]), int(g.step[i]), int(g.ts_ns[i]), int(start[i]), None, None]
+        rows[int(keys[i])] = [int(g.rank[i]), int(g.step[i]), int(g.ts_ns[i]), int(start[i]), None, None, 0]
     m_end = g.ts_ns + g.dur_ns
     idx = np.flatnonzero(in_step)
     order = np.argsort(keys[idx], kind="stable")
@@ -159,6 +186,7 @@ def step_table(g: Graph, start: np.ndarray, end: np.ndarray) -> pa.Table:
             if key in rows:
                 rows[key][4] = int(m_end[idx[grp]].max())
                 rows[key][5] = int(end[idx[grp]].max())
+                rows[key][6] = int(g.unexplained_ns[idx[grp]].sum())
     out = sorted(rows.values(), key=lambda r: (r[1], r[0]))
     measured = [(r[4] - r[2]) / 1e6 for r in out]
     replayed = [(r[5] - r[3]) / 1e6 for r in out]
@@ -166,4 +194,5 @@ def step_table(g: Graph, start: np.ndarray, end: np.ndarray) -> pa.Table:
     return pa.table({"rank": pa.array([r[0] for r in out], pa.int64()),
                      "step": pa.array([r[1] for r in out], pa.int64()),
                      "measured_ms": pa.array(measured, pa.float64()), "replayed_ms": pa.array(replayed, pa.float64()),
-                     "error_pct": pa.array(err, pa.float64())})
+                     "error_pct": pa.array(err, pa.float64()),
+                     "unexplained_ms": pa.array([r[6] / 1e6 for r in out], pa.float64())})

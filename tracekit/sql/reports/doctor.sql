@@ -1,6 +1,8 @@
 -- doctor: health checks of a run, each finding with its severity and what to do about it. A run with
--- nothing to report gives one row: check 'all', severity 'ok'.
+-- nothing to report gives one row: check 'all', severity 'ok'. The rows are this query's and, where the run's
+-- events are here, the replay's (_doctor_replay: steps that do not replay), joined by tracekit/graph/doctor.py.
 -- @stage report
+-- @python tracekit.graph.doctor:doctor_rows
 -- @summary health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix
 -- @first check, severity, ranks, finding, fix
 -- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, gpu_kernels, collective_instances, clock_offsets, traces, trace_versions
@@ -236,7 +238,8 @@ findings AS (
                              tk_plural(kernels, 'kernel', 'kernels')), '; ' ORDER BY rank, coll),
            'an op whose kernel ran outside the profile (or was never launched), several ops in one coalesced launch, '
            'or a kernel launched by no c10d op; the rows of collectives are the kernels, not the ops'
-    FROM op_kernel HAVING count(*) > 0)
+    FROM op_kernel HAVING count(*) > 0
+)
 SELECT * FROM findings
 UNION ALL
 SELECT 'all', 'ok', '', 'no finding', '' WHERE NOT EXISTS (SELECT 1 FROM findings)

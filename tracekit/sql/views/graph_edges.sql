@@ -2,11 +2,20 @@
 -- starts at the latest of its predecessors' ends, each plus the edge's gap; the gap is the time the
 -- trace shows between them that no node holds.
 --   thread: consecutive nodes of a CPU thread; gap: the measured time between them (CPU work the graph
---           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer
+--           keeps no node for), 0 into a blocking call's wait and a Gloo op's transfer. Also (inferred) a
+--           Gloo op on a worker thread after the latest node of its rank's step thread (the thread of
+--           its ProfilerSteps) that started by then: the op was enqueued by that thread's work. A CPU op
+--           that starts while the Gloo op before it on its thread is still in its transfer (isend/irecv,
+--           asynchronous) follows that op's arrival instead, and the first node of the thread that starts
+--           after the transfer ended follows the transfer's end
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
 --   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
---   wait:   cross-stream (inferred: the trace records cudaStreamWaitEvent but not which event): a GPU op whose
+--   wait:   cross-stream. Where a rank's trace has cuda_sync 'Stream Wait Event's (recorded with
+--           enable_cuda_sync_events), from them: the first op of the waiting stream launched after the wait
+--           call (correlation ids) waits for the last op of wait_on_stream launched before the cudaEventRecord
+--           of wait_on_cuda_event_record_corr_id. Otherwise inferred (the trace records cudaStreamWaitEvent
+--           but not which event): a GPU op whose
 --           launch follows one or more cudaStreamWaitEvent calls on its thread since that thread's previous
 --           launch waits for the op launched last before each such call on each other stream of the
 --           rank (the op an event recorded just before the call captures) or, where that op ended after
@@ -21,11 +30,24 @@
 -- @column kind: thread, stream, launch, sync, wait or collective
 -- @column gap_ns: the edge's gap: dst may start no earlier than src's end + gap_ns, ns
 CREATE OR REPLACE VIEW graph_edges AS
-WITH chained AS (
-    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain,
-           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end
-    FROM graph_nodes WHERE kind <> 'hub'
+WITH nodes AS MATERIALIZED (SELECT * FROM graph_nodes),
+chained AS MATERIALIZED (
+    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain, rank,
+           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end, lag(kind) OVER w AS prev_kind,
+           lag(node_id, 2) OVER w AS prev2_id, lag(ts_ns + dur_ns, 2) OVER w AS prev2_end
+    FROM nodes WHERE kind <> 'hub'
     WINDOW w AS (PARTITION BY rank, chain ORDER BY order_ns, kind <> 'step_end', kind <> 'step_start', event_index, part)),
+threaded AS (  -- an op that starts while the CPU op before it is still in its transfer (asynchronous isend/irecv
+               -- on one thread) follows that op's arrival, not its end
+    SELECT CASE WHEN async THEN prev2_id ELSE prev_id END AS src, node_id AS dst, kind, part, chain,
+           ts_ns - CASE WHEN async THEN prev2_end ELSE prev_end END AS gap
+    FROM (SELECT *, chain LIKE 'cpu/%' AND prev_kind = 'transfer' AND prev_end > ts_ns AS async FROM chained)
+    WHERE prev_id IS NOT NULL),
+completed AS (  -- ... and the first node of its thread that starts after it ended follows its end
+    SELECT t.node_id AS src, n.node_id AS dst, n.ts_ns - t.end_ns AS gap
+    FROM (SELECT * FROM chained WHERE kind = 'transfer' AND chain LIKE 'cpu/%') t
+    ASOF JOIN chained n ON n.rank = t.rank AND n.chain = t.chain AND t.end_ns <= n.ts_ns
+    WHERE n.node_id NOT IN (SELECT dst FROM threaded WHERE src = t.node_id)),
 first_call AS (
     SELECT rank, correlation, arg_min(event_index, ts_ns) AS event_index
     FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
@@ -35,6 +57,19 @@ launched AS (  -- every GPU op with its launching call, on the trace clock
            c.event_index AS call_index, e.pid, e.tid, e.ts_ns AS call_ts
     FROM gpu_kernels g JOIN first_call c ON c.rank = g.rank AND c.correlation = g.correlation
     JOIN events e ON e.rank = c.rank AND e.event_index = c.event_index),
+recorded AS (  -- cuda_sync 'Stream Wait Event's (enable_cuda_sync_events): the waiting stream, its wait call's
+               -- correlation id, the stream waited on and the correlation id of the cudaEventRecord
+    SELECT rank, pid AS device, stream, correlation AS w_corr,
+           TRY_CAST(json_extract_string(args, '$.wait_on_stream') AS BIGINT) AS src_stream,
+           TRY_CAST(json_extract_string(args, '$.wait_on_cuda_event_record_corr_id') AS BIGINT) AS rec_corr
+    FROM events WHERE ph = 'X' AND cat = 'cuda_sync' AND name = 'Stream Wait Event' AND correlation IS NOT NULL),
+k AS (SELECT rank, event_index, device, stream, correlation FROM gpu_kernels WHERE correlation IS NOT NULL),
+recorded_waits AS (  -- the first op of the waiting stream launched after the wait call waits for the last op of
+                     -- the stream waited on launched before the event was recorded
+    SELECT d.rank, d.event_index, sr.event_index AS src_index
+    FROM recorded r
+    ASOF JOIN k d ON d.rank = r.rank AND d.device = r.device AND d.stream = r.stream AND r.w_corr < d.correlation
+    ASOF JOIN k sr ON sr.rank = r.rank AND sr.device = r.device AND sr.stream = r.src_stream AND r.rec_corr > sr.correlation),
 prev_launch AS (
     SELECT *, lag(call_ts) OVER (PARTITION BY rank, pid, tid ORDER BY call_ts, event_index) AS prev_ts
     FROM launched),
@@ -44,7 +79,8 @@ waits AS (
 waiting AS (  -- (waiting op, the wait call's time): the calls since its thread's previous launch
     SELECT l.rank, l.event_index, l.device, l.stream, l.op_ts, w.ts_ns AS w_ts
     FROM prev_launch l JOIN waits w ON w.rank = l.rank AND w.pid = l.pid AND w.tid = l.tid
-         AND w.ts_ns < l.call_ts AND (l.prev_ts IS NULL OR w.ts_ns > l.prev_ts)),
+         AND w.ts_ns < l.call_ts AND (l.prev_ts IS NULL OR w.ts_ns > l.prev_ts)
+    WHERE l.rank NOT IN (SELECT rank FROM recorded)),
 streams AS (SELECT DISTINCT rank, device, stream FROM launched),
 cand AS (SELECT w.rank, w.event_index, w.w_ts, w.op_ts, s.device, s.stream
          FROM waiting w JOIN streams s ON s.rank = w.rank AND s.device = w.device AND s.stream <> w.stream),
@@ -56,26 +92,38 @@ waited AS (  -- ... or, when that one ended after the waiting op started, the la
     SELECT b.rank, b.event_index, CASE WHEN l.op_ts < b.a_ts THEN l.event_index ELSE b.a_index END AS src_index
     FROM by_launch b ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
          AND b.op_ts >= l.op_end),
+main AS (SELECT DISTINCT rank, chain FROM nodes WHERE kind = 'step_start'),
+on_main AS (SELECT n.rank, n.node_id, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns FROM nodes n
+            JOIN main m ON m.rank = n.rank AND m.chain = n.chain),
+enqueued AS (  -- a Gloo op on a worker thread follows the rank's step thread: its latest node started by then
+    SELECT m.node_id AS src, n.node_id AS dst, n.ts_ns - m.end_ns AS gap_ns
+    FROM nodes n ASOF JOIN on_main m ON m.rank = n.rank AND n.ts_ns >= m.ts_ns
+    WHERE n.kind IN ('arrive', 'gloo') AND n.chain LIKE 'cpu/%'
+      AND n.chain NOT IN (SELECT chain FROM main WHERE main.rank = n.rank)),
 last_part AS (SELECT node_id, rank, event_index, max(part) OVER (PARTITION BY rank, event_index) AS top, part
-              FROM graph_nodes WHERE kind <> 'hub')
-SELECT prev_id AS src, node_id AS dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
-       CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN ts_ns - prev_end
-            ELSE 0 END AS gap_ns
-FROM chained WHERE prev_id IS NOT NULL
+              FROM nodes WHERE kind <> 'hub')
+SELECT src, dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
+       CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN gap ELSE 0 END AS gap_ns
+FROM threaded
+UNION ALL
+SELECT src, dst, 'thread', gap FROM completed
+UNION ALL
+SELECT src, dst, 'thread', gap_ns FROM enqueued
 UNION ALL
 SELECT l.rank * 1099511627776 + l.call_index * 4, l.rank * 1099511627776 + l.event_index * 4, 'launch', -n.dur_ns
-FROM launched l JOIN graph_nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
+FROM launched l JOIN nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
 UNION ALL
 SELECT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
 FROM _graph_calls c JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
 UNION ALL
 SELECT DISTINCT p.node_id, w.rank * 1099511627776 + w.event_index * 4, 'wait', 0
-FROM waited w JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_index AND p.part = p.top
+FROM (SELECT rank, event_index, src_index FROM waited UNION ALL SELECT * FROM recorded_waits) w
+JOIN last_part p ON p.rank = w.rank AND p.event_index = w.src_index AND p.part = p.top
 UNION ALL
 SELECT x.src, x.dst, 'collective', 0 FROM (
     SELECT a.node_id AS src, h.node_id AS dst, a.node_id + 1 AS transfer
-    FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key
-    JOIN graph_nodes a ON a.kind = 'arrive' AND a.node_id = w.rank * 1099511627776 + w.event_index * 4) x
+    FROM collective_waits w JOIN nodes h ON h.kind = 'hub' AND h.name = w.instance_key
+    JOIN nodes a ON a.kind = 'arrive' AND a.node_id = w.rank * 1099511627776 + w.event_index * 4) x
 UNION ALL
 SELECT h.node_id, w.rank * 1099511627776 + w.event_index * 4 + 1, 'collective', 0
-FROM collective_waits w JOIN graph_nodes h ON h.kind = 'hub' AND h.name = w.instance_key;
+FROM collective_waits w JOIN nodes h ON h.kind = 'hub' AND h.name = w.instance_key;

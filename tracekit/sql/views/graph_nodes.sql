@@ -47,6 +47,7 @@ raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, nam
     UNION ALL
     SELECT rank, event_index, 1, step, 'step_end', 'ProfilerStep#' || step, 'cpu/' || pid || '/' || tid,
            end_ns, end_ns, 'launch/CPU', end_ns FROM stepev
+
     UNION ALL
     SELECT rank, event_index, 0, NULL, 'call', name, 'cpu/' || pid || '/' || tid, ts_ns,
            CASE WHEN wait_index IS NULL THEN end_ns ELSE ts_ns END, 'launch/CPU', ts_ns FROM waited

@@ -3,7 +3,7 @@
 Pure functions of numpy arrays; nothing here reads a run or writes anything. A node starts at the latest of
 its predecessors' ends, each plus its edge's gap (a node without predecessors at its base time) and ends
 its duration later. The nodes are visited once, in a topological order; the loop is compiled where the
-optional C helper is built (tracekit/graph/_replay.c), else plain Python over lists.
+optional C helper is built, else plain Python over lists.
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""doctor's rows: its own query (sql/reports/doctor.sql, which reads facts only) and, where the run's events
+are here, the replay's finding (sql/reports/_doctor_replay.sql: steps that do not replay). The graph is
+built from the events, so a copy of a run without its events files, or a run of more than MAX_EVENTS
+events (the graph is built on demand there: `tracekit report RUN replay`), gets doctor's own rows alone."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from .. import sql_files
+from ..errors import TracekitError
+
+MAX_EVENTS = 5_000_000
+SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
+
+
+def replay_findings(run) -> list[dict]:
+    """The replay's doctor rows, or none where the graph is not built (no events here, too many)."""
+    try:
+        events = run.sql("SELECT coalesce(sum(event_count), 0) AS n FROM traces").column("n")[0].as_py()
+        if events > MAX_EVENTS or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
+            return []
+        return run.sql(sql_files.load("reports", "_doctor_replay").text).to_pylist()
+    except duckdb.IOException:  # the run's events files are not here
+        return []
+    except TracekitError:
+        return []
+
+
+def doctor_rows(run, params: dict) -> pa.Table:
+    base = run.sql(sql_files.load("reports", "doctor").text)
+    extra = replay_findings(run)
+    if not extra:
+        return base
+    names = base.schema.names
+    rows = [r for r in base.to_pylist() if r["check"] != "all"]
+    rows += [dict(zip(names, r.values(), strict=True)) for r in extra]
+    rows.sort(key=lambda r: (SEVERITY.get(r["severity"], 9), r["check"]))
+    return pa.Table.from_pylist(rows, schema=base.schema)

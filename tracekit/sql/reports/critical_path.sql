@@ -1,0 +1,16 @@
+-- critical_path: per step, the chain of work that sets the step's end, walked back on the replay of the
+-- run's dependency graph from the step's last work to the earliest rank's ProfilerStep start
+-- (tracekit/graph/critical.py; docs/definitions.md, "Critical path").
+-- @stage report
+-- @summary per step: the chain of work, rank by rank, that sets the step's end (adds up to the step's span)
+-- @python tracekit.graph.reports:critical_path_rows
+-- @first step, rank, cause, name, ms
+-- @uses graph_nodes, graph_edges
+-- @column step: ProfilerStep number
+-- @column rank: global rank the piece runs on
+-- @column cause: compute: FAMILY (a kernel, by tk_kernel_families; memory: a memcpy/memset), comm transfer, waiting at a collective, launch/CPU (CPU work and the gaps between it), starved (a GPU op waiting for its launch), idle (a wait the trace does not explain)
+-- @column name: the kernel, op or runtime call that holds most of the row's time (+N more: the others); for a gap, what the gap is
+-- @column ms: the row's time on the path, ms
+-- @column ns: the row's time on the path, ns (per step the rows add up to the span exactly)
+-- @column start_ms: the start of the row's first piece after the step's span start, ms (a row sums the pieces of one cause in one stretch of the path on its rank: consecutive pieces on that rank)
+SELECT NULL

@@ -1,0 +1,14 @@
+-- replay: each rank's step replayed on the run's dependency graph (graph_nodes, graph_edges) with the
+-- measured durations, beside the step as the trace shows it (tracekit/graph; docs/replay.md).
+-- @stage report
+-- @summary per rank and step: the step measured and replayed on the dependency graph, and the error
+-- @python tracekit.graph.reports:replay_rows
+-- @first rank, step, measured_ms, replayed_ms, error_pct
+-- @uses graph_nodes, graph_edges
+-- @column rank: global rank
+-- @column step: ProfilerStep number
+-- @column measured_ms: from the rank's ProfilerStep start to the end of its last work of the step (its CPU step end, or a GPU op launched in it, or its transfer of a collective of the step), ms (aligned clock)
+-- @column replayed_ms: the same span in the replay, ms
+-- @column error_pct: 100 · (replayed_ms − measured_ms) / measured_ms, %
+-- @column unexplained_ms: the time the rank's GPU ops of the step waited beyond their slack allowance (50 us each) for something the trace does not record, which the replay does not reproduce (graph_unexplained), ms
+SELECT NULL
