@@ -171,6 +171,8 @@ def test_a_tensor_parallel_group_gets_tensor_parallel_changes(tmp_path):
                   "none", "--gpus-per-host", "2", "--two-links", *QUIET)
     tp = [f for f in advice(run) if f["where"].startswith("group TP (TP")]
     assert tp and all("sequence parallelism" in f["change"] and "DDP" not in f["change"] for f in tp), tp
+    # and where the role comes from is said (it read "(TP, intra-node)", and "(DP, ...)" when guessed wrong)
+    assert all(f["where"].startswith("group TP (TP, from the group's description)") for f in tp), tp
 
 
 def test_a_rank_that_launches_late_is_named_with_what_the_others_lose(tmp_path):

@@ -160,6 +160,10 @@ def _split(run, async_ns: int) -> Split:
     ok = (src >= 0) & (dst >= 0)
     ekind, egap = _col(edges, "kind")[ok], _col(edges, "gap_ns", np.int64, 0)[ok]
     src, dst = src[ok], dst[ok]
+    # the graph's own inferred edges between a step thread and a Gloo worker (enqueue; the transfer's end
+    # -> the thread's next node) hold whole gaps: the split below puts finer ones in their place
+    cross = (ekind == "thread") & (chain[src] != chain[dst])
+    src, dst, ekind, egap = src[~cross], dst[~cross], ekind[~cross], egap[~cross]
 
     # an op that went on before its instance's last rank arrived (an async Gloo send, whose transfer node
     # starts after the thread's next node) did not wait for it: the hub does not hold it
@@ -257,7 +261,9 @@ def _split(run, async_ns: int) -> Split:
                 j = np.searchsorted(ends, ts[w], side="right") - 1
                 if j >= 0:
                     new_edges.append((int(m[j]), int(w), "enqueue", int(ts[w] - ends[j])))
-        into_worker = (ekind == "thread") & np.isin(dst, worker)
+        # a worker's own gaps are its idling between ops: what it waits for is the step thread's enqueue
+        into_worker = (ekind == "thread") & np.isin(dst, np.flatnonzero(
+            ~on_main & (rank >= 0) & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool)))
         egap = np.where(into_worker, 0, egap)
 
     keep = ~drop
