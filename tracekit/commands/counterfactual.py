@@ -180,6 +180,7 @@ def _split(run, async_ns: int) -> Split:
     main = {int(rank[i]): chain[i] for i in np.flatnonzero(kind == "step_start")}
     on_main = np.array([rank[i] >= 0 and main.get(int(rank[i])) == chain[i] for i in range(len(nid))], dtype=bool)
 
+
     # per rank: its transfers' ends and their arrivals (the arrive node is the transfer's id - 1)
     t_idx = np.flatnonzero(kind == "transfer")
     t_end = ts[t_idx] + dur[t_idx]
@@ -281,7 +282,8 @@ def _split(run, async_ns: int) -> Split:
               cause=np.concatenate([np.where(cause == None, "", cause),  # noqa: E711 (object array)
                                     np.array([n[4] or "" for n in new_nodes], dtype=object)]),
               ts_ns=all_ts, dur_ns=all_dur, src=all_src, dst=all_dst, edge_kind=all_kind, gap_ns=all_gap)
-    work = (all_kind == "thread") & all_main[all_src] & all_main[all_dst] & (g.kind[all_dst] != "transfer")
+    # the graph's own edges (it drops those a cycle of contradicting clocks leaves backward)
+    work = (g.edge_kind == "thread") & all_main[g.src] & all_main[g.dst] & (g.kind[g.dst] != "transfer")
     host = np.zeros(n_all, dtype=bool)
     host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
 
@@ -303,7 +305,7 @@ def _split(run, async_ns: int) -> Split:
         tgroup[p] = gidx[key]
         if row["busbw_gbps"]:
             busbw[p] = row["busbw_gbps"]
-    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=all_kind == "start",
+    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=g.edge_kind == "start",
                  transfer_group=tgroup,
                  busbw=busbw, groups=groups, ranks=np.unique(rank[rank >= 0]))
 
