@@ -41,9 +41,8 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
       tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
     if fix_ranks or comm_speedup or overlap:  # a counterfactual replay (commands/counterfactual.py)
-        from ..commands.counterfactual import predict
-        emit(predict(tracekit.open(run) if isinstance(run, str) else run, fix_ranks, comm_speedup, overlap),
-             fmt, output, title="whatif — counterfactual replay: each rank's step, predicted beside measured")
+        emit(tracekit.whatif(run, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap), fmt, output,
+             title="whatif — counterfactual replay: each rank's step, predicted beside measured")
         return
     table = tracekit.whatif(run, fit=fit, **params)
     if fit:
