@@ -100,7 +100,7 @@ def test_page_of_the_dlrm_run_in_chromium(tmp_path):
     layouts = [json.loads(re.search(r'"LAYOUT (.*)", source', line).group(1).replace('\\"', '"'))
                for line in console if "LAYOUT " in line]
     assert len(console) == len(layouts), console  # no other console message: every chart drew
-    assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew"}
+    assert {x["id"] for x in layouts} == {"message_sizes", "overlap", "skew", "critical_path"}
 
     def meet(a, b):
         return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

@@ -34,3 +34,13 @@ def test_doctor_names_the_step_that_does_not_replay(tmp_path):
     # 80 us of a 200 us step (over 5 %), in one op, the longest 80 us
     assert "rank 0 step 1, 0.08 ms of its 0.2 ms step in 1 op, the longest 0.08 ms before volta_sgemm" in row["finding"]
     assert "enable_cuda_sync_events=True" in row["fix"]
+
+
+def test_no_profiler_step_says_so(tmp_path):
+    from tracekit.table_meta import NOTE_KEY
+
+    write_trace(tmp_path / "rank0.json", kernel(GEMM, 12, 8, launch=(10, 1)), header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path], tmp_path / "run", jobs=1)
+    for name in ("replay", "critical_path"):
+        t = tracekit.report(run, name)
+        assert t.num_rows == 0 and b"no ProfilerStep" in t.schema.metadata[NOTE_KEY]

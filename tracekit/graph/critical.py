@@ -27,22 +27,25 @@ def step_spans(r: Replay) -> dict[int, tuple[int, int, int]]:
     g = r.graph
     out = {}
     in_step = np.flatnonzero((g.step >= 0) & (g.rank >= 0))
-    for s in np.unique(g.step[in_step]):
-        idx = in_step[g.step[in_step] == s]
+    in_step = in_step[np.argsort(g.step[in_step], kind="stable")]
+    cuts = np.flatnonzero(np.diff(g.step[in_step])) + 1
+    for idx in np.split(in_step, cuts) if len(in_step) else []:
         starts = idx[g.kind[idx] == "step_start"]
         if not len(starts):
             continue
         last = idx[np.argmax(r.end_ns[idx])]
-        out[int(s)] = (int(r.start_ns[starts].min()), int(r.end_ns[last]), int(last))
+        out[int(g.step[idx[0]])] = (int(r.start_ns[starts].min()), int(r.end_ns[last]), int(last))
     return out
 
 
-def walk(r: Replay, last: int, lo: int, chain: list | None = None) -> list[tuple[int, int, int, str, str, int]]:
+def walk(r: Replay, last: int, lo: int, chain: list | None = None,
+         bind: np.ndarray | None = None) -> list[tuple[int, int, int, str, str, int]]:
     """Pieces (start, end, rank, cause, name, node) from node ``last``'s end back to ``lo``, latest first;
     they tile [lo, end of last] (the node of a gap piece: the node after the gap). ``chain``, when given,
-    receives the nodes walked, latest first, each a predecessor of the one before it."""
+    receives the nodes walked, latest first, each a predecessor of the one before it. ``bind``: r.binding(),
+    when the caller walks several steps."""
     g = r.graph
-    bind = r.binding()
+    bind = r.binding() if bind is None else bind
     pieces = []
     t = int(r.end_ns[last])
     v = last
@@ -74,9 +77,10 @@ def walk(r: Replay, last: int, lo: int, chain: list | None = None) -> list[tuple
 def runs(r: Replay):
     """Per step, in time order: (step, span start, start, end, rank, cause, name) of each run of consecutive
     pieces of one rank and cause, named by its longest piece (+N more)."""
+    bind = r.binding()
     for step, (lo, _hi, last) in sorted(step_spans(r).items()):
         merged = []  # [start, end, rank, cause, {name: ns}]
-        for a, b, rank, cause, name, _node in reversed(walk(r, last, lo)):
+        for a, b, rank, cause, name, _node in reversed(walk(r, last, lo, bind=bind)):
             if merged and merged[-1][2] == rank and merged[-1][3] == cause and merged[-1][1] == a:
                 merged[-1][1] = b
             else:
@@ -102,9 +106,10 @@ def critical_path(r: Replay) -> pa.Table:
             for k, x in zip(cols, (step, rank, cause, name, ns / 1e6, ns, (first - lo) / 1e6), strict=True):
                 cols[k].append(x)
 
+    bind = r.binding()
     for step, (lo, _hi, last) in sorted(step_spans(r).items()):
         rank, causes = None, {}
-        for a, b, rk, cause, name, _node in reversed(walk(r, last, lo)):
+        for a, b, rk, cause, name, _node in reversed(walk(r, last, lo, bind=bind)):
             if rk != rank and causes:
                 emit(step, lo, rank, causes)
                 causes = {}

@@ -106,6 +106,9 @@ def why_empty(run, name: str, values: dict) -> str:
     def count(q: str) -> int:
         return run.sql(f"SELECT count(*) AS n FROM {q}").to_pylist()[0]["n"]
 
+    if name in ("replay", "critical_path") and count("steps") == 0:  # rows per step: none without steps
+        return ("no rows: the traces hold no ProfilerStep (profile with torch.profiler.schedule and call "
+                "prof.step() once per training step)")
     if count("comm_intervals") == 0:
         return ("no rows: the traces hold no GPU kernel and no Gloo op (was CUDA activity recorded? "
                 "torch.profiler's activities need ProfilerActivity.CUDA)")
