@@ -18,7 +18,8 @@ CAUSE = {"delay": "host-bound", "slow": "CPU-bound"}  # train.py --delay sleeps;
 # known misses (docs/advise.md, "Checked on planted problems"): under pp the ranks' Gloo sends and receives
 # are partly asynchronous and the graph holds a blocked send's wait as the thread's fixed gap, so the
 # replay does not move it (the saving: about half the delay, a tenth of the compute); under fsdp a rank's
-# extra compute is replayed to 80 % of its measured cost. Strict: a fix makes them pass, and fail here.
+# extra compute is replayed to 80 % of its measured cost, not yet explained. Strict: a fix makes them pass,
+# and fail here.
 MISSES = {("pp", "delay"), ("pp", "slow"), ("fsdp", "slow")}
 CASES = [pytest.param(scheme, variant, id=f"{scheme}-{variant}",
                       marks=[pytest.mark.xfail(strict=True, reason="a known miss: see MISSES")]
