@@ -214,7 +214,8 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
            micro_batches: int | None = None, dtype: str | None = None, experts: int | None = None,
            top_k: int | None = None, dp: int | None = None, tp: int | None = None, pp: int | None = None,
            ep: int | None = None, zero: int | None = None, sequence_parallel: bool | None = None,
-           backend: str | None = None, schedule: str | None = None, sweep: bool = False, cores: int | None = None):
+           backend: str | None = None, schedule: str | None = None, sweep: bool = False, cores: int | None = None,
+           fix_ranks=(), comm_speedup: float | None = None, overlap=()):
     """The run's model under its own plan or another, timed by the run's own network -> pyarrow.Table:
     per process group and collective, one step on the busiest rank, predicted beside measured. The plan is
     the run's (recorded, ``config``'s, or inferred from its process groups) with the plan fields given over
@@ -222,11 +223,17 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     ``config``: a dict or the path of a JSON file. ``fit``: the fitted laws (latency + traffic / bus
     bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG.
     ``sweep``: every valid plan for ``world`` ranks ranked by predicted step; ``cores``: CPU runs, the cores
-    a host's ranks share; ``schedule``: the pipeline schedule to simulate."""
+    a host's ranks share; ``schedule``: the pipeline schedule to simulate.
+    ``fix_ranks``, ``comm_speedup``, ``overlap``: instead, a counterfactual replay (commands/counterfactual.py):
+    each rank's step measured, replayed and replayed with those ranks at the median rank's pace, transfers
+    that many times faster, those groups' collectives hidden."""
     from .commands import whatif as w
     from .errors import TracekitError
 
     r = _run(run)
+    if fix_ranks or comm_speedup or overlap:  # a counterfactual replay of the run's own dependencies
+        from .commands.counterfactual import predict
+        return predict(r, tuple(fix_ranks), comm_speedup, tuple(overlap))
     if fit or plot:
         pts = w.points(r)
         laws = w.fit(r, pts)

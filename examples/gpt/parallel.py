@@ -20,6 +20,8 @@ def _train_step(model, opt, args):
 
     def step(x, y):
         loss = lm_loss(forward(x), y)
+        if args.before_backward:  # a planted straggler (train.py --delay, --slow)
+            args.before_backward()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -150,6 +152,8 @@ def pp(args, cfg, world, device, dp=1):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
 
     def step(x, y):
+        if args.before_backward:  # a planted straggler (train.py --delay, --slow): before the whole pipeline step
+            args.before_backward()
         if me == 0:
             schedule.step(x)
         elif me == stages - 1:

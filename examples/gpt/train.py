@@ -11,6 +11,12 @@
     python -m torch.distributed.run --nproc_per_node 4 examples/gpt/train.py --parallel pp-dp --trace-dir traces/pp-dp
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel tp --compile \
         --trace-dir traces/tp-compile
+    python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel ddp --delay 1:150 \
+        --trace-dir traces/ddp-delay
+
+--delay RANK:MS plants a host-bound straggler: that rank sleeps MS on its CPU before each step's backward
+(before each pipeline step under pp). --slow RANK:MS plants a compute-bound one: that rank multiplies
+matrices for MS before each backward. examples/planted/record.py records both against plain runs.
 
 --compile runs the model through torch.compile (inductor; --compile aot_eager skips code generation):
 its collectives become functional ops (_c10d_functional::all_reduce_ ...) inside the compiled graphs.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -50,7 +57,34 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=int, default=2, help="profiled (active) steps")
     ap.add_argument("--compile", nargs="?", const="inductor",
                     help="torch.compile the model with this backend (inductor if none given; not pp)")
+    ap.add_argument("--delay", type=rank_ms, help="RANK:MS: that rank sleeps MS before each backward")
+    ap.add_argument("--slow", type=rank_ms, help="RANK:MS: that rank computes MS of matmuls before each backward")
     return ap.parse_args(argv)
+
+
+def rank_ms(text: str) -> tuple[int, float]:
+    rank, sep, ms = text.partition(":")
+    try:
+        if sep:
+            return int(rank), float(ms)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r}: expected RANK:MS, e.g. 1:150")
+
+
+def planted_cause(args, rank: int):
+    """The work a planted straggler does before each backward, or None on the other ranks."""
+    if args.delay and args.delay[0] == rank:
+        return lambda: time.sleep(args.delay[1] / 1e3)
+    if args.slow and args.slow[0] == rank:
+        a = torch.randn(384, 384)  # a few ms a product: few events
+
+        def burn():
+            end = time.perf_counter() + args.slow[1] / 1e3
+            while time.perf_counter() < end:
+                a @ a
+        return burn
+    return None
 
 
 def setup():
@@ -67,6 +101,7 @@ def setup():
 def main(argv=None) -> int:
     args = parse_args(argv)
     rank, world, device = setup()
+    args.before_backward = planted_cause(args, rank)
     cfg = GPTConfig(n_layer=args.layers, n_head=args.heads, n_embd=args.hidden, vocab_size=args.vocab,
                     block_size=args.seq)
     step_fn, plan, groups = build_scheme(args, cfg, world, device)  # -> (step, plan, {role: group})

@@ -22,6 +22,7 @@ FINDINGS_EXIT = 6  # a distinct code: the checks ran and found something (1-5 ar
 def doctor_cmd(run, fmt, output, fail_on):
     """Health checks of a run, each finding with its severity and a fix: ranks missing against the
     world size, step sets that differ, no ProfilerStep, no message sizes, NCCL kernels without metadata,
+    comm kernels of libraries outside c10d (DeepEP, NVSHMEM, ...), kernels launched before the profile,
     kernels without a launch event, clocks that disagree, unmatched collectives, a trace cut short,
     CUDA graphs, mixed versions. (The same as `tracekit report RUN doctor`.)
 

@@ -22,8 +22,13 @@ from .options import emit, model_options, output_options, plan_options, run_argu
 @click.option("--fit", "fit", is_flag=True, help="Print the fitted laws instead of the prediction.")
 @click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
               help="Also draw the fitted laws with the measured points to this PNG.")
+@click.option("--fix-rank", "fix_ranks", type=int, multiple=True,
+              help="Counterfactual replay: this rank at the median rank's pace (repeatable).")
+@click.option("--comm-speedup", type=float, default=None, help="Counterfactual replay: every transfer X times faster.")
+@click.option("--overlap", "overlap", multiple=True, metavar="GROUP",
+              help="Counterfactual replay: this group's collectives hidden behind compute (repeatable).")
 @output_options
-def whatif_cmd(run, fmt, output, fit, **params):
+def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params):
     """The run's model under its own plan or another, timed by the run's own compute and network: first the
     step (compute + exposed communication + pipeline bubble + waiting, with its interval step_ms_lo to
     step_ms_hi), then per process group and collective, one step on the busiest rank: count, bytes,
@@ -31,7 +36,9 @@ def whatif_cmd(run, fmt, output, fit, **params):
     them the run's own figures: measured_* for its own plan, source_* for another plan (the run's, not the
     plan's). The note column says where each law was measured and what is extrapolated. The plan
     defaults to the run's (recorded, from --config, or inferred from its process groups: stderr says
-    which); plan flags change it (--tp 4 alone: dp takes the rest).
+    which); plan flags change it (--tp 4 alone: dp takes the rest). --fix-rank, --comm-speedup and
+    --overlap instead replay the run's own dependency graph with that cause changed: each rank's step
+    measured, replayed and predicted.
 
     \b
     Example:
@@ -40,7 +47,13 @@ def whatif_cmd(run, fmt, output, fit, **params):
       tracekit whatif examples/traces/ddp --preset gpt2-small --dp 2
       tracekit whatif run/ --fit
       tracekit whatif run/ --sweep --world 8
+      tracekit whatif run/ --fix-rank 1          (a replay of the run's own dependencies: each rank's step)
+      tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
+    if fix_ranks or comm_speedup or overlap:  # a counterfactual replay (commands/counterfactual.py)
+        emit(tracekit.whatif(run, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap), fmt, output,
+             title="whatif — counterfactual replay: each rank's step, predicted beside measured")
+        return
     table = tracekit.whatif(run, fit=fit, **params)
     if fit:
         emit(table, fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")

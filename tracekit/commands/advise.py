@@ -32,7 +32,7 @@ COMBINES = ("savings add up (each comes from a different part of the step: expos
             "starved time), except 'another plan', an alternative to the communication findings")
 COLUMNS = [("priority", pa.int64()), ("finding", pa.string()), ("where", pa.string()), ("evidence", pa.string()),
            ("saving_ms", pa.float64()), ("saving_pct", pa.float64()), ("change", pa.string()),
-           ("confidence", pa.string()), ("sql", pa.string())]
+           ("confidence", pa.string()), ("sql", pa.string()), ("replay_error_pct", pa.float64())]
 
 
 FIRST = ("priority", "finding", "saving_ms", "saving_pct", "change", "confidence")  # kept when space is short
@@ -271,20 +271,37 @@ def _advise(run) -> pa.Table:
 
         ctx, rp, plan_note = None, resolve(run), str(exc)
         laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}
-    found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+    from . import advise_replay
+
+    try:  # savings by replay (advise_replay); where the graph does not replay, the rules of thumb below
+        found, replay_note = advise_replay.findings(run, rp)
+    except TracekitError as exc:
+        found, replay_note = None, f"no replay ({exc}): savings from the rules of docs/advise.md; {COMBINES}"
     steps = _steps_text(run)
-    for f in found:  # measured over the profiled steps: say which
-        f["where"] += f", {steps}"
-    found.sort(key=lambda f: -(f["saving_ms"] or 0))
-    if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
-        found += plan_finding(run, ctx)
+    if found is not None:
+        for f in found:
+            f["where"] += f", {steps}"
+        found = [f for f in found if f["saving_ms"] and f["saving_ms"] > 0]
+        found.sort(key=lambda f: -f["saving_ms"])
+        measure = advise_replay.measure_instead(rp)
+        if measure:
+            replay_note += "; " + measure
+    else:
+        found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+        for f in found:  # measured over the profiled steps: say which
+            f["where"] += f", {steps}"
+        found.sort(key=lambda f: -(f["saving_ms"] or 0))
+        if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
+            found += plan_finding(run, ctx)
     found += hygiene_findings(run)
     for i, f in enumerate(found):
         f["priority"] = i + 1
-        f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
-                           else 100 * f["saving_ms"] / step["step_ms"])
+        if "saving_pct" not in f:  # by replay: of the replayed job step (advise_replay); else of step_ms
+            f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
+                               else 100 * f["saving_ms"] / step["step_ms"])
     note = (f"step {step['step_ms']:,.3f} ms (mean window, {plural(step['steps'], 'step', 'steps')} x "
-            f"{plural(step['ranks'], 'rank', 'ranks')}); {COMBINES}")
+            f"{plural(step['ranks'], 'rank', 'ranks')})")
+    note += f"; {replay_note}"
     if plan_note:
         note += f"; no plan finding: {plan_note}"
     table = pa.Table.from_pylist(found, schema=pa.schema(COLUMNS))

@@ -5,7 +5,7 @@
 -- @python tracekit.graph.doctor:doctor_rows
 -- @summary health checks: missing ranks, steps, sizes, launches, clocks, matching; each with a fix
 -- @first check, severity, ranks, finding, fix
--- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, collective_instances, clock_offsets, traces, trace_versions
+-- @uses comm_ops, steps, rank_checks, comm_like_kernels, _collectives, gpu_kernels, collective_instances, clock_offsets, traces, trace_versions
 -- @column check: which check found it
 -- @column severity: warning (some numbers are missing or weaker), info, or ok
 -- @column ranks: the ranks concerned, comma-separated, every one (empty when the run as a whole)
@@ -23,15 +23,36 @@ step_sets AS (
     SELECT tr.rank, coalesce(string_agg(CAST(s.step AS VARCHAR), ',' ORDER BY s.step), '') AS steps
     FROM tr LEFT JOIN steps s USING (rank) GROUP BY tr.rank),
 usual AS (SELECT mode(steps) AS steps FROM step_sets),
+-- the comm kernels, each with why it may lack metadata: launched before the profile (its launching op ran
+-- before the window: no op, no size, whatever the profiler recorded), or a library that no c10d op wraps
+-- (DeepEP, NVSHMEM, symmetric memory, TransformerEngine userbuffers, custom all-reduce: their own ops
+-- launch them, so no record_param_comms gives their size or group)
+bare AS (
+    SELECT c.rank, c.library, c.comm_kind, c.collective, c.bytes, c.meta_source,
+           coalesce(g.launch_status = 'before window', false) AS early,
+           coalesce(c.meta_source = 'kernel name only' AND c.library NOT IN ('nccl', 'rccl', 'msccl', 'mscclpp'), false) AS outside
+    FROM _collectives c LEFT JOIN gpu_kernels g ON g.rank = c.rank AND g.event_index = c.event_index
+                                              AND c.meta_source <> 'gloo op'),
+sizes AS (  -- a barrier carries no payload, a sync or EP kernel no size record_shapes could give: not unsized
+    SELECT rank, count(*) FILTER (WHERE bytes IS NULL AND collective <> 'barrier' AND NOT early AND NOT outside
+                                        AND coalesce(comm_kind, '') NOT IN ('sync', 'ep_dispatch', 'ep_combine')) AS unsized,
+           count(*) FILTER (WHERE meta_source = 'kernel name only' AND NOT early AND NOT outside) AS name_only,
+           count(*) FILTER (WHERE early AND (bytes IS NULL OR meta_source = 'kernel name only')) AS early_bare,
+           count(*) AS n
+    FROM bare GROUP BY rank),
+libs AS (  -- per library outside c10d: its kernels by kind
+    SELECT library, string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
+           count(*) AS n, string_agg(DISTINCT k, ', ' ORDER BY k) AS kinds
+    FROM (SELECT library, rank, format('{} {:,}', coalesce(comm_kind, 'other'), count(*) OVER (PARTITION BY library, comm_kind)) AS k
+          FROM bare WHERE outside AND NOT early)
+    GROUP BY library),
+lib_names (library, shown) AS (VALUES ('deepep', 'DeepEP'), ('nvshmem', 'NVSHMEM'), ('symm_mem', 'PyTorch symmetric memory'),
+                                      ('userbuffers', 'TransformerEngine userbuffers'), ('custom_ar', 'custom all-reduce (vLLM, SGLang)')),
 -- the per-rank counts of kernels and events, counted at ingest (rank_checks: one row per rank)
 kernels AS (
-    SELECT rank, no_launch_kernels AS no_launch, early_kernels AS early, early_ns, early_comm_ns, kernels AS n
-    FROM rank_checks),
-sizes AS (  -- a barrier carries no payload, a sync or EP kernel no size record_shapes could give: not unsized
-    SELECT rank, count(*) FILTER (WHERE bytes IS NULL AND collective <> 'barrier'
-                                        AND coalesce(comm_kind, '') NOT IN ('sync', 'ep_dispatch', 'ep_combine')) AS unsized,
-           count(*) FILTER (WHERE meta_source = 'kernel name only') AS name_only, count(*) AS n
-    FROM _collectives GROUP BY rank),
+    SELECT k.rank, k.no_launch_kernels AS no_launch, k.early_kernels AS early, k.early_ns, k.early_comm_ns,
+           k.kernels AS n, coalesce(s.early_bare, 0) AS early_bare
+    FROM rank_checks k LEFT JOIN sizes s USING (rank)),
 clocks AS (  -- NCCL kernels of one instance end together when the clocks agree (Gloo ops on CPU need not)
     SELECT count(*) FILTER (WHERE end_skew_ns > transfer_ns) AS off, max(end_skew_ns) AS worst, count(*) AS n
     FROM collective_instances
@@ -59,9 +80,9 @@ op_counts AS (
     WHERE name LIKE 'c10d::%' AND tk_collective(name) IS NOT NULL AND name NOT LIKE '%coalesced%'
       AND rank IN (SELECT rank FROM rank_checks WHERE comm_kernels > 0)
     GROUP BY ALL),
-kernel_counts AS (
-    SELECT rank, collective AS coll, count(*) AS kernels FROM _collectives
-    WHERE meta_source <> 'gloo op' GROUP BY ALL),
+kernel_counts AS (  -- kernels a c10d op could have launched inside the window
+    SELECT rank, collective AS coll, count(*) AS kernels FROM bare
+    WHERE meta_source <> 'gloo op' AND NOT early AND NOT outside GROUP BY ALL),
 op_kernel AS (
     SELECT o.rank, o.coll, o.ops, coalesce(k.kernels, 0) AS kernels
     FROM op_counts o LEFT JOIN kernel_counts k ON k.rank = o.rank AND k.coll = o.coll
@@ -100,6 +121,15 @@ findings AS (
            'profile CPU activity too (ProfilerActivity.CPU) so that the launching ops are recorded'
     FROM sizes WHERE name_only > 0 HAVING count(*) > 0
     UNION ALL
+    SELECT 'comm kernels outside c10d', 'info', string_agg(ranks, ',' ORDER BY library),
+           string_agg(format('{}: {} ({}) launched by its own ops, which no c10d op wraps', coalesce(shown, library),
+                             tk_plural(n, 'kernel', 'kernels'), kinds), '; ' ORDER BY library)
+           || ': tracekit knows their time, kind (from the kernel name) and overlap with compute; it cannot know '
+              'their bytes, bus bandwidth or process group, and matches them across ranks only by their order on a stream',
+           'nothing to fix in the profile (CPU activity and record_shapes would not give them sizes); read their '
+           'size from the library''s own counters or logs'
+    FROM libs LEFT JOIN lib_names USING (library) HAVING count(*) > 0
+    UNION ALL
     SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{:,} of {} {} no CPU launch event inside the profiled window (dropped CPU events)',
                   sum(no_launch), tk_plural(sum(n), 'GPU kernel', 'GPU kernels'), tk_word(sum(no_launch), 'has', 'have')),
@@ -109,9 +139,13 @@ findings AS (
     SELECT 'kernels launched before the profile', 'info', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{} ({} ms, {} ms of it comm) ran inside the window but {} launched before the profiler started '
                   '(correlation ids below the first recorded runtime call): {} in the whole trace and in no step '
-                  '(step -1), not in the first step', tk_plural(sum(early), 'GPU kernel', 'GPU kernels'),
+                  '(step -1), not in the first step{}', tk_plural(sum(early), 'GPU kernel', 'GPU kernels'),
                   round(sum(early_ns) / 1e6, 1), round(coalesce(sum(early_comm_ns), 0) / 1e6, 1),
-                  tk_word(sum(early), 'was', 'were'), tk_word(sum(early), 'it counts', 'they count')),
+                  tk_word(sum(early), 'was', 'were'), tk_word(sum(early), 'it counts', 'they count'),
+                  CASE WHEN sum(early_bare) > 0
+                       THEN format('; {} no size or no launching op, since {} launching op ran before the window',
+                                   tk_plural(sum(early_bare), 'comm kernel of them has', 'comm kernels of them have'),
+                                   tk_word(sum(early_bare), 'its', 'their')) ELSE '' END),
            'nothing was dropped: this is the tail of the step before the profile; to see that step whole, start '
            'profiling one step earlier'
     FROM kernels WHERE early > 0 HAVING count(*) > 0

@@ -1,0 +1,57 @@
+"""advise on recorded planted stragglers (examples/traces/planted-*, recorded by examples/planted/record.py):
+its first finding names the planted rank and cause, and its saving is within 15 % of what the planted
+cause cost, measured from the recordings' own ProfilerSteps (examples/traces/planted.json: the difference
+of the median steps of the planted variant's recordings and of the plain ones). Issue 31, item 4: under
+FSDP, TP and pipelining the planted rank went unnamed."""
+
+import json
+import pathlib
+
+import pytest
+
+import tracekit
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TRACES = ROOT / "examples" / "traces"
+TRUTH = json.loads((TRACES / "planted.json").read_text())
+CAUSE = {"delay": "host-bound", "slow": "CPU-bound"}  # train.py --delay sleeps; --slow multiplies matrices
+# known misses (docs/advise.md, "Checked on planted problems"): under pp the ranks' Gloo sends and receives
+# are partly asynchronous and the graph holds a blocked send's wait as the thread's fixed gap, so the
+# replay does not move it (the saving: about half the delay, a tenth of the compute); under fsdp a rank's
+# extra compute is replayed to 80 % of its measured cost, not yet explained. Strict: a fix makes them pass,
+# and fail here.
+MISSES = {("pp", "delay"), ("pp", "slow"), ("fsdp", "slow")}
+CASES = [pytest.param(scheme, variant, id=f"{scheme}-{variant}",
+                      marks=[pytest.mark.xfail(strict=True, reason="a known miss: see MISSES")]
+                      if (scheme, variant) in MISSES else [])
+         for scheme, row in TRUTH["schemes"].items() for variant in CAUSE if "shipped" in row.get(variant, {})]
+
+
+@pytest.mark.parametrize(("scheme", "variant"), CASES)
+def test_advise_names_the_planted_rank_and_cause_with_its_cost(scheme, variant, tmp_path):
+    from tracekit.commands.advise import advise
+
+    truth = TRUTH["schemes"][scheme][variant]
+    run = tracekit.ingest([TRACES / truth["shipped"]["dir"]], tmp_path / "run", jobs=1)
+    top = advise(run).to_pylist()[0]
+    assert top["finding"] == f"late rank {TRUTH['planted_rank']} ({CAUSE[variant]})", top
+    assert top["saving_ms"] == pytest.approx(truth["cost_ms"], rel=0.15), (top["saving_ms"], truth)
+    assert top["replay_error_pct"] is not None and abs(top["replay_error_pct"]) < 5
+
+
+def test_the_truth_comes_from_the_recordings_own_steps():
+    """planted.json's medians are the recordings' ProfilerSteps, as record.py defines them (the longest
+    rank's ProfilerStep per step, the median over steps): checked on the shipped recordings' raw JSON."""
+    import gzip
+    import statistics
+
+    for row in TRUTH["schemes"].values():
+        for v in row.values():
+            if "shipped" not in v:
+                continue
+            per_step = {}
+            for path in (TRACES / v["shipped"]["dir"]).rglob("rank*_trace.json.gz"):
+                for e in json.load(gzip.open(path))["traceEvents"]:
+                    if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"):
+                        per_step[e["name"]] = max(per_step.get(e["name"], 0.0), float(e["dur"]) / 1e3)
+            assert statistics.median(per_step.values()) == pytest.approx(v["shipped"]["median_ms"], abs=1e-3)
