@@ -15,6 +15,7 @@ import math
 import pyarrow as pa
 
 from .. import sql_files as _sql
+from ..analytic.links import nvlink_gbps
 from ..comms.buckets import human_bytes
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
@@ -24,10 +25,6 @@ BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
 BANDWIDTH_MSG = 2**20  # messages this large are timed by bandwidth
 LATENCY_MAX_MS = 0.05  # a message that takes longer is not waiting on latency (NCCL's is 5-30 us)
-# NVLink bandwidth per GPU and direction, GB/s, by GPU name (NVIDIA's datasheets); NCCL's allreduce
-# bus bandwidth reaches about 80 % of it inside one node
-NVLINK_GBPS = (("B200", 900.0), ("B100", 900.0), ("H200", 450.0), ("H100", 450.0), ("A100", 300.0),
-               ("V100-SXM", 150.0))
 COMBINES = ("savings add up (each comes from a different part of the step: exposed transfer, waiting, "
             "starved time), except 'another plan', an alternative to the communication findings")
 COLUMNS = [("priority", pa.int64()), ("finding", pa.string()), ("where", pa.string()), ("evidence", pa.string()),
@@ -143,8 +140,7 @@ def _link_gbps(run) -> tuple[float | None, bool]:
     whether the whole run is on one host."""
     rows = run.sql("SELECT any_value(gpu_name) AS gpu, count(DISTINCT host_name) AS hosts FROM traces").to_pylist()
     gpu = rows[0]["gpu"] or ""
-    nvlink = None if "PCIe" in gpu else next((bw for name, bw in NVLINK_GBPS if name in gpu), None)
-    return nvlink, rows[0]["hosts"] <= 1
+    return nvlink_gbps(gpu), rows[0]["hosts"] <= 1
 
 
 def straggler_finding(run) -> list[dict]:
@@ -226,6 +222,25 @@ def plan_finding(run, ctx) -> list[dict]:
                      "tracekit whatif (sql/reports/_whatif_*.sql)")]
 
 
+def validated_plans(run) -> list[dict]:
+    """Another plan (or micro-batch count) only where whatif's predicted step interval lies wholly below the
+    run's measured step (whatif.better_plans): the best one, its saving the measured step minus the
+    predicted one, its interval in the evidence. An alternative to the other findings, not added to them."""
+    from .whatif import better_plans
+
+    rows = better_plans(run)
+    if not rows:
+        return []
+    b = rows[0]
+    mb = f", {plural(b['micro_batches'], 'micro-batch', 'micro-batches')}" if b.get("micro_batches") else ""
+    return [_finding("another plan", f"{b['plan']}{mb}",
+                     f"whatif predicts a step of {_ms(b['step_ms'])} ({_ms(b['step_ms_lo'])} to "
+                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured; {b['basis']}",
+                     b["saving_ms"], f"record a few steps under {b['plan']}{mb} and compare (tracekit diff); "
+                     "an alternative to the other findings, not added to them", "medium (predicted)",
+                     "tracekit whatif RUN --sweep")]
+
+
 def _steps_text(run) -> str:
     steps = sorted(r["step"] for r in run.sql("SELECT DISTINCT step FROM steps WHERE step IS NOT NULL").to_pylist())
     if not steps:
@@ -281,9 +296,10 @@ def _advise(run) -> pa.Table:
     if found is not None:
         for f in found:
             f["where"] += f", {steps}"
-        found = [f for f in found if f["saving_ms"] and f["saving_ms"] > 0]
+        better = validated_plans(run)
+        found = [f for f in found + better if f["saving_ms"] and f["saving_ms"] > 0]
         found.sort(key=lambda f: -f["saving_ms"])
-        measure = advise_replay.measure_instead(rp)
+        measure = "" if better else advise_replay.measure_instead(rp)
         if measure:
             replay_note += "; " + measure
     else:

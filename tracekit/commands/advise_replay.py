@@ -141,6 +141,6 @@ def measure_instead(rp) -> str:
         return ""
     extra = (f"; for the pipeline, {plural(2 * max(rp.shape.micro_batches, 1), 'micro-batch', 'micro-batches')}"
              if rp.plan.pp and rp.plan.pp > 1 and rp.shape is not None else "")
-    return ("another plan or more micro-batches: no validated prediction of the step yet (tracekit whatif "
-            "predicts the traffic only), so measure them: record a few steps with the change and compare "
-            "with tracekit diff" + extra)
+    return ("another plan or more micro-batches: no plan's predicted step interval (tracekit whatif --sweep) "
+            "lies wholly below the measured step, so none is proposed; to try one, measure them: record a few "
+            "steps with the change and compare with tracekit diff" + extra)
