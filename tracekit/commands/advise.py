@@ -196,7 +196,7 @@ def pipeline_finding(run, rp) -> list[dict]:
 
 
 def plan_finding(run, ctx) -> list[dict]:
-    from .whatif import exposed_total, plans_that_fit, predicted_rows
+    from .whatif_model import exposed_total, plans_that_fit, predicted_rows
 
     rp = ctx.rp
     if rp.shape is None or rp.plan is None:
@@ -226,7 +226,7 @@ def validated_plans(run) -> list[dict]:
     """Another plan (or micro-batch count) only where whatif's predicted step interval lies wholly below the
     run's measured step (whatif.better_plans): the best one, its saving the measured step minus the
     predicted one, its interval in the evidence. An alternative to the other findings, not added to them."""
-    from .whatif import better_plans
+    from .whatif_step import better_plans
 
     rows = better_plans(run)
     if not rows:
@@ -272,7 +272,7 @@ def advise(run) -> pa.Table:
 
 
 def _advise(run) -> pa.Table:
-    from .whatif import context
+    from .whatif_model import context
 
     (step,) = _q(run, "_advise_step")
     try:
@@ -282,7 +282,7 @@ def _advise(run) -> pa.Table:
         plan_note = None
     except TracekitError as exc:  # the model does not cover the run: no plan finding, the rest stands
         from ..run_plan import resolve
-        from .whatif import fit
+        from .whatif_model import fit
 
         ctx, rp, plan_note = None, resolve(run), str(exc)
         laws = {(f["collective"], f["kind"]): f for f in fit(run, rp=rp)}

@@ -13,7 +13,7 @@ from ..analytic.calibrate import contention, source
 from ..analytic.step import Part, predict_step
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
-from . import whatif as w
+from . import whatif_model as w
 
 
 def _hosts_ranks(ctx, world: int) -> int:
@@ -123,3 +123,27 @@ def sweep(ctx, world: int) -> list[dict]:
     for i, r in enumerate(rows, 1):
         r["rank"] = i
     return rows
+
+
+def better_plans(run, *, config: dict | None = None, cores: int | None = None) -> list[dict]:
+    """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
+    step interval lies wholly below the run's measured step: rows with plan, micro_batch, micro_batches,
+    step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured - predicted) and basis, best
+    first. Empty where the run has no model or plan to predict from, or no plan is surely better."""
+    try:
+        ctx = w.context(run, config, None, None, cores)
+    except TracekitError:
+        return []
+    rp = ctx.rp
+    if rp.shape is None or rp.plan is None or ctx.meas.step_ms is None:
+        return []
+    out = []
+    for r in sweep(ctx, rp.world):
+        if r["step_ms"] is None or r.get("step_ms_hi") is None or r["step_ms_hi"] >= ctx.meas.step_ms:
+            continue
+        out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
+                    "step_ms": r["step_ms"],
+                    "step_ms_lo": r["step_ms_lo"], "step_ms_hi": r["step_ms_hi"],
+                    "measured_step_ms": ctx.meas.step_ms, "saving_ms": ctx.meas.step_ms - r["step_ms"],
+                    "basis": r["basis"]})
+    return out

@@ -35,9 +35,9 @@ def by_cause_figure(rows: list[dict]) -> dict | None:
 def section(run) -> str:
     import duckdb
 
-    from . import build
     from .critical import critical_path
     from .doctor import MAX_EVENTS
+    from .from_run import build
 
     events = run.sql("SELECT coalesce(sum(event_count), 0) AS n FROM traces").column("n")[0].as_py()
     if events > MAX_EVENTS:

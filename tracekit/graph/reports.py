@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from . import build
 from .critical import critical_path
+from .from_run import build
 
 
 def replay_rows(run, params: dict) -> pa.Table:

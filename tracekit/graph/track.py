@@ -11,8 +11,8 @@ from ..errors import TracekitError
 
 def critical_track(run, put, ev, tid: int, ranks: list[int], steps: tuple[int, int] | None) -> int:
     """Write the track's events through ``put`` (``ev``: the timeline's event formatter); returns how many."""
-    from . import build
     from .critical import runs
+    from .from_run import build
 
     if not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
         return 0
