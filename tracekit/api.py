@@ -232,6 +232,16 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
 
     r = _run(run)
     if fix_ranks or comm_speedup or overlap:  # a counterfactual replay of the run's own dependencies
+        given = {"--config": config, "--preset": preset, "--world": world, "--fit": fit or None, "--plot": plot,
+                 "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab, "--seq": seq,
+                 "--micro-batch": micro_batch, "--micro-batches": micro_batches, "--dtype": dtype,
+                 "--experts": experts, "--top-k": top_k, "--dp": dp, "--tp": tp, "--pp": pp, "--ep": ep,
+                 "--zero": zero, "--sequence-parallel": sequence_parallel or None, "--backend": backend,
+                 "--schedule": schedule, "--sweep": sweep or None, "--cores": cores}
+        mixed = [k for k, v in given.items() if v is not None]
+        if mixed:
+            raise TracekitError(f"{', '.join(mixed)} with --fix-rank/--comm-speedup/--overlap: a counterfactual "
+                                "replays the run's own plan; give the plan or model flags in a whatif of their own")
         from .commands.counterfactual import predict
         return predict(r, tuple(fix_ranks), comm_speedup, tuple(overlap))
     if fit or plot:

@@ -35,6 +35,23 @@ class RunPlan:
             named = next((r for m in self.names.values() for n, r in m.items() if n == str(pg_name)), None)
         return group_role(named, pg_desc, group_size, collective, self.plan)
 
+    def role_and_source(self, rank, row) -> tuple[str, str]:
+        """(role, how it is known) of a collective's group (``row``: pg_name, pg_desc, group_size,
+        collective): recorded, described, inferred (said as such); ('unknown', '') when nothing says."""
+        named = self.names.get(rank, {}).get(str(row["pg_name"])) if row["pg_name"] is not None else None
+        if named:
+            return named, "recorded in the traces' config"
+        if role_of_desc(row["pg_desc"]):
+            return role_of_desc(row["pg_desc"]), "from the group's description"
+        role = self.role(rank, row["pg_name"], row["pg_desc"], row["group_size"], row["collective"])
+        if row["collective"] in ("alltoall", "alltoallv") and role == "unknown":
+            return "EP", "inferred: all-to-all is the expert (or embedding) exchange"
+        if role == "unknown":
+            return role, ""
+        if row["collective"] in ("send", "recv", "sendrecv"):
+            return role, "inferred: point-to-point"
+        return role, "inferred from the group's size and the plan (tracekit whatif RUN says how)"
+
 
 def _recorded(run) -> list[dict]:
     from .analytic.recorded import recorded_configs

@@ -96,3 +96,20 @@ def test_whatif_fix_rank_replays_each_ranks_step(tmp_path, capsys):
     assert main(["whatif", str(tmp_path / "run"), "--overlap", "default_pg"]) == 0
     out = capsys.readouterr()
     assert "group default_pg overlapped" in out.err + out.out
+
+
+def test_overlap_takes_a_role_and_a_plan_flag_is_refused_beside_a_counterfactual(capsys):
+    """A new user's reading of whatif --help: `--overlap DP` named the role advise prints ('default_pg (DP,
+    recorded in the traces' config)') and failed; `--fix-rank 1 --tp 2` dropped --tp without a word."""
+    import pathlib
+
+    from tracekit.cli.main import main
+
+    ddp = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "traces" / "ddp")
+    assert main(["whatif", ddp, "--overlap", "default_pg", "--format", "csv"]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["whatif", ddp, "--overlap", "DP", "--format", "csv"]) == 0  # the traces' config: DP is default_pg
+    assert capsys.readouterr().out == by_name
+    assert main(["whatif", ddp, "--fix-rank", "1", "--tp", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "--tp" in err and len(err.strip().splitlines()) == 1

@@ -214,7 +214,7 @@ def test_sweep_ranks_every_plan_by_its_step(capsys):
     assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--sweep", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     steps = [r["step_ms"] for r in rows]
-    assert steps == sorted(steps) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert steps == sorted(steps) and [r["place"] for r in rows] == list(range(1, len(rows) + 1))
     plans = {(r["plan"], r["micro_batches"]) for r in rows}
     # 2 ranks of the example GPT (4 heads, 2 layers): dp 2 with ZeRO 0-3, tp 2 with and without sequence
     # parallelism, pp 2 with 2, 4 and 8 micro-batches

@@ -26,7 +26,7 @@ from .options import emit, model_options, output_options, plan_options, run_argu
               help="Counterfactual replay: this rank at the median rank's pace (repeatable).")
 @click.option("--comm-speedup", type=float, default=None, help="Counterfactual replay: every transfer X times faster.")
 @click.option("--overlap", "overlap", multiple=True, metavar="GROUP",
-              help="Counterfactual replay: this group's collectives hidden behind compute (repeatable).")
+              help="Counterfactual replay: this group's collectives (a pg_name, or a role: DP, TP, PP, EP) hidden behind compute (repeatable).")
 @output_options
 def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params):
     """The run's model under its own plan or another, timed by the run's own compute and network: first the
@@ -51,7 +51,8 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
       tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
     if fix_ranks or comm_speedup or overlap:  # a counterfactual replay (commands/counterfactual.py)
-        emit(tracekit.whatif(run, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap), fmt, output,
+        emit(tracekit.whatif(run, fit=fit, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap, **params),
+             fmt, output,
              title="whatif — counterfactual replay: each rank's step, predicted beside measured")
         return
     table = tracekit.whatif(run, fit=fit, **params)

@@ -148,7 +148,7 @@ def straggler_finding(run) -> list[dict]:
     if not rows or rows[0]["cost_ms"] <= 0 or rows[0]["times_last"] < rows[0]["instances"] / 2:
         return []
     s = rows[0]
-    (steps,) = [r["steps"] for r in _q(run, "_advise_step")]
+    (steps,) = [max(r["steps"], 1) for r in _q(run, "_advise_step")]
     cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
                   if r["rank"] == s["rank"] and r["kind"] != "lead-up" and r["diff_ms"] >= 0.25 * s["cost_ms"] * steps),
                  None)  # an op that explains at least a quarter of the lateness
@@ -315,7 +315,9 @@ def _advise(run) -> pa.Table:
         if "saving_pct" not in f:  # by replay: of the replayed job step (advise_replay); else of step_ms
             f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
                                else 100 * f["saving_ms"] / step["step_ms"])
-    note = (f"step {step['step_ms']:,.3f} ms (mean window, {plural(step['steps'], 'step', 'steps')} x "
+    note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, {plural(step['steps'], 'step', 'steps')}"
+            f" x {plural(step['ranks'], 'rank', 'ranks')})" if step["steps"] else
+            f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
             f"{plural(step['ranks'], 'rank', 'ranks')})")
     note += f"; {replay_note}"
     if plan_note:

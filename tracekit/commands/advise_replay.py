@@ -4,7 +4,6 @@ beside it. docs/advise.md says what each cause removed means."""
 
 from __future__ import annotations
 
-from ..analytic.roles import POINT_TO_POINT, role_of_desc
 from ..words import plural
 from . import counterfactual as cf
 
@@ -38,22 +37,8 @@ CHANGE = {  # the change that fits a group's role
 
 
 def _role(rp, rank, row) -> tuple[str, str]:
-    """(role, how it is known): 'recorded', 'described' or 'inferred'; 'unknown' when nothing says."""
-    if rp is None:
-        return "unknown", ""
-    named = rp.names.get(rank, {}).get(str(row["pg_name"])) if row["pg_name"] is not None else None
-    if named:
-        return named, "recorded in the traces' config"
-    if role_of_desc(row["pg_desc"]):
-        return role_of_desc(row["pg_desc"]), "from the group's description"
-    role = rp.role(rank, row["pg_name"], row["pg_desc"], row["group_size"], row["collective"])
-    if row["collective"] in ("alltoall", "alltoallv") and role == "unknown":
-        return "EP", "inferred: all-to-all is the expert (or embedding) exchange"
-    if role == "unknown":
-        return role, ""
-    if row["collective"] in POINT_TO_POINT:
-        return role, "inferred: point-to-point"
-    return role, "inferred from the group's size and the plan (tracekit whatif RUN says how)"
+    """(role, how it is known): recorded, described or inferred; 'unknown' when nothing says."""
+    return ("unknown", "") if rp is None else rp.role_and_source(rank, row)
 
 
 def _finding(what, where, evidence, saving, change, confidence, err):

@@ -470,6 +470,22 @@ def comm_changed(sp: Split, group: int | None, mode: str, factor: float = 1.0, d
 
 # --- tracekit whatif RUN --fix-rank / --comm-speedup / --overlap ------------------------------------------
 
+def _roles(run, groups) -> dict[str, set]:
+    """role -> the labels of the groups that play it (recorded, described or inferred: run_plan)."""
+    from ..run_plan import resolve
+
+    try:
+        rp = resolve(run)
+    except TracekitError:
+        return {}
+    out: dict[str, set] = {}
+    for g in groups:
+        role, _ = rp.role_and_source(min(g["ranks"]), g)
+        if role != "unknown":
+            out.setdefault(role, set()).add(g["group_label"])
+    return out
+
+
 def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
     """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
     ranks of ``fix_ranks`` at the median rank's pace (host idle, CPU work and GPU compute), every transfer
@@ -485,10 +501,19 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
         raise TracekitError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
                             f"{', '.join(map(str, sorted(known)))}")
     labels = sorted({g["group_label"] for g in sp.groups})
-    for name in overlap:
-        if name not in labels:
+    roles = _roles(run, sp.groups)
+    named = []
+    for name in overlap:  # a group's label, or a role (DP, TP, PP, EP) standing for its groups
+        if name in labels:
+            named.append(name)
+        elif name.upper() in roles:
+            named += sorted(roles[name.upper()])
+        else:
             raise TracekitError(f"{run.name}: no group {name!r} with matched collectives; groups: "
-                                f"{', '.join(labels) or 'none'} (tracekit report RUN collectives)")
+                                f"{', '.join(labels) or 'none'}"
+                                + (f"; roles: {', '.join(sorted(roles))}" if roles else "")
+                                + " (tracekit report RUN collectives)")
+    overlap = tuple(dict.fromkeys(named))
     base = sp.replay()
     dur, gap = sp.graph.dur_ns.copy(), sp.base_gaps()
     for what in ("start", "idle", "work", "compute"):

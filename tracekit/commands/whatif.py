@@ -85,7 +85,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
                 "predicted step")
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
             {NOTE_KEY: note.encode(),
-             FIRST_KEY: b"rank,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
+             FIRST_KEY: b"place,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
     check_fits(rp.shape, target, world)
     colls = stage_collectives(ctx, target)
     st = ws.step(ctx, target, colls)
@@ -103,7 +103,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     return table.replace_schema_metadata({NOTE_KEY: note.encode(), FIRST_KEY: firsts.encode()})
 
 
-SWEEP_SCHEMA = pa.schema([("rank", pa.int64()), ("plan", pa.string()), ("micro_batch", pa.int64()),
+SWEEP_SCHEMA = pa.schema([("place", pa.int64()), ("plan", pa.string()), ("micro_batch", pa.int64()),
                           ("micro_batches", pa.int64()),
                           ("step_ms", pa.float64()), ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()),
                           ("compute_ms", pa.float64()), ("exposed_ms", pa.float64()), ("bubble_ms", pa.float64()),

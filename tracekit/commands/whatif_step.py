@@ -121,7 +121,7 @@ def sweep(ctx, world: int) -> list[dict]:
         rows.append({"plan": describe(plan), "micro_batch": size, "micro_batches": mbs, **r})
     rows.sort(key=lambda r: (r["step_ms"] is None, r["step_ms"] or 0.0))
     for i, r in enumerate(rows, 1):
-        r["rank"] = i
+        r["place"] = i
     return rows
 
 

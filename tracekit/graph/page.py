@@ -54,10 +54,15 @@ def section(run) -> str:
         return why("No critical path: the traces hold no ProfilerStep (profile with torch.profiler.schedule and "
                    "call prof.step() once per training step).")
     steps = len({x["step"] for x in rows})
+    from .reports import thread_gap_note
+
+    caveat = thread_gap_note(rows)
     text = why(f"The chain of work that sets each step's end, on the replay of the job's dependency graph, "
                f"summed over {steps} step{'s' if steps > 1 else ''}: which rank holds the step and why "
                f"(`tracekit report RUN critical_path` lists the chain). Below: each rank's step replayed "
                f"against measured (`tracekit report RUN replay`).")
+    if caveat:
+        text += why("Read with care: " + caveat + ".")
     fig = by_cause_figure(rows)
     return text + div(fig, "critical_path") + table(r.steps(), ["rank", "step", "measured_ms", "replayed_ms",
                                                                   "error_pct", "unexplained_ms"])
