@@ -26,7 +26,8 @@ from .options import emit, model_options, output_options, plan_options, run_argu
               help="Counterfactual replay: this rank at the median rank's pace (repeatable).")
 @click.option("--comm-speedup", type=float, default=None, help="Counterfactual replay: every transfer X times faster.")
 @click.option("--overlap", "overlap", multiple=True, metavar="GROUP",
-              help="Counterfactual replay: this group's collectives (a pg_name, or a role: DP, TP, PP, EP) hidden behind compute (repeatable).")
+              help="Counterfactual replay: this group's collectives (a pg_name, or a role: DP, TP, PP, EP) "
+                   "hidden behind compute (repeatable).")
 @output_options
 def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params):
     """The run's model under its own plan or another, timed by the run's own compute and network: first the
