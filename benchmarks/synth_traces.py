@@ -38,8 +38,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tracekit.analytic.config import PRESETS, GPTShape, Plan
-from tracekit.analytic.params import rank_params
+from tracekit.analytic.config import PRESETS, GPTShape, Plan, rank_params
 from tracekit.analytic.predict import ddp_buckets, predict_rank
 from tracekit.comms.bandwidth import busbw_factor
 

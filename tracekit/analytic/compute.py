@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import GPTShape, Plan
-from .params import rank_params, stage_layers
+from .config import GPTShape, Plan, rank_params, stage_layers
 
 BACKWARD = 2.0  # backward work / forward work
 OPTIMIZER_TOUCHES = 3  # elements an SGD step reads and writes per parameter (grad, param in, param out)
@@ -102,3 +101,16 @@ def calibrate(measured: list[tuple[Work, float, float, float]]) -> Rates:
     g, a, e = rate(0), rate(1), rate(2)
     g = g if g is not None else (e or 0.0)
     return Rates(g, a if a is not None else g, e if e is not None else 0.0)
+
+
+@dataclass
+class Source:
+    """What the measured run gives a prediction: its rates, its waiting share, the spread of its steps,
+    its work per rank, and how many ranks shared a host's cores."""
+    rates: Rates
+    wait_share: float
+    step_lo: float = 1.0  # least step / median step
+    step_hi: float = 1.0  # largest step / median step
+    work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
+    contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
+    tp: int = 1  # the run's tensor-parallel degree

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import GPTShape, Plan
-from .params import padded_numel, rank_params, stage_layers
+from .config import GPTShape, Plan, padded_numel, rank_params, stage_layers
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-from .config import Plan
-
 ROLES = ("DP", "TP", "PP")
 # words in a process group's description that name its role (Megatron's TENSOR_MODEL_PARALLEL_GROUP,
 # torchtitan's dp_shard / tp / pp, DeepSpeed's data_parallel, ...); checked in this order
@@ -15,7 +13,7 @@ _ROLE_WORDS = (("PP", {"pp", "pipe", "pipeline"}), ("TP", {"tp", "tensor", "mp"}
 POINT_TO_POINT = ("send", "recv", "sendrecv")
 
 
-def role_sizes(plan: Plan) -> dict[str, int]:
+def role_sizes(plan) -> dict[str, int]:  # plan: analytic.config.Plan (duck-typed: dp, tp, pp, ep)
     """Ranks in a group of each role: {"DP": dp, "TP": tp, "PP": pp, "EP": ep} (EP: expert parallelism,
     over the data-parallel ranks, named by the recorded config's groups only)."""
     return {**{role: getattr(plan, role.lower()) for role in ROLES}, "EP": plan.ep}
@@ -32,7 +30,7 @@ def role_of_desc(desc: str | None) -> str | None:
 
 
 def group_role(named: str | None, pg_desc: str | None, group_size: int | None, collective: str,
-               plan: Plan | None) -> str:
+               plan) -> str:  # plan: analytic.config.Plan or None
     """DP, TP or PP for a collective's group, else 'unknown', from the first that says: the role the
     recorded config names the group with (``named``), the words of its description, point-to-point
     (pipeline stages), the one role of the plan whose size is the group's (with groups of more than one

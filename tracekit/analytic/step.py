@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compute import BACKWARD, Rates, micro_batches, rank_work, step_work
+from .compute import BACKWARD, Source, micro_batches, rank_work, step_work
 from .config import GPTShape, Plan
 from .pipeline import simulate
 
@@ -27,19 +27,6 @@ CONTENTION = 0.15  # and by this share where its ranks share a host's cores diff
 # the run's. On the shipped CPU sweep (docs/model.md) predictions across a change of tp ranged 0.43x to
 # 2.05x of the measured step, so compute's interval spans 1/2 to 2.5x there
 TP_CHANGE = (0.5, 2.5)
-
-
-@dataclass
-class Source:
-    """What the measured run gives a prediction: its rates, its waiting share, the spread of its steps,
-    its work per rank, and how many ranks shared a host's cores."""
-    rates: Rates
-    wait_share: float
-    step_lo: float = 1.0  # least step / median step
-    step_hi: float = 1.0  # largest step / median step
-    work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
-    contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
-    tp: int = 1  # the run's tensor-parallel degree
 
 
 @dataclass

@@ -179,7 +179,7 @@ class Context:
     role_links: dict = field(default_factory=dict)
     prior_gbps: float | None = None
     gpu: str = ""
-    meas: object = None  # tracekit.analytic.calibrate.Measured
+    meas: object = None  # tracekit.analytic.measured.Measured
     cores: int | None = None
     src_shape: object = None  # the model the run ran (before model flags), which calibrates its rates
 
@@ -187,8 +187,8 @@ class Context:
 def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None,
             cores: int | None = None) -> Context:
     """The run's plan and model (refused where the model does not cover the run), laws and measurements."""
-    from ..analytic.calibrate import measure
     from ..analytic.links import nvlink_gbps
+    from ..analytic.measured import measure
     from ..run_plan import model_with
 
     rp = resolve(run, config)
