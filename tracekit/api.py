@@ -86,7 +86,7 @@ def report(run, name: str, buckets=None, **params):
 
         edges = parse_edges(buckets) if isinstance(buckets, str) else [int(b) for b in buckets]
         if isinstance(run, Run):  # the caller's Run keeps its own edges: these on a Run of the same version
-            named, run = run.name, Run(run.path, size_buckets=edges)
+            named, run = run.name, Run(run.version, size_buckets=edges)
             run.name = named
         else:
             run = open(run, size_buckets=edges)
@@ -147,7 +147,7 @@ def sql(run, query: str, *, timeout: float | None = DEFAULT_TIMEOUT_S,
     from .commands.sql import Result
 
     if isinstance(run, Run):  # the limits (and the close at the end) must not reach the caller's Run
-        own = Run(run.path, size_buckets=run.size_buckets)
+        own = Run(run.version, size_buckets=run.size_buckets)
         own.name = run.name
         run = own
     return Result(_run(run), query, timeout, memory_mb, unsafe, own_process)

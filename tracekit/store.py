@@ -31,11 +31,11 @@ class Run:
         self.size_buckets = size_buckets
         # the version it reads (RUN/versions/v-...), pinned by a shared lock while this Run lives: a reader
         # keeps it whatever replaces the run, and cache eviction and clear leave it alone
-        self.path, self._hold = pin(os.path.realpath(path))
+        self.version, self._hold = pin(os.path.realpath(path))
         if self._hold is not None:
             import weakref
             self._release = weakref.finalize(self, os.close, self._hold)
-        self.manifest = open_manifest(self.path, path)
+        self.manifest = open_manifest(self.version, path)
         if self.manifest.get("facts_key") != facts_key():
             raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; derive them "
                            f"again from its events with `tracekit ingest --rederive {path}`")
@@ -60,7 +60,7 @@ class Run:
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
             # which a report reading the stored facts never needs
-            bind_tables(self._db, self.path)
+            bind_tables(self._db, self.version)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
         return self._db
@@ -90,11 +90,11 @@ class Run:
         if name in self._created:
             return
         if name == "events":
-            bind_events(self._con, self.path)
+            bind_events(self._con, self.version)
             self._created.add(name)
             return
         if stored(name):
-            bind_fact(self._con, self.path, name)
+            bind_fact(self._con, self.version, name)
             self._created.add(name)
             return
         for dep in uses(name):  # what its header declares: rules, stored facts and events (tables are there already)
@@ -115,7 +115,7 @@ class Run:
 
         for name in ["events", *VIEWS]:
             self._ensure_view(name)
-        spill = sandbox.lock_down(self._con, self.path, memory_mb)
+        spill = sandbox.lock_down(self._con, self.version, memory_mb)
         self._remove_spill = weakref.finalize(self, sandbox.remove_spill, spill)  # on close, or when collected
         self._read_only = True
         return self
@@ -153,7 +153,7 @@ class Run:
             except (duckdb.Error, pa.ArrowException, OSError) as exc:  # (DuckDB's error, through Arrow's stream)
                 if str(exc).startswith("INTERRUPT"):
                     raise duckdb.InterruptException(str(exc)) from None
-                raise QueryError(f"SQL failed on run {self.path}: {str(exc).splitlines()[0]}") from None
+                raise QueryError(f"SQL failed on run {self.version}: {str(exc).splitlines()[0]}") from None
             finally:
                 self._cursors.discard(cur)
                 cur.close()

@@ -20,7 +20,7 @@ def test_cache_is_capped_least_recently_used_first(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
     a, b, c = (trace_dir(tmp_path / n, 2000) for n in "abc")
     ra = tracekit.open(a)
-    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(ra.path) for f in fs)
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(ra.version) for f in fs)
     # room for two runs of this size, not three
     monkeypatch.setenv("TRACEKIT_CACHE_MAX_MB", str(2.5 * size / 1e6))
     time.sleep(0.05)
@@ -124,7 +124,7 @@ def test_opening_a_cached_run_writes_nothing_into_it(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
     traces = trace_dir(tmp_path / "t", 50)
     first = tracekit.open(traces)
-    version = first.path  # (its live version: RUN/versions/v-...)
+    version = first.version  # (its live version: RUN/versions/v-...)
     first.close()
 
     def snapshot():
@@ -134,7 +134,7 @@ def test_opening_a_cached_run_writes_nothing_into_it(tmp_path, monkeypatch):
 
     before = snapshot()
     again = tracekit.open(traces)
-    assert again.path == version  # (the cached run, not a new version)
+    assert again.version == version  # (the cached run, not a new version)
     again.close()
     assert main(["report", str(traces), "summary", "--format", "csv"]) == 0
     assert snapshot() == before

@@ -125,7 +125,7 @@ def test_open_a_trace_directory_uses_a_cache(two_ranks, tmp_path, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
     r1 = tracekit.open(two_ranks)
     r2 = tracekit.open(two_ranks)
-    assert r1.path == r2.path and r1.path.startswith(str(tmp_path / "cache"))
+    assert r1.version == r2.version and r1.version.startswith(str(tmp_path / "cache"))
     assert r1.ranks == [0, 1]
 
 

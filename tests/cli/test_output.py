@@ -39,15 +39,15 @@ def test_wide_table_in_80_columns_stays_a_table(one_rank, capsys):
 
 
 def test_csv_and_json_carry_exact_values(one_rank, capsys):
-    assert main(["report", one_rank.path, "summary", "--format", "json"]) == 0
+    assert main(["report", one_rank.version, "summary", "--format", "json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["comm_mb"] == 0.493828 and row["window_ms"] == 0.02
-    assert main(["sql", one_rank.path, "SELECT bytes, dur_ns FROM collectives", "--format", "csv"]) == 0
+    assert main(["sql", one_rank.version, "SELECT bytes, dur_ns FROM collectives", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == ["bytes,dur_ns", "493828,20000"]
 
 
 def test_one_rank_has_nothing_to_match(one_rank, capsys):
-    assert main(["report", one_rank.path, "skew"]) == 0
+    assert main(["report", one_rank.version, "skew"]) == 0
     captured = capsys.readouterr()
     assert "this run has one rank: there is nothing to match across ranks" in captured.err
     assert "instance_key" not in captured.out  # no empty grid
@@ -56,11 +56,11 @@ def test_one_rank_has_nothing_to_match(one_rank, capsys):
 def test_empty_reports_say_why(tmp_path, capsys):
     write_trace(tmp_path / "t.json", kernel("gemm", 0, 10), header=dist(0, world=1))  # no step, no comm
     run = tracekit.ingest([tmp_path / "t.json"], tmp_path / "run", jobs=1)
-    assert main(["report", run.path, "overlap", "--by", "step"]) == 0
+    assert main(["report", run.version, "overlap", "--by", "step"]) == 0
     assert "no ProfilerStep" in capsys.readouterr().err
-    assert main(["report", run.path, "collectives"]) == 0
+    assert main(["report", run.version, "collectives"]) == 0
     assert "no communication" in capsys.readouterr().err
-    assert main(["plot", run.path, "-o", str(tmp_path / "p.png")]) != 0
+    assert main(["plot", run.version, "-o", str(tmp_path / "p.png")]) != 0
     assert "no collective there has a size" in capsys.readouterr().err
     assert not (tmp_path / "p.png").exists()
 

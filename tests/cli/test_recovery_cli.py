@@ -147,13 +147,13 @@ def test_a_query_that_spills_writes_nothing_into_the_run(tmp_path, trace, monkey
 
     assert main(["ingest", str(trace), "-o", str(tmp_path / "r")]) == 0
     run = tracekit.open(tmp_path / "r")
-    monkeypatch.chdir(run.path)
-    before = _listing(run.path)
+    monkeypatch.chdir(run.version)
+    before = _listing(run.version)
     run.sql("SET memory_limit = '30MB'; SET threads = 1")
     query = ("SELECT count(*) AS n FROM (SELECT i::VARCHAR || 'xxxxxxxxxxxxxxxxxxxx' AS s FROM range(2000000) t(i) "
              "ORDER BY hash(i))")
     assert run.sql(query).to_pylist() == [{"n": 2_000_000}]
-    assert _listing(run.path) == before  # (DuckDB removes its .tmp when the connection closes: look before)
+    assert _listing(run.version) == before  # (DuckDB removes its .tmp when the connection closes: look before)
     (spill,) = run.sql("SELECT current_setting('temp_directory') AS d").to_pylist()
     assert os.path.isdir(spill["d"])  # it did spill
     run.close()

@@ -262,7 +262,7 @@ def _bounded(run, near: str):
     spill = spill_dir(".tracekit-timeline-", near=near, make=True)
     own = None
     try:
-        own = Run(run.path, size_buckets=run.size_buckets)
+        own = Run(run.version, size_buckets=run.size_buckets)
         own.name = run.name
         budget = settings.derive_memory_mb()
         own.execute(f"SET memory_limit = '{budget}MB'")
@@ -312,7 +312,7 @@ def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dic
     one of its ``spans`` (every event when None), the parameters its clock."""
     for rank in ranks:
         try:
-            files = rank_parts(run.path, rank)
+            files = rank_parts(run.version, rank)
         except FileNotFoundError:  # a rank whose trace held no event
             continue
         if not files or (spans is not None and rank not in spans):
