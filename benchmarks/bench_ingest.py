@@ -81,7 +81,10 @@ def tk_ingest(target: pathlib.Path, out: pathlib.Path, jobs: int, pure: bool = F
 
 def json_size(run: pathlib.Path) -> tuple[float, int]:
     """JSON MB and events as the ingest itself counted them (tests check those counts against json.load)."""
-    t = pq.read_table(run / "traces.parquet", columns=["json_bytes", "event_count"])
+    from tracekit.layout.versions import current_version
+
+    live = pathlib.Path(current_version(str(run)) or run)  # the run's live version (RUN/CURRENT names it)
+    t = pq.read_table(live / "traces.parquet", columns=["json_bytes", "event_count"])
     return sum(t.column("json_bytes").to_pylist()) / 1e6, sum(t.column("event_count").to_pylist())
 
 

@@ -124,7 +124,10 @@ def heavy(sizes: list[int], gpus_per_host: int, work: pathlib.Path) -> dict:
         stages: dict = {}
         stages["ingest (dask)"] = tk(None, "ingest", str(traces), "-o", str(run), "--force", "--scheduler", "local",
                                      "--jobs", str(cores), "--no-progress")[:2]
-        manifest = json.loads((run / "manifest.json").read_text())
+        from tracekit.layout.versions import current_version
+
+        live = pathlib.Path(current_version(str(run)) or run)  # the run's live version (RUN/CURRENT names it)
+        manifest = json.loads((live / "manifest.json").read_text())
         for k, v in (manifest.get("executor", {}).get("timings") or {}).items():
             stages[f"  {k}"] = (v, float("nan"))
         for name in REGISTRY:
