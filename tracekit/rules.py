@@ -186,10 +186,10 @@ def uses(name: str, among: list[str] | None = None) -> list[str]:
     return [d for d in graph()[name].uses if among is None or d in among]
 
 
-def references(query: str) -> list[str]:
+def references(query: str, strings: bool = True) -> list[str]:
     """The public views and helpers a user's query names (comments aside), in VIEWS order: the views to
     define before it runs. (Rules declare theirs, ``-- @uses``.)"""
-    return _sql.names_in(query, VIEWS + HELPERS)
+    return _sql.names_in(query, VIEWS + HELPERS, strings=strings)
 
 
 # Columns of the tk_* tables that only explain a row (where a pattern comes from, why it is there): a

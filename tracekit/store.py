@@ -81,8 +81,15 @@ class Run:
     def _define_for(self, query: str) -> None:
         # events when named outside a string: binding it lists every rank's folder, and a query of a few
         # ranks' own files names their paths (.../events/rank=R/...)
+        in_code = set(references(query, strings=False))
         for name in _sql.names_in(query, ["events"], strings=False) + references(query):
-            self._ensure_view(name)
+            if name in in_code or name == "events":
+                self._ensure_view(name)
+                continue
+            try:  # named only inside a string (a word of a message): defined if it can be, as DuckDB may read it
+                self._ensure_view(name)
+            except RunError:
+                pass
 
     def _ensure_view(self, name: str) -> None:
         """Define a view (after the views it uses) on first use: binding a view costs DuckDB time and
@@ -90,7 +97,12 @@ class Run:
         if name in self._created:
             return
         if name == "events":
-            bind_events(self._con, self.version)
+            try:
+                bind_events(self._con, self.version)
+            except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
+                raise RunError(f"{self.name}: the run's events files are not here ({self.version}/events); what "
+                               "needs them (raw events, the dependency graph: replay, critical_path, advise's "
+                               "savings) cannot answer: copy the whole run, or ingest the traces again") from None
             self._created.add(name)
             return
         if stored(name):

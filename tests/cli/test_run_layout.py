@@ -150,3 +150,25 @@ def test_a_run_opens_from_any_working_directory_by_a_relative_path(tmp_path, cap
     capsys.readouterr()
     assert main(["sql", "run", "SELECT count(*) AS n FROM events", "--format", "csv"]) == 0
     assert capsys.readouterr().out == "n\n1\n"
+
+
+def test_a_run_copied_without_its_events_says_what_needs_them(tmp_path, capsys):
+    """The facts answer without the events files (a run copied without them); what needs the events (the
+    dependency graph of replay) says so in one line, and the HTML page and advise still answer (found when the
+    page's critical path and advise's replay met such a run: an IOException from DuckDB)."""
+    from tests.conftest import live
+    from tracekit.commands.html import write_html
+
+    trace = one_kernel_trace(tmp_path / "t" / "rank0.json")
+    assert main(["ingest", str(trace), "-o", str(tmp_path / "run")]) == 0
+    shutil.rmtree(live(tmp_path / "run") / "events")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "run"), "summary", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("rank,steps,")
+    assert main(["report", str(tmp_path / "run"), "replay"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "events files are not here" in err, err
+    assert main(["advise", str(tmp_path / "run")]) == 0
+    import tracekit
+    write_html(tracekit.open(tmp_path / "run"), str(tmp_path / "page.html"))
+    assert "events files are not here" in (tmp_path / "page.html").read_text()
