@@ -74,6 +74,7 @@ def test_every_finding_carries_a_saving_ranked_by_it(tmp_path):
     assert "default_pg" in comm["where"]
 
 
+@pytest.mark.slow
 def test_whatif_fix_rank_replays_each_ranks_step(tmp_path, capsys):
     import json
 

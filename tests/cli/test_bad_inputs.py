@@ -224,6 +224,7 @@ def test_output_that_is_a_link_to_a_run_updates_the_run(tmp_path):
     assert (live(tmp_path / "real") / "manifest.json").exists() and not (tmp_path / "real").is_symlink()
 
 
+@pytest.mark.slow
 def test_pool_workers_die_with_a_killed_ingest(tmp_path):
     import signal
     import subprocess

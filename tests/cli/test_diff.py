@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import tracekit
 from tests.conftest import ROOT, dist, write_trace
 from tests.tracegen import kernel, step
@@ -20,6 +22,7 @@ def tk(*args, cwd, env=None):
     return r.returncode, r.stdout, r.stderr
 
 
+@pytest.mark.slow
 def test_a_run_against_itself_is_all_zero(tmp_path):
     run = tracekit.open(ROOT / "examples" / "traces" / "fsdp")
     d = diff(run, run)
@@ -59,6 +62,7 @@ def _job(d, steps, step_us):
     write_trace(d / "rank0.json", evs, header=dist(0, world=1))
 
 
+@pytest.mark.slow
 def test_steps_pair_by_order_or_by_number(tmp_path):
     _job(tmp_path / "a", [3, 4], 100)  # A profiled steps 3 and 4 (100 us each)
     _job(tmp_path / "b", [7, 8], 150)  # B profiled steps 7 and 8 (150 us each)

@@ -229,6 +229,7 @@ def test_whole_run_facts_equal_per_rank_facts_on_real_traces(tmp_path, monkeypat
         assert a[key] == b[key], key
 
 
+@pytest.mark.slow
 def test_facts_compacted_in_rank_partitions_read_back_whole(tmp_path, monkeypatch):
     """The reduce step joins rank files into partitions of RANKS_PER_FILE ranks (here 2): four ranks make
     two files per fact, ranks 0-1 and 2-3, and a query sees every rank's rows once, as from one file."""

@@ -57,6 +57,7 @@ def _facts(run):
         "stragglers": sorted(map(str, run.sql("SELECT * FROM stragglers").to_pylist()))}
 
 
+@pytest.mark.slow
 def test_real_single_host_job_offsets_are_zero_and_nothing_changes(tmp_path):
     run = tracekit.ingest([_dlrm()], tmp_path / "run", jobs=2)
     # its header lists 8 V100s and the world is 8: one host (an assumption, said as one)
@@ -91,6 +92,7 @@ def skewed(tmp_path_factory):
             tracekit.ingest([d / "t"], d / "raw", jobs=2, align=False))
 
 
+@pytest.mark.slow
 def test_offsets_recovered(skewed):
     truth, run, _ = skewed
     ref_us = truth["clock"]["ref_us"]

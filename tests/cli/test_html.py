@@ -65,6 +65,7 @@ def _plotly_js() -> str:
     return plotly_js()
 
 
+@pytest.mark.slow
 def test_page_of_the_fsdp_example(tmp_path):
     text = make_page(tmp_path, ROOT / "examples" / "traces" / "fsdp" / "iteration_3")
     # the header: the example's 2 ranks on one host "vm" (distributedInfo and host_name in the traces), Gloo
@@ -223,6 +224,7 @@ def _tables_after(text: str, marker: str) -> list[list[list[str]]]:
             for t in re.findall(r"<table>.*?</table>", text[text.index(marker):])]
 
 
+@pytest.mark.slow
 def test_page_above_the_per_rank_limit_shows_spreads_and_the_worst_ranks(tmp_path, monkeypatch):
     # 4 ranks, each a step with one compute kernel, then one allreduce that nothing overlaps: rank r starts it
     # at 2,000 + 100 r us and runs it for 1, 2, 3 and 10 ms. So comm_ms = exposed_comm_ms = 1, 2, 3, 10: min 1,

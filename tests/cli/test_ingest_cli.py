@@ -62,6 +62,7 @@ def test_on_error_skip_records_the_reason(two_ranks, tmp_path):
     assert m["failures"][0]["path"].endswith("rank2.json") and "truncated" in m["failures"][0]["reason"]
 
 
+@pytest.mark.slow
 def test_unchanged_inputs_are_a_noop_unless_force(two_ranks, tmp_path):
     run = tmp_path / "run"
     assert tk("ingest", two_ranks, "-o", run).returncode == 0
@@ -129,6 +130,7 @@ def test_open_a_trace_directory_uses_a_cache(two_ranks, tmp_path, monkeypatch):
     assert r1.ranks == [0, 1]
 
 
+@pytest.mark.slow
 def test_output_formats(two_ranks, tmp_path):
     tracekit.ingest([two_ranks], tmp_path / "run", jobs=1)
     q = "SELECT rank, name FROM events ORDER BY rank, ts_ns LIMIT 2"
@@ -141,6 +143,7 @@ def test_output_formats(two_ranks, tmp_path):
     assert pq.read_table(out).num_rows == 2
 
 
+@pytest.mark.slow
 def test_schema_lists_every_column_with_meaning(two_ranks, tmp_path):
     tracekit.ingest([two_ranks], tmp_path / "run", jobs=1)
     rows = json.loads(tk("schema", tmp_path / "run", "--format", "json").stdout)

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, dist, write_trace
 
 
@@ -47,6 +49,7 @@ def _fsdp(tmp_path):
     return {"TRACEKIT_CACHE": str(tmp_path / "cache")}
 
 
+@pytest.mark.slow
 def test_misspelled_table_suggests_a_tracekit_view_by_the_name_the_user_typed(tmp_path):
     env = _fsdp(tmp_path)
     code, out, err = tk("sql", "traces", "SELECT * FROM waits", cwd=tmp_path, env=env)
@@ -63,6 +66,7 @@ def test_misspelled_table_suggests_a_tracekit_view_by_the_name_the_user_typed(tm
     assert ".v-" not in err and str(tmp_path / "cache") not in err
 
 
+@pytest.mark.slow
 def test_doctor_fail_on_gives_ci_an_exit_code(tmp_path):
     # rank 0 of a 2-rank job alone, without a ProfilerStep: two warnings (rank 1 missing, no steps)
     write_trace(tmp_path / "rank0.json", [{"ph": "X", "name": "op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}],
@@ -83,6 +87,7 @@ def test_doctor_fail_on_gives_ci_an_exit_code(tmp_path):
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_timeline_steps_outside_the_run_name_the_steps_it_has(tmp_path):
     def op(name, ts, dur):
         return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}

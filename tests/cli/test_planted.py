@@ -83,6 +83,7 @@ def test_an_exposed_collective_saves_its_transfer_when_nothing_hides_it(tmp_path
     assert "DDP" in top["change"] or "bucket" in top["change"]  # a data-parallel group: its own cures
 
 
+@pytest.mark.slow
 def test_advise_on_the_real_dlrm_job_says_the_role_it_infers():
     from tests.conftest import shared_traces
 
@@ -98,6 +99,7 @@ SLOW = ["--ranks", "4", "--plan", "dp4", "--model", "example", "--compute", "non
         "--slow-op", "DataLoader.fetch"]
 
 
+@pytest.mark.slow
 def test_the_html_report_opens_with_the_advice(tmp_path):
     import re
 
@@ -107,6 +109,7 @@ def test_the_html_report_opens_with_the_advice(tmp_path):
     assert first.group(1) == "What to change first (advise)" and "late rank 3 (CPU-bound)" in first.group(2)
 
 
+@pytest.mark.slow
 def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
     from tracekit import sql_files as tksql
     from tracekit.cli.main import main
@@ -120,6 +123,7 @@ def test_advise_prints_the_sql_behind_a_finding(tmp_path, capsys):
     assert "there is no finding 9; advise found" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_advise_in_a_terminal_prints_one_block_per_finding(tmp_path, capsys):
     from rich.console import Console
 
@@ -164,6 +168,7 @@ def _allreduces(trace_dir, rank=0):
             if e.get("cat") == "kernel" and e["args"].get("Collective name") == "allreduce"]
 
 
+@pytest.mark.slow
 def test_a_tensor_parallel_group_gets_tensor_parallel_changes(tmp_path):
     # 8 ranks, TP pairs and DP groups named by their descriptions, no compute: the TP group's advice is
     # sequence parallelism, async TP or a smaller tp, never DDP's hooks (issue 31, item 1)
@@ -175,6 +180,7 @@ def test_a_tensor_parallel_group_gets_tensor_parallel_changes(tmp_path):
     assert all(f["where"].startswith("group TP (TP, from the group's description)") for f in tp), tp
 
 
+@pytest.mark.slow
 def test_a_rank_that_launches_late_is_named_with_what_the_others_lose(tmp_path):
     # 24 ranks run one allreduce; rank 23 launches it 1 ms after the others (its CPU idle before it), which
     # all wait 1 ms with nothing else to run: at the others' pace the step ends 1 ms sooner

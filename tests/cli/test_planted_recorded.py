@@ -27,6 +27,7 @@ CASES = [pytest.param(scheme, variant, id=f"{scheme}-{variant}",
          for scheme, row in TRUTH["schemes"].items() for variant in CAUSE if "shipped" in row.get(variant, {})]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scheme", "variant"), CASES)
 def test_advise_names_the_planted_rank_and_cause_with_its_cost(scheme, variant, tmp_path):
     from tracekit.commands.advise import advise
@@ -39,6 +40,7 @@ def test_advise_names_the_planted_rank_and_cause_with_its_cost(scheme, variant, 
     assert top["replay_error_pct"] is not None and abs(top["replay_error_pct"]) < 5
 
 
+@pytest.mark.slow
 def test_the_truth_comes_from_the_recordings_own_steps():
     """planted.json's medians are the recordings' ProfilerSteps, as record.py defines them (the longest
     rank's ProfilerStep per step, the median over steps): checked on the shipped recordings' raw JSON."""

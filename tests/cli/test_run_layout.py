@@ -30,6 +30,7 @@ def _answers(capsys, run):
     return out
 
 
+@pytest.mark.slow
 def test_a_run_copied_with_cp_or_tar_answers_every_report_as_the_original(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["ingest", str(shared_traces() / "hta_trace_filter_2rank"), "-o", str(run), "--jobs", "1"]) == 0

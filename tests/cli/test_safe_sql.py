@@ -105,6 +105,7 @@ def test_a_symlink_planted_in_the_run_does_not_escape(run, tmp_path, capsys):
     assert code == 5 and "etclink: a symbolic link inside the run" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_runaway_query_is_stopped_by_timeout(run, capsys):
     q = "SELECT count(*) FROM events a, events b, events c, range(100000000) d, range(100000000) e"
     assert main(["sql", str(run), q, "--timeout", "1"]) == 5
@@ -143,6 +144,7 @@ def _sql_in_a_child(run, query, fmt, out=None):
     return rc, lines, last, err, int(err.split()[-1]) / 1024
 
 
+@pytest.mark.slow
 def test_a_huge_result_streams_in_bounded_memory(run, tmp_path):
     """20 million rows as CSV (was 5.0 GB of RSS: the whole result built in Python first)."""
     rc, lines, last, err, peak_mb = _sql_in_a_child(run, "SELECT * FROM range(20000000)", "csv")
@@ -151,6 +153,7 @@ def test_a_huge_result_streams_in_bounded_memory(run, tmp_path):
     assert peak_mb < 400, f"peak RSS {peak_mb:.0f} MB"
 
 
+@pytest.mark.slow
 def test_a_huge_result_as_parquet_streams_in_bounded_memory(run, tmp_path):
     import pyarrow.parquet as pq
     out = tmp_path / "x.parquet"
@@ -272,6 +275,7 @@ def test_string_functions_stay_within_memory(run):
     assert peak is not None and peak < 64 + 512 + 300, f"peak RSS {peak:.0f} MB"
 
 
+@pytest.mark.slow
 def test_a_query_that_ignores_the_interrupt_is_ended(run):
     """replace() on 100 MB strings: DuckDB sees the --timeout 1 interrupt only between long stretches of
     work, and the query ran 25-35 s. A watchdog ends the process GRACE_S (3 s) after the limit; the bound

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, dist, shared_traces, write_trace
 from tracekit.reports import REGISTRY
 
@@ -22,6 +24,7 @@ def _fsdp(tmp_path):
     return {"TRACEKIT_CACHE": str(tmp_path / "cache")}
 
 
+@pytest.mark.slow
 def test_columns_picks_and_orders_columns_in_every_format(tmp_path):
     env = _fsdp(tmp_path)
     code, out, err = tk("report", "traces", "summary", "--columns", "top_collective,rank", "--format", "csv",
@@ -64,6 +67,7 @@ def test_truncated_skew_says_how_many_rows_it_left_out(tmp_path):
     assert code == 0 and len(out.splitlines()) == 1 + 8 and err == ""
 
 
+@pytest.mark.slow
 def test_integers_have_separators_in_tables_and_stay_exact_in_csv(tmp_path):
     env = _fsdp(tmp_path)
     q = "SELECT sum(bytes) AS total FROM collectives"  # a HUGEINT sum (a Decimal in Python)
@@ -91,6 +95,7 @@ def test_several_cycles_name_a_directory_to_give(tmp_path):
     assert code == 0 and err.startswith("no rows: the traces hold no GPU kernel and no Gloo op"), err
 
 
+@pytest.mark.slow
 def test_schema_of_one_table_view_or_report(tmp_path):
     env = _fsdp(tmp_path)
     code, out, err = tk("schema", "traces", "steps", "--format", "csv", cwd=tmp_path, env=env)

@@ -11,6 +11,7 @@ pytest.importorskip("matplotlib", reason="the study draws figures (pip install .
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_study_conclusions_follow_the_formulas(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "paper" / "study.py"), "--out", str(tmp_path),
                            "--quick"], capture_output=True, text=True, timeout=300)

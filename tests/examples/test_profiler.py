@@ -38,6 +38,7 @@ def test_library_never_imports_torch():
     assert json.loads(out.strip().lower()) is False
 
 
+@pytest.mark.slow
 def test_config_recorded_before_the_first_step_is_kept(tmp_path):
     """Kineto drops metadata added outside the active steps; record_config works at any time."""
     from tracekit.analytic.recorded import recorded_config

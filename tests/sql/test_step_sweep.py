@@ -4,6 +4,7 @@ cover it and which window holds it. The sweep carries its six counts three to a 
 (tk_lane) and the window's step as a running sum of its edges; these checks count each class alone."""
 
 import duckdb
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def segments(pieces, wins):
     return [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM _step_segments ORDER BY t").fetchall()]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(piece, max_size=30), windows)
 def test_each_cell_of_the_sweep_counts_its_pieces_and_names_its_window(pieces, wins):
@@ -129,6 +131,7 @@ def breakdown(tables, threads):
     return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
 
 
+@pytest.mark.slow
 def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_partitions():
     """step_breakdown's ns add fractional shares (a third of a segment shared by three kernels): a float sum,
     whose last bits depend on the order of its terms. It adds them in time order, so the figures are the same

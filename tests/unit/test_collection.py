@@ -5,9 +5,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow
 def test_missing_shared_traces_skip_with_their_reason(tmp_path):
     empty = tmp_path / "no-traces"
     empty.mkdir()

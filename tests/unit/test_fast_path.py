@@ -156,6 +156,7 @@ _event = st.fixed_dictionaries(
               "tts": st.integers()})
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_event, min_size=1, max_size=6), st.booleans(), st.sampled_from([None, 0, 2]))
 def test_random_events_same_or_declined(events, ensure_ascii, indent):
@@ -186,6 +187,7 @@ def _ingest_both(path, tmp_path, chunk_bytes=1 << 20, scanned=None):
     return res_fast, res_pure, fast_table.combine_chunks(), pq.read_table(pure_part).combine_chunks()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", all_shared_files())
 def test_every_shared_trace_ingests_the_same_either_way(path, tmp_path):
     scanned: dict = {}
