@@ -222,13 +222,14 @@ def plan_finding(run, ctx) -> list[dict]:
                      "tracekit whatif (sql/reports/_whatif_*.sql)")]
 
 
-def validated_plans(run) -> list[dict]:
+def validated_plans(run, ctx) -> list[dict]:
     """Another plan (or micro-batch count) only where whatif's predicted step interval lies wholly below the
-    run's measured step (whatif.better_plans): the best one, its saving the measured step minus the
+    run's measured step (whatif_step.better_plans; ``ctx``: the run's whatif context, None where the model
+    does not cover the run): the best one, its saving the measured step minus the
     predicted one, its interval in the evidence. An alternative to the other findings, not added to them."""
     from .whatif_step import better_plans
 
-    rows = better_plans(run)
+    rows = better_plans(run, ctx=ctx) if ctx is not None else []
     if not rows:
         return []
     b = rows[0]
@@ -296,7 +297,7 @@ def _advise(run) -> pa.Table:
     if found is not None:
         for f in found:
             f["where"] += f", {steps}"
-        better = validated_plans(run)
+        better = validated_plans(run, ctx)
         found = [f for f in found + better if f["saving_ms"] and f["saving_ms"] > 0]
         found.sort(key=lambda f: -f["saving_ms"])
         measure = "" if better else advise_replay.measure_instead(rp)

@@ -125,15 +125,17 @@ def sweep(ctx, world: int) -> list[dict]:
     return rows
 
 
-def better_plans(run, *, config: dict | None = None, cores: int | None = None) -> list[dict]:
+def better_plans(run, *, config: dict | None = None, cores: int | None = None, ctx=None) -> list[dict]:
     """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
     step interval lies wholly below the run's measured step: rows with plan, micro_batch, micro_batches,
     step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured - predicted) and basis, best
-    first. Empty where the run has no model or plan to predict from, or no plan is surely better."""
-    try:
-        ctx = w.context(run, config, None, None, cores)
-    except TracekitError:
-        return []
+    first. Empty where the run has no model or plan to predict from, or no plan is surely better. ``ctx``:
+    the run's context when the caller has it already (advise), instead of computing it again."""
+    if ctx is None:
+        try:
+            ctx = w.context(run, config, None, None, cores)
+        except TracekitError:
+            return []
     rp = ctx.rp
     if rp.shape is None or rp.plan is None or ctx.meas.step_ms is None:
         return []
