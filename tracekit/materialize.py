@@ -129,6 +129,8 @@ def materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of
 
     def create(name):
         cur = rule_cursors.get()
+        if cur is None:  # the pools were left (an interrupt): no rule starts any more
+            return
         try:
             if name not in alone:
                 run(cur, name)
@@ -219,9 +221,18 @@ def materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of
                 for fut in list(running.values()) + [f for _, f in copies]:
                     fut.cancel()
                 raise
-    finally:  # the pools are joined: no query runs on these cursors any more
-        while not rule_cursors.empty():
-            rule_cursors.get().close()
+    finally:
+        # the pools are joined, unless an interrupt cut the join short or landed inside submit() after the
+        # rule was queued (its thread then is in no pool's list to join): a rule that starts from here on
+        # finds no cursor, returns at once, and never blocks the interpreter's exit waiting for one
+        while True:
+            try:
+                cur = rule_cursors.get_nowait()
+            except queue.Empty:
+                break
+            cur.close()
+        for _ in range(2):
+            rule_cursors.put(None)
         write_cursor.close()
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)

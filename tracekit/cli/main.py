@@ -72,6 +72,14 @@ def main(argv=None) -> int:
 
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, signal.SIG_IGN)
+        if rc == 130:  # interrupted, the run made whole and the message printed: a worker thread the
+            # interrupt left running (a rule's query) must not hold the exit; the run needs nothing from it
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(rc)
     return rc
 
 
