@@ -76,8 +76,6 @@ NEEDS_MORE = {"tracekit ingest traces/ -o /nfs/run/ --scheduler tcp://host:8786"
 
 @pytest.mark.slow
 def test_every_command_of_the_readme_runs_in_a_clone(tmp_path):
-    import gzip
-    import json
     import shlex
 
     ex = ROOT / "examples" / "traces"
@@ -86,10 +84,7 @@ def test_every_command_of_the_readme_runs_in_a_clone(tmp_path):
     later = tmp_path / "after_torchrun"  # where the torchrun commands wrote traces/quick and traces/fsdp
     for where, name in PLACEHOLDERS.items():
         shutil.copytree(ex / name / "iteration_3", later / where)
-    # job.json: the training config the fsdp example recorded in its traces (tracekit.profiler.record_config)
-    with gzip.open(next((ex / "fsdp" / "iteration_3").glob("rank0*")), "rt") as f:
-        config = json.load(f)["tracekit_config"]
-    (tmp_path / "job.json").write_text(json.dumps(config))
+    shutil.copy(ROOT / "examples" / "job.json", tmp_path / "examples" / "job.json")  # (the README's --config)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACEKIT_CACHE": str(tmp_path / "cache")}
 
     def tk(args, cwd=tmp_path):
@@ -102,11 +97,23 @@ def test_every_command_of_the_readme_runs_in_a_clone(tmp_path):
     for command in readme_commands():
         if command in NEEDS_MORE:
             continue
-        args = shlex.split(command.replace('"SELECT ..."', '"SELECT count(*) FROM collectives"')
-                           .replace("[collectives]", "collectives"))[1:]
+        args = shlex.split(command.replace('"SELECT ..."', '"SELECT count(*) FROM collectives"'))[1:]
         r = tk(args, later if any(p in command for p in PLACEHOLDERS) else tmp_path)
         # doctor --fail-on exits 6 when it finds something at that level: the command ran
         ok = r.returncode == 0 or (r.returncode == 6 and "--fail-on" in args)
         assert ok, f"{command}: exit {r.returncode}\n{r.stderr[-1500:]}"
         ran += 1
     assert ran >= len(readme_commands()) - len(NEEDS_MORE)
+
+
+def test_the_sample_config_is_the_model_and_plan_the_ddp_example_recorded():
+    """examples/job.json (the README's --config) describes the run it is shown on: the model and plan that
+    examples/traces/ddp recorded in its traces."""
+    import gzip
+    import json
+
+    sample = json.loads((ROOT / "examples" / "job.json").read_text())
+    with gzip.open(next((ROOT / "examples" / "traces" / "ddp" / "iteration_3").glob("rank0*")), "rt") as f:
+        recorded = json.load(f)["tracekit_config"]
+    assert sample["model"] == recorded["model"]
+    assert {k: recorded["plan"][k] for k in sample["plan"]} == sample["plan"]

@@ -209,7 +209,8 @@ class TraceReader:
         """-> (buf, end of the metadata before the key, position after the array's '[', offset of buf[0])."""
         buf, base, eof = self._skip_space(bytearray(self._more()), 0, 0, "before the JSON text")
         if eof:
-            raise self._fail("the file is empty; it holds no JSON at all")
+            raise self._fail("the file is empty; it holds no JSON at all (a profiler killed or still writing "
+                             "leaves one): profile again, or pass --on-error skip to ingest the other files")
         if buf[0] == ord("["):  # Chrome's JSON Array Format
             buf, base, _ = self._skip_space(buf, 1, base, "after the opening '['")
             if not buf or buf[0] in b"{]":
@@ -223,7 +224,8 @@ class TraceReader:
         if buf[0] != ord("{"):
             raise self._fail(
                 "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
-                f"found {bytes(buf[:20])!r}", offset=base)
+                f"found {bytes(buf[:20])!r}. Pass the .json/.json.gz files that torch.profiler wrote (or "
+                "--on-error skip to leave this one out)", offset=base)
         searched = 0  # every key candidate before it has been tried
         while True:
             m, searched = self._top_level_key(buf, searched)
