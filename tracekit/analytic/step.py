@@ -70,6 +70,9 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         lo_k, hi_k = lo_k * TP_CHANGE[0], hi_k * TP_CHANGE[1]
         notes.append(f"compute's interval {TP_CHANGE[0]:g}-{TP_CHANGE[1]:g}x: tp {src.tp} -> {plan.tp} changes the "
                      "GEMMs' shapes, whose rate the run did not measure")
+    if slow != 1:  # a CPU collective is CPU work (Gloo reduces on the CPU, its ranks poll): it slows alike
+        exposed = [Part(e.ms * slow, e.lo * slow, e.hi * slow) for e in exposed]
+        p2p = Part(p2p.ms * slow, p2p.lo * slow, p2p.hi * slow) if p2p else None
     mbs = micro_batches(m, plan)
     per_mb, opt = [], []
     for s in range(plan.pp):

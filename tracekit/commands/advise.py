@@ -261,13 +261,18 @@ def hygiene_findings(run) -> list[dict]:
 
 def advise(run) -> pa.Table:
     """The ranked findings (see the module's docstring for how their savings combine)."""
-    # every rule reads step_breakdown: computed once, as a temporary table that shadows the view
+    from ..graph.shared import computed_once
+
+    # every rule reads step_breakdown, the replays the graph: computed once, as temporary tables that
+    # shadow the views
     try:
         run.sql("CREATE OR REPLACE TEMP TABLE step_breakdown AS SELECT * FROM main.step_breakdown")
     except TracekitError:  # a read-only run: each query computes the view
-        return _advise(run)
+        with computed_once(run):
+            return _advise(run)
     try:
-        return _advise(run)
+        with computed_once(run):
+            return _advise(run)
     finally:
         run.sql("DROP TABLE IF EXISTS temp.step_breakdown")
 

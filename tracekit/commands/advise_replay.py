@@ -4,6 +4,7 @@ beside it. docs/advise.md says what each cause removed means."""
 
 from __future__ import annotations
 
+from ..errors import TracekitError
 from ..words import plural
 from . import counterfactual as cf
 
@@ -65,6 +66,11 @@ def _why(run, late: list[int], excess: dict) -> str:
 
 def findings(run, rp) -> tuple[list[dict], str]:
     """The findings sized by replay, and a note: the replayed step and its error."""
+    from ..graph.shared import too_big
+
+    big = too_big(run)
+    if big:
+        raise TracekitError(big)
     sp = cf.split(run)
     base = sp.replay()
     step = cf.job_step_ms(base)

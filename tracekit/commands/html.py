@@ -191,7 +191,9 @@ def _computed_once(run):
 def write_html(run, out: str) -> str:
     import os
 
-    with _computed_once(run):
+    from ..graph.shared import computed_once
+
+    with _computed_once(run), computed_once(run):
         head = (f"<h1>tracekit report: {html.escape(run.name)}</h1>"
                 f"<p class=\"meta\">tracekit {__version__}, {_dt.datetime.now().isoformat(timespec='seconds')}</p>"
                 + identity_table(run))

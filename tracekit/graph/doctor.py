@@ -10,16 +10,15 @@ import pyarrow as pa
 
 from .. import sql_files
 from ..errors import TracekitError
+from .shared import MAX_EVENTS, event_count
 
-MAX_EVENTS = 5_000_000
 SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 
 
 def replay_findings(run) -> list[dict]:
     """The replay's doctor rows, or none where the graph is not built (no events here, too many)."""
     try:
-        events = run.sql("SELECT coalesce(sum(event_count), 0) AS n FROM traces").column("n")[0].as_py()
-        if events > MAX_EVENTS or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
+        if event_count(run) > MAX_EVENTS or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
             return []
         return run.sql(sql_files.load("reports", "_doctor_replay").text).to_pylist()
     except duckdb.IOException:  # the run's events files are not here

@@ -36,13 +36,12 @@ def section(run) -> str:
     import duckdb
 
     from .critical import critical_path
-    from .doctor import MAX_EVENTS
     from .from_run import build
+    from .shared import too_big
 
-    events = run.sql("SELECT coalesce(sum(event_count), 0) AS n FROM traces").column("n")[0].as_py()
-    if events > MAX_EVENTS:
-        return why(f"Not drawn: the graph of {events:,} events is built on demand, not for the page "
-                   f"(over {MAX_EVENTS:,}): `tracekit report RUN critical_path` and `tracekit report RUN replay`.")
+    big = too_big(run)
+    if big:
+        return why(f"Not drawn: {big}.")
     try:
         r = build(run).replay()
     except TracekitError as exc:
