@@ -114,3 +114,18 @@ def test_overlap_takes_a_role_and_a_plan_flag_is_refused_beside_a_counterfactual
     assert main(["whatif", ddp, "--fix-rank", "1", "--tp", "2"]) != 0
     err = capsys.readouterr().err
     assert "--tp" in err and len(err.strip().splitlines()) == 1
+
+
+def test_above_the_graphs_cap_advise_says_so_and_sizes_by_its_rules(tmp_path, monkeypatch):
+    """A run of more events than the graph is built for (graph/shared.py MAX_EVENTS: 13.6M events at 4,096
+    ranks) is not replayed whole by advise: its findings come from the rules, and its note says why."""
+    from tracekit.commands.advise import advise
+    from tracekit.graph import shared
+    from tracekit.table_meta import NOTE_KEY
+
+    run = shared_lateness_job(tmp_path)
+    monkeypatch.setattr(shared, "MAX_EVENTS", 10)
+    table = advise(run)
+    note = table.schema.metadata[NOTE_KEY].decode()
+    assert "built on demand" in note and "tracekit report RUN replay" in note, note
+    assert all(r["replay_error_pct"] is None for r in table.to_pylist())
