@@ -11,6 +11,8 @@
 The interval (lo, hi) adds the ends of each part's interval: compute by the spread of the measured
 run's steps (least to largest over median), widened where the plan's work per rank differs from the
 run's by more than 1.5x or its ranks share a host's cores differently, and to 1/2-2.5x where tp changes.
+Where the plan's ranks share a host's cores differently from the run's (CPU runs), compute, exposed
+communication and point-to-point transfers slow alike (a CPU collective is CPU work).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from .pipeline import simulate
 EXTRAPOLATED_WORK = 0.10  # compute's interval widens by this share where the work per rank changes > 1.5x
 CONTENTION = 0.15  # and by this share where its ranks share a host's cores differently
 # where tp changes, the GEMMs change shape and layout (sharded, DTensor views): their rate per FLOP is not
-# the run's. On the shipped CPU sweep (docs/model.md) predictions across a change of tp ranged 0.43x to
-# 2.05x of the measured step, so compute's interval spans 1/2 to 2.5x there
+# the run's. On the shipped CPU sweep (docs/model.md) predictions across a change of tp ranged 0.39x to
+# 1.92x of the measured step, so compute's interval spans 1/2 to 2.5x there
 TP_CHANGE = (0.5, 2.5)
 
 
