@@ -153,7 +153,8 @@ def heavy(sizes: list[int], gpus_per_host: int, work: pathlib.Path) -> dict:
 def _offset_error(run: pathlib.Path, gpus_per_host: int) -> str:
     import tracekit
 
-    rows = [(r["host"], r["offset_ns"]) for r in tracekit.open(run).sql("SELECT host, offset_ns FROM clock_offsets").to_pylist()]
+    table = tracekit.open(run).sql("SELECT host, offset_ns FROM clock_offsets")
+    rows = [(r["host"], r["offset_ns"]) for r in table.to_pylist()]
     errs = [abs(o + planted_offset_us(int(h[4:])) * 1000) for h, o in rows if o is not None]
     unaligned = sum(o is None for _, o in rows)
     return (f"{max(errs) / 1e3:.1f} us over {len(errs)} hosts" if errs else "none") + \
