@@ -199,7 +199,8 @@ def _split(run, async_ns: int) -> Split:
         r = int(rank[s])
         lo, hi = ts[s] + dur[s], ts[d]
         iv = idle.get(r)
-        if iv is None or hi - lo < IDLE_MIN_NS or not len(iv) or kind[d] == "transfer":
+        if iv is None or hi - lo < IDLE_MIN_NS or not len(iv) or kind[d] == "transfer" or kind[s] == "transfer":
+            # (out of a transfer: a bound that the thread resumes after it, not the thread's own time)
             continue
         a, b = np.maximum(iv[:, 0], lo), np.minimum(iv[:, 1], hi)
         sel = b - a >= IDLE_MIN_NS

@@ -38,22 +38,7 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray, hint: np.ndarray
         pos[hint] = np.arange(n)
         if not len(src) or bool(np.all(pos[src] < pos[dst])):
             return hint
-    indeg = np.bincount(dst, minlength=n).tolist()
-    by_src = np.argsort(src, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
-    succ = dst[by_src].tolist()
-    ptr_l = ptr.tolist()
-    start = hint.tolist() if hint is not None else range(n)
-    ready = deque(v for v in start if indeg[v] == 0)
-    out = []
-    while ready:
-        v = ready.popleft()
-        out.append(v)
-        for w in succ[ptr_l[v]:ptr_l[v + 1]]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                ready.append(w)
+    out = _kahn(n, src, dst, hint)
     if len(out) != n:
         raise TracekitError(f"the dependency graph has a cycle through {n - len(out):,} nodes: "
                             "the trace's times contradict its dependencies (report it with the trace)")
@@ -101,3 +86,38 @@ def binding(ptr: np.ndarray, by: np.ndarray, src: np.ndarray, dst: np.ndarray, g
     out = np.full(n, -1, dtype=np.int64)
     out[dst[hit[::-1]]] = hit[::-1]  # the first hit per node wins: written last
     return out
+
+
+def _kahn(n: int, src: np.ndarray, dst: np.ndarray, hint: np.ndarray | None = None) -> list[int]:
+    """Kahn's algorithm: the nodes in an order where every edge goes forward, as far as it gets (a node on
+    a cycle, or after one, is never reached)."""
+    indeg = np.bincount(dst, minlength=n).tolist()
+    by_src = np.argsort(src, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    succ = dst[by_src].tolist()
+    ptr_l = ptr.tolist()
+    start = hint.tolist() if hint is not None else range(n)
+    ready = deque(v for v in start if indeg[v] == 0)
+    out = []
+    while ready:
+        v = ready.popleft()
+        out.append(v)
+        for w in succ[ptr_l[v]:ptr_l[v + 1]]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return out
+
+
+def on_cycles(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A bool per node: it may lie on a cycle. What Kahn's algorithm cannot order, less the nodes that
+    lead to no cycle (trimmed backward the same way): every cycle's nodes are left, and few others."""
+    left = np.ones(n, dtype=bool)
+    left[np.asarray(_kahn(n, src, dst), dtype=np.int64)] = False
+    inner = left[src] & left[dst]
+    s, d = src[inner], dst[inner]
+    back = np.asarray(_kahn(n, d, s), dtype=np.int64)  # the reversed edges: what leads to no cycle
+    trimmed = left.copy()
+    trimmed[back] = False
+    return trimmed

@@ -55,14 +55,21 @@ class Graph:
         try:
             order = sim.topological_order(n, self.src, self.dst, hint)
             dropped = 0
-        except TracekitError:  # a cycle: drop the edges that go back in measured time (clocks that disagree)
+        except TracekitError:  # a cycle: drop the edges on cycles that go back in measured time (clocks
+            # that disagree); an edge back in time elsewhere (a blocking send whose peer's arrival the
+            # clocks place just after the send's end) is kept: it holds what follows
             pos = np.empty(n, dtype=np.int64)
             pos[hint] = np.arange(n)
-            keep = pos[self.src] < pos[self.dst]
+            forward = pos[self.src] < pos[self.dst]
+            cyc = sim.on_cycles(n, self.src, self.dst)
+            keep = forward | ~(cyc[self.src] & cyc[self.dst])
+            try:
+                order = sim.topological_order(n, self.src[keep], self.dst[keep], hint)
+            except TracekitError:  # (not expected: every cycle lies within cyc) every edge back in time
+                keep, order = forward, hint
             dropped = int((~keep).sum())
             for name in ("src", "dst", "edge_kind", "gap_ns"):
                 set_(self, name, getattr(self, name)[keep])
-            order = hint
         set_(self, "order", order)
         set_(self, "dropped", dropped)
         ptr, by = sim.in_edges(n, self.dst)

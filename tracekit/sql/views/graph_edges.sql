@@ -7,7 +7,8 @@
 --           its ProfilerSteps) that started by then: the op was enqueued by that thread's work. A CPU op
 --           that starts while the Gloo op before it on its thread is still in its transfer (isend/irecv,
 --           asynchronous) follows that op's arrival instead, and the first node of the thread that starts
---           after the transfer ended follows the transfer's end
+--           after the transfer ended follows the transfer's end (gap 0: a bound; the thread's own time is on
+--           the edge from its previous node)
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
 --   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
@@ -32,21 +33,27 @@
 CREATE OR REPLACE VIEW graph_edges AS
 WITH nodes AS MATERIALIZED (SELECT *, piece AS part FROM graph_nodes),
 chained AS MATERIALIZED (
-    SELECT node_id, kind, part, ts_ns, ts_ns + dur_ns AS end_ns, chain, rank,
-           lag(node_id) OVER w AS prev_id, lag(ts_ns + dur_ns) OVER w AS prev_end, lag(kind) OVER w AS prev_kind,
-           lag(node_id, 2) OVER w AS prev2_id, lag(ts_ns + dur_ns, 2) OVER w AS prev2_end
-    FROM nodes WHERE kind <> 'hub'
-    WINDOW w AS (PARTITION BY rank, chain ORDER BY order_ns, kind <> 'step_end', kind <> 'step_start', event_index, part)),
-threaded AS (  -- an op that starts while the CPU op before it is still in its transfer (asynchronous isend/irecv
-               -- on one thread) follows that op's arrival, not its end
+    SELECT n.node_id, n.kind, n.part, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns, n.chain, n.rank,
+           lag(n.node_id) OVER w AS prev_id, lag(n.ts_ns + n.dur_ns) OVER w AS prev_end, lag(n.kind) OVER w AS prev_kind,
+           lag(coalesce(cw.end_ns, n.ts_ns + n.dur_ns)) OVER w AS prev_own_end,
+           lag(n.node_id, 2) OVER w AS prev2_id, lag(n.ts_ns + n.dur_ns, 2) OVER w AS prev2_end
+    FROM nodes n LEFT JOIN collective_waits cw
+         ON n.kind = 'transfer' AND n.chain LIKE 'cpu/%' AND cw.rank = n.rank AND cw.event_index = n.event_index
+    WHERE n.kind <> 'hub'
+    WINDOW w AS (PARTITION BY n.rank, n.chain ORDER BY n.order_ns, n.kind <> 'step_end', n.kind <> 'step_start',
+                 n.event_index, n.part)),
+threaded AS (  -- an op that starts while the Gloo op before it on its thread is still running by that op's own
+               -- clock (asynchronous isend/irecv on one thread) follows that op's arrival, not its end; an op
+               -- that ended before (a blocking send whose peer's arrival the clocks place a little after its
+               -- end) holds the thread until its transfer's end
     SELECT CASE WHEN async THEN prev2_id ELSE prev_id END AS src, node_id AS dst, kind, part, chain,
            ts_ns - CASE WHEN async THEN prev2_end ELSE prev_end END AS gap
-    FROM (SELECT *, chain LIKE 'cpu/%' AND prev_kind = 'transfer' AND prev_end > ts_ns AS async FROM chained)
+    FROM (SELECT *, chain LIKE 'cpu/%' AND prev_kind = 'transfer' AND prev_own_end > ts_ns AS async FROM chained)
     WHERE prev_id IS NOT NULL),
 completed AS (  -- ... and the first node of its thread that starts after it ended follows its end
     SELECT t.node_id AS src, n.node_id AS dst, n.ts_ns - t.end_ns AS gap
     FROM (SELECT * FROM chained WHERE kind = 'transfer' AND chain LIKE 'cpu/%') t
-    ASOF JOIN chained n ON n.rank = t.rank AND n.chain = t.chain AND t.end_ns <= n.ts_ns
+    ASOF JOIN chained n ON n.rank = t.rank AND n.chain = t.chain AND t.end_ns < n.ts_ns  -- (not itself: dur 0)
     WHERE n.node_id NOT IN (SELECT dst FROM threaded WHERE src = t.node_id)),
 first_call AS (
     SELECT rank, correlation, arg_min(event_index, ts_ns) AS event_index
@@ -106,7 +113,7 @@ SELECT src, dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS
        CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN gap ELSE 0 END AS gap_ns
 FROM threaded
 UNION ALL
-SELECT src, dst, 'thread', gap FROM completed
+SELECT src, dst, 'thread', 0 FROM completed  -- (a bound only: the thread's own time is on its threaded edge)
 UNION ALL
 SELECT src, dst, 'thread', gap_ns FROM enqueued
 UNION ALL
