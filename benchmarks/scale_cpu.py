@@ -30,6 +30,9 @@ COMMANDS = {
     "summary table": ["report", "{run}", "summary"],
     "summary table --all": ["report", "{run}", "summary", "--all"],
     "html": ["html", "{run}", "-o", "{tmp}/page.html"],
+    # the dependency graph's: advise replays it (up to graph/shared.py MAX_EVENTS events), replay always
+    "advise": ["advise", "{run}", "--format", "csv"],
+    "replay": ["report", "{run}", "replay", "--format", "csv"],
     "timeline 8 ranks": ["timeline", "{run}", "-o", "{tmp}/t8.json.gz", "--steps", "10", "--ranks", "0:7"],
     "timeline 64 ranks": ["timeline", "{run}", "-o", "{tmp}/t64.json.gz", "--steps", "10", "--ranks", "0:63"],
 }
