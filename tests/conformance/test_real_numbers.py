@@ -132,10 +132,10 @@ def test_dlrm_transfer_busbw_against_the_raw_kernels(tmp_path):
     (b,) = nbytes
     expect = b / (min(durs) * 1000) * 7 / 8
     run = tracekit.ingest([d], tmp_path / "run", jobs=2)
-    (i,) = run.sql("SELECT collective, bytes, expected_ranks, status, busbw_gbps FROM collective_instances "
+    (i,) = run.sql("SELECT collective, bytes, expected_ranks, status, transfer_busbw_gbps FROM collective_instances "
                    "ORDER BY first_start_ns LIMIT 1").to_pylist()
     assert (i["collective"], i["bytes"], i["expected_ranks"], i["status"]) == ("alltoall", b, 8, "clean")
-    assert i["busbw_gbps"] == pytest.approx(expect)
+    assert i["transfer_busbw_gbps"] == pytest.approx(expect)
     rep = {(r["collective"], r["size_bucket"]): r for r in tracekit.report(run, "collectives").to_pylist()}
     row = [r for (c, _), r in rep.items() if c == "alltoall" and r["instances"] == 2][0]
     assert row["transfer_busbw_p50_gbps"] == pytest.approx(expect)
@@ -227,9 +227,9 @@ def test_dlrm_uneven_alltoall_instance(tmp_path):
     a2a = run.sql("SELECT * FROM collective_instances WHERE collective = 'alltoall' "
                   "ORDER BY first_start_ns").to_pylist()
     i = a2a[3]
-    assert (i["status"], i["uneven"], i["busbw_gbps"]) == ("clean", True, None)
+    assert (i["status"], i["uneven"], i["transfer_busbw_gbps"]) == ("clean", True, None)
     assert i["in_imbalance"] == pytest.approx(1.0)
     assert i["out_imbalance"] == pytest.approx(max(outs) / (sum(outs) / len(outs)))
     assert i["exchange_ns"] == max(ends) - max(starts)
     assert i["throughput_gbps"] == pytest.approx(sent / (max(ends) - max(starts)))
-    assert all(j["uneven"] is False and j["busbw_gbps"] is not None for j in a2a[:3])
+    assert all(j["uneven"] is False and j["transfer_busbw_gbps"] is not None for j in a2a[:3])

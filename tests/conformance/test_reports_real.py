@@ -109,7 +109,7 @@ def test_reports_and_invariants(name, tmp_path):
     if peak:
         limit = min(peak.values())
         (top,) = run.con.execute("SELECT greatest((SELECT max(busbw_gbps) FROM collectives), "
-                                 "(SELECT max(busbw_gbps) FROM collective_instances))").fetchone()
+                                 "(SELECT max(transfer_busbw_gbps) FROM collective_instances))").fetchone()
         assert top is None or top <= limit, (top, peak)
 
 

@@ -153,10 +153,10 @@ def test_send_and_recv_are_one_point_to_point_instance(tmp_path):
     recv = kernel("ncclDevKernel_SendRecv", 104, 6, launch=(90, 1), **{"Collective name": "recv", **p2p})
     run = two_ranks(tmp_path, send, recv)
     (i,) = rows(run, "SELECT collective, ranks_present, expected_ranks, mismatch, status, start_skew_ns, "
-                     "transfer_ns, busbw_gbps, last_rank FROM collective_instances")
+                     "transfer_ns, transfer_busbw_gbps, last_rank FROM collective_instances")
     assert i == {"collective": "sendrecv", "ranks_present": 2, "expected_ranks": 2, "mismatch": None,
                  "status": "clean", "start_skew_ns": 4000, "transfer_ns": 6000,
-                 "busbw_gbps": pytest.approx(1024 / 6000), "last_rank": 1}
+                 "transfer_busbw_gbps": pytest.approx(1024 / 6000), "last_rank": 1}
 
 
 def test_order_matching_aligns_a_window_that_starts_later(tmp_path):

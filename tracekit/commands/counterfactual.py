@@ -304,8 +304,8 @@ def _split(run, async_ns: int) -> Split:
                            "ranks": set()})
         groups[gidx[key]]["ranks"].add(row["rank"])
         tgroup[p] = gidx[key]
-        if row["busbw_gbps"]:
-            busbw[p] = row["busbw_gbps"]
+        if row["transfer_busbw_gbps"]:
+            busbw[p] = row["transfer_busbw_gbps"]
     return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=g.edge_kind == "start",
                  transfer_group=tgroup,
                  busbw=busbw, groups=groups, ranks=np.unique(rank[rank >= 0]))

@@ -18,14 +18,14 @@
 -- @column start_skew_ns: last_start_ns − first_start_ns, ns
 -- @column end_skew_ns: latest end − earliest end, ns
 -- @column transfer_ns: the fastest rank's duration (the time the transfer itself needs, without waiting), ns
--- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over transfer_ns: bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal); NULL for an uneven all-to-all (nccl-tests' factor assumes even splits: see throughput_gbps)
+-- @column transfer_busbw_gbps: bus bandwidth (nccl-tests' busbw) over the transfer time (transfer_ns): bytes / transfer_ns × nccl-tests' factor for expected_ranks, GB/s (decimal); NULL for an uneven all-to-all (nccl-tests' factor assumes even splits: see throughput_gbps)
 -- @column last_rank: the rank that started last (everyone else waited for it); ranks tied at the latest start: the lowest rank number (collective_waits.is_last)
 -- @column last_tied: ranks that share the latest start, count (1: no tie)
 -- @column uneven: all-to-all instances: the ranks send or receive different amounts (their input or output elements differ, or a rank's recorded split sizes differ across peers); NULL for other collectives
 -- @column in_imbalance: all-to-all: the largest rank's input elements / the mean over ranks (1: even)
 -- @column out_imbalance: all-to-all: the largest rank's output elements / the mean over ranks (1: even)
 -- @column exchange_ns: all-to-all: from the last rank's arrival to the last end (max end − max start): the time the exchange took once every rank was there, ns
--- @column throughput_gbps: all-to-all: the bytes all ranks sent together / exchange_ns, GB/s (decimal); the figure for uneven instances, where busbw_gbps is left out
+-- @column throughput_gbps: all-to-all: the bytes all ranks sent together / exchange_ns, GB/s (decimal); the figure for uneven instances, where transfer_busbw_gbps is left out
 -- @column total_wait_ns: sum over ranks of (last_start_ns − own start), ns
 -- @column hosts: distinct hosts of the ranks present (traces.host), count
 -- @column link_kind: the links between the ranks' hosts: intra-node (one host), inter-node (every rank on a host of its own), mixed (several hosts, some with several of its ranks), NULL when a rank's host is unknown
@@ -67,7 +67,7 @@ SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
             ELSE 'clean' END AS status,
        bytes, first_start_ns, last_start_ns, start_skew_ns, end_skew_ns, transfer_ns,
        CASE WHEN transfer_ns > 0 AND NOT (a2a AND uneven_)
-            THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS busbw_gbps,
+            THEN bytes / transfer_ns * tk_busbw_factor(collective, expected_ranks) END AS transfer_busbw_gbps,
        last_rank, last_tied, total_wait_ns, hosts,
        CASE WHEN a2a THEN uneven_ END AS uneven, CASE WHEN a2a THEN in_imb END AS in_imbalance,
        CASE WHEN a2a THEN out_imb END AS out_imbalance, CASE WHEN a2a THEN exchange_ns END AS exchange_ns,

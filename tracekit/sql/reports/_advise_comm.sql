@@ -16,11 +16,11 @@
 -- @column exposed_ms: exposed transfer per rank and step (step_breakdown part comm), ms
 -- @column compute_ms: compute time per rank and step on the group's ranks (step_breakdown part compute), ms
 -- @column group_exposed_ms: exposed transfer of the whole group (all its collectives) per rank and step, ms
--- @column busbw_p50_gbps: median bus bandwidth of its clean instances, GB/s
+-- @column transfer_busbw_p50_gbps: median bus bandwidth of its clean instances over their transfer time, GB/s
 -- @column link_kind: the group's links (collectives.link_kind): intra-node, inter-node, mixed; NULL when unknown or not one kind
 WITH st AS (SELECT greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS n FROM step_breakdown),
 c AS (
-    SELECT x.group_label, x.rank, x.collective, x.bytes, x.dur_ns, i.transfer_ns, i.busbw_gbps,
+    SELECT x.group_label, x.rank, x.collective, x.bytes, x.dur_ns, i.transfer_ns, i.transfer_busbw_gbps,
            k.pg_name, k.pg_desc, k.group_size, k.link_kind
     FROM comm_exposure x JOIN collectives k ON k.rank = x.rank AND k.event_index = x.event_index
     LEFT JOIN collective_waits w ON w.rank = x.rank AND w.event_index = x.event_index
@@ -36,7 +36,7 @@ g AS (
            string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
            count(*) AS n, sum(bytes) AS bytes, count(bytes) AS sized, sum(dur_ns) AS kernel_ns,
            sum(transfer_ns) AS transfer_ns, count(transfer_ns) AS matched,
-           quantile_cont(busbw_gbps, 0.5) AS busbw_p50_gbps,
+           quantile_cont(transfer_busbw_gbps, 0.5) AS transfer_busbw_p50_gbps,
            CASE WHEN count(DISTINCT link_kind) = 1 AND count(link_kind) = count(*) THEN any_value(link_kind) END
                AS link_kind
     FROM c GROUP BY group_label, collective),
@@ -50,7 +50,7 @@ SELECT g.group_label, g.pg_name, g.pg_desc, g.group_size, g.ranks, g.collective,
        coalesce(expo.ns, 0) / gr.nr / st.n / 1e6 AS exposed_ms,
        coalesce(comp.ns, 0) / gr.nr / st.n / 1e6 AS compute_ms,
        coalesce(gexpo.ns, 0) / gr.nr / st.n / 1e6 AS group_exposed_ms,
-       g.busbw_p50_gbps, g.link_kind
+       g.transfer_busbw_p50_gbps, g.link_kind
 FROM g JOIN grank gr USING (group_label) LEFT JOIN expo USING (group_label, collective)
 LEFT JOIN gexpo USING (group_label) LEFT JOIN comp USING (group_label), st
 ORDER BY exposed_ms DESC

@@ -11,10 +11,10 @@
 -- @column group_size: ranks in the group (NULL when unknown), count
 -- @column collective: the collective
 -- @column bytes: message bytes (NULL when unknown), bytes
--- @column busbw_gbps: the instance's bus bandwidth (NULL when not clean or unsized), GB/s
+-- @column transfer_busbw_gbps: the instance's bus bandwidth over its transfer time (NULL when not clean or unsized), GB/s
 SELECT w.rank * 1099511627776 + w.event_index * 4 + 1 AS node_id, w.rank,
        tk_group_label(c.pg_desc, c.pg_ranks, c.pg_name) AS group_label, c.pg_name, c.pg_desc, c.group_size,
-       w.collective, w.bytes, CASE WHEN i.status = 'clean' THEN i.busbw_gbps END AS busbw_gbps
+       w.collective, w.bytes, CASE WHEN i.status = 'clean' THEN i.transfer_busbw_gbps END AS transfer_busbw_gbps
 FROM collective_waits w JOIN collective_instances i USING (instance_key)
 JOIN collectives c ON c.rank = w.rank AND c.event_index = w.event_index
 WHERE i.ranks_present >= 2 AND i.status <> 'unaligned'

@@ -21,7 +21,7 @@ SELECT c.collective, coalesce(c.size_bucket, 'unknown size') AS size_bucket, cou
        sum(c.bytes) AS total_bytes, sum(c.dur_ns) / 1e6 AS total_ms, avg(c.dur_ns) / 1e3 AS mean_us,
        sum(coalesce(x.exposed_ns, 0.0)) / 1e6 AS exposed_ms,
        quantile_cont(c.busbw_gbps, 0.5) AS busbw_p50_gbps, quantile_cont(c.busbw_gbps, 0.9) AS busbw_p90_gbps,
-       quantile_cont(i.busbw_gbps, 0.5) AS transfer_busbw_p50_gbps, count(DISTINCT i.instance_key) AS instances
+       quantile_cont(i.transfer_busbw_gbps, 0.5) AS transfer_busbw_p50_gbps, count(DISTINCT i.instance_key) AS instances
 FROM collectives c
 LEFT JOIN _comm_exposure x USING (rank, event_index)  -- (comm_exposure's own join: that view would build collectives again)
 LEFT JOIN collective_waits w USING (rank, event_index)

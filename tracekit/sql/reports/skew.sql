@@ -16,12 +16,12 @@
 -- @column start_skew_us: last start − first start, µs
 -- @column end_skew_us: last end − first end, µs
 -- @column transfer_us: fastest rank's duration, µs
--- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over the transfer time (collective_instances.busbw_gbps), GB/s
+-- @column transfer_busbw_gbps: bus bandwidth (nccl-tests' busbw) over the transfer time (collective_instances.transfer_busbw_gbps), GB/s
 -- @column last_rank: the rank that started last
 -- @column total_wait_us: waiting of all ranks for the last one, µs
 SELECT instance_key, match_method, collective, ranks_present, missing_ranks, mismatch, bytes,
        start_skew_ns / 1e3 AS start_skew_us, end_skew_ns / 1e3 AS end_skew_us, transfer_ns / 1e3 AS transfer_us,
-       busbw_gbps, last_rank, total_wait_ns / 1e3 AS total_wait_us
+       transfer_busbw_gbps, last_rank, total_wait_ns / 1e3 AS total_wait_us
 FROM collective_instances
 WHERE status = 'clean'
 ORDER BY start_skew_ns DESC, first_start_ns;

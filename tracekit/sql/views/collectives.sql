@@ -34,7 +34,7 @@
 -- @column out_nelems: output elements (recorded, or derived from in_nelems and a known group size; alltoall: recorded only)
 -- @column bytes: message bytes as nccl-tests counts them (allgather: output; others: input), bytes (NULL when it needs an unknown group size)
 -- @column algbw_gbps: bytes / dur_ns = algorithm bandwidth, GB/s (decimal, 1e9 bytes/s)
--- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over the kernel's own duration: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.busbw_gbps is the transfer's
+-- @column busbw_gbps: bus bandwidth (nccl-tests' busbw) over the kernel's own duration: algbw_gbps x nccl-tests' factor for the collective and group_size (NULL when group_size is unknown), GB/s. The kernel's time includes waiting for the other ranks: collective_instances.transfer_busbw_gbps is the transfer's
 -- @column meta_source: kernel args, launching CPU op, kernel name only, or gloo op
 -- @column seq: collective sequence number in its process group, when the trace has it
 -- @column comms_id: collective instance id, when the trace has it
