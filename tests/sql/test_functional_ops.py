@@ -97,6 +97,8 @@ def test_uneven_all_to_all_pair_matrix(tmp_path):
     got = run.sql("SELECT src_rank, dst_rank, elements, bytes FROM alltoall_pairs ORDER BY ALL").to_pylist()
     assert [(g["src_rank"], g["dst_rank"], g["elements"], g["bytes"]) for g in got] == [
         (0, 0, 16, 64), (0, 1, 32, 128), (1, 0, 24, 96), (1, 1, 24, 96)]
-    (i,) = run.sql("SELECT uneven, in_imbalance, out_imbalance, transfer_busbw_gbps FROM collective_instances").to_pylist()
+    (i,) = run.sql("SELECT uneven, in_imbalance, out_imbalance, transfer_busbw_gbps "
+                   "FROM collective_instances").to_pylist()
     # inputs 48 and 48 elements; outputs (4 + 6) * 4 = 40 and (8 + 6) * 4 = 56: mean 48
-    assert i == {"uneven": True, "in_imbalance": 1.0, "out_imbalance": pytest.approx(56 / 48), "transfer_busbw_gbps": None}
+    assert i == {"uneven": True, "in_imbalance": 1.0, "out_imbalance": pytest.approx(56 / 48),
+                 "transfer_busbw_gbps": None}

@@ -100,16 +100,17 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
         # hosts can carry depends on the network (NICs, rails, switches), which the trace does not say
         link_kind = g["link_kind"] or ("intra-node" if one_host else None)
         link = nvlink if link_kind == "intra-node" else None
-        if link and msg and msg >= BANDWIDTH_MSG and g["transfer_busbw_p50_gbps"] and left > 0:
+        busbw = g["transfer_busbw_p50_gbps"]
+        if link and msg and msg >= BANDWIDTH_MSG and busbw and left > 0:
             ref = 0.8 * link
-            if g["transfer_busbw_p50_gbps"] < 0.5 * ref:
-                saving = left * (1 - g["transfer_busbw_p50_gbps"] / ref)
+            if busbw < 0.5 * ref:
+                saving = left * (1 - busbw / ref)
                 causes.append(("bandwidth below the link", saving,
-                               (f"bus bandwidth {g['transfer_busbw_p50_gbps']:.1f} GB/s of about {ref:.0f} the link carries: "
+                               (f"bus bandwidth {busbw:.1f} GB/s of about {ref:.0f} the link carries: "
                                "check topology (NCCL_DEBUG=INFO, nvidia-smi topo -m), NCCL_ALGO/NCCL_PROTO, "
                                "NCCL_NCHANNELS")))
                 conf = "low"
-        if link_kind in ("inter-node", "mixed") and g["transfer_busbw_p50_gbps"]:
+        if link_kind in ("inter-node", "mixed") and busbw:
             notes.append("across hosts: compare its bus bandwidth with what the network carries (NICs x their rate); "
                          "the trace does not say")
         if g["transfer_ms"] is None:  # unmatched (one rank of several traced): waiting may be in it
@@ -120,7 +121,7 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
         evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; "
                     f"{plural(round(n), 'collective', 'collectives')} of "
                     f"{human_bytes(int(msg)) if msg else 'unknown size'} mean"
-                    + (f", bus bandwidth {g['transfer_busbw_p50_gbps']:.2f} GB/s" if g["transfer_busbw_p50_gbps"] else "")
+                    + (f", bus bandwidth {busbw:.2f} GB/s" if busbw else "")
                     + (f"; {'; '.join(notes)}" if notes else ""))
         sql = "sql/reports/_advise_comm.sql (step_breakdown, comm_exposure, collective_instances)"
         if causes:
