@@ -80,3 +80,15 @@ def test_steps_pair_by_order_or_by_number(tmp_path):
     code, out, err = tk("diff", "a", "b", cwd=tmp_path, env=env)  # the terminal: both tables, titled
     assert code == 0 and "diff collectives — b against a" in out
     assert "diff steps — b against a, steps paired by order" in out
+
+
+def test_runs_of_different_step_counts_are_told_their_totals_differ(tmp_path):
+    """The collectives table holds totals: where A profiled 1 step and B 4 (the shipped ddp example and the
+    planted ddp recording: their traces hold 1 and 4 ProfilerSteps), the table says so."""
+    from tracekit.table_meta import note_of
+
+    a = tracekit.ingest([ROOT / "examples" / "traces" / "ddp"], tmp_path / "a", jobs=1)
+    b = tracekit.ingest([ROOT / "examples" / "traces" / "planted-ddp-delay"], tmp_path / "b", jobs=1)
+    note = note_of(diff(a, b)["collectives"])
+    assert note and note.startswith("A profiled 1 step and B 4:"), note
+    assert note_of(diff(b, b)["collectives"]) is None

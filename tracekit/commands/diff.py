@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from .. import sql_files as _sql
 from ..errors import QueryError, TracekitError
-from ..table_meta import FIRST_KEY
+from ..table_meta import FIRST_KEY, NOTE_KEY
 
 STEPS_BY = ("order", "number")
 # the columns a reader needs first (kept when the terminal is narrow)
@@ -31,9 +31,31 @@ def diff(run_a, run_b, steps_by: str = "order") -> dict[str, pa.Table]:
             con.register("side_a", run_a.sql(side))
             con.register("side_b", run_b.sql(side))
             t = con.sql(_sql.load("reports", f"_diff_{part}").text, params=params).to_arrow_table()
-            out[part] = t.replace_schema_metadata({FIRST_KEY: FIRST[part].encode()})
+            meta = {FIRST_KEY: FIRST[part].encode()}
+            note = _steps_note(run_a, run_b) if part == "collectives" else None
+            if note:
+                meta[NOTE_KEY] = note.encode()
+            out[part] = t.replace_schema_metadata(meta)
         except duckdb.Error as exc:
             raise QueryError(f"diff of {run_a.name} and {run_b.name} failed: {exc}") from None
         finally:
             con.close()
     return out
+
+
+def _steps_note(run_a, run_b) -> str | None:
+    """Where the runs profiled different numbers of steps, the collectives' totals cover different spans:
+    say so (per step, the steps table compares them)."""
+    def steps(run):
+        try:
+            return run.sql("SELECT count(DISTINCT step) AS n FROM steps").column("n")[0].as_py()
+        except TracekitError:
+            return None
+    a, b = steps(run_a), steps(run_b)
+    if a and b and a != b:
+        from ..words import plural
+
+        return (f"A profiled {plural(a, 'step', 'steps')} and B {b}: the collectives table's counts, bytes and "
+                f"times are totals over each run's steps (B's over x{b / a:.3g} as many); the steps table "
+                "compares the runs step by step")
+    return None
