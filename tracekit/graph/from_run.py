@@ -17,3 +17,16 @@ def replay(run_or_graph, durations=None, gaps=None, remove=None) -> Replay:
     """A replay of a run's graph (or of a Graph) with the measured durations, or the ones given."""
     g = run_or_graph if isinstance(run_or_graph, Graph) else build(run_or_graph)
     return g.replay(durations=durations, gaps=gaps, remove=remove)
+
+
+def path_replay(run) -> Replay:
+    """The replay the critical path walks. On a run of CPU ranks (no GPU op: Gloo), of the graph whose step
+    threads are split (graph/split.py), so that a thread's time between recorded ops is its work, host
+    idle, or waiting held by the collective it waited for, and the path follows that wait to the rank that
+    arrived last: on the unsplit graph a CPU rank's wait inside an unrecorded call is a fixed gap on the
+    waiting rank (the planted delay's path blamed the rank that waited). On GPU runs the unsplit graph,
+    whose path the hand-worked timelines check (the split is not yet checked there)."""
+    from .split import split
+
+    gpu = run.sql("SELECT count(*) AS n FROM (SELECT 1 FROM gpu_kernels LIMIT 1)").column("n")[0].as_py()
+    return build(run).replay() if gpu else split(run).replay()

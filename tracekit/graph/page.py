@@ -36,14 +36,14 @@ def section(run) -> str:
     import duckdb
 
     from .critical import critical_path
-    from .from_run import build
+    from .from_run import path_replay
     from .shared import too_big
 
     big = too_big(run)
     if big:
         return why(f"Not drawn: {big}.")
     try:
-        r = build(run).replay()
+        r = path_replay(run)
     except TracekitError as exc:
         return why(f"No replay: {exc}")
     except duckdb.IOException:  # a copy of the run without its events files

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from ..table_meta import NOTE_KEY
 from .critical import GAP_NAME, critical_path
-from .from_run import build
+from .from_run import build, path_replay
 
 
 def replay_rows(run, params: dict) -> pa.Table:
@@ -16,7 +16,7 @@ def replay_rows(run, params: dict) -> pa.Table:
 
 def critical_path_rows(run, params: dict) -> pa.Table:
     """tracekit report RUN critical_path: per step, the chain of work that sets its end."""
-    table = critical_path(build(run).replay())
+    table = critical_path(path_replay(run))
     note = thread_gap_note(table.to_pylist())
     if note:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})

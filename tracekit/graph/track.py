@@ -12,12 +12,12 @@ from ..errors import TracekitError
 def critical_track(run, put, ev, tid: int, ranks: list[int], steps: tuple[int, int] | None) -> int:
     """Write the track's events through ``put`` (``ev``: the timeline's event formatter); returns how many."""
     from .critical import runs
-    from .from_run import build
+    from .from_run import path_replay
 
     if not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
         return 0
     try:
-        r = build(run).replay()
+        r = path_replay(run)
     except TracekitError:  # no graph to walk: the timeline goes on without the track
         return 0
     shown = set(ranks)

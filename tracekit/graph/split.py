@@ -1,0 +1,305 @@
+"""The run's dependency graph with its step threads split (what advise's counterfactuals and the critical
+path of CPU ranks need).
+
+The graph keeps, on a CPU thread, only the nodes the GPU or a collective depends on; the time between two
+of them is one fixed gap. A counterfactual needs to know what that gap holds, so the step thread's gaps
+are split here at the thread's idle intervals (no leaf op of its own for IDLE_MIN_NS or more,
+``_advise_cpu_leaves.sql``):
+
+- an idle interval during which one of the rank's collectives on another thread (a Gloo worker's)
+  completes (its last rank arrives before
+  the interval ends, or up to TOLERANCE_NS after: the recorded ends of Gloo ops lag; its transfer ends
+  after the interval begins) is **waiting** for that collective: a node of no duration at the interval's
+  end, held by the transfer (a `held` edge; gap: the measured lag, negative when the op's recorded end comes
+  later), so it moves with the transfer;
+- any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
+  node whose duration is the interval;
+- the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
+
+A Gloo op on a worker thread starts when the step thread enqueued it: it is held by the step thread's
+last node before it (gap: the measured time), not by the worker's own idle time. Replayed with the
+measured durations, the split graph gives back the measured times (tracekit.graph keeps each node's slack).
+
+Each rank's first profiled step is held by an origin node at the job's first step start (the edge's
+gap: how late the rank starts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .. import sql_files as _sql
+from ..errors import TracekitError
+from .model import Graph
+
+IDLE_MIN_NS = 50_000  # an idle interval this long or longer is a node; shorter ones stay in the work
+TOLERANCE_NS = 5_000_000  # a collective's recorded end may come this long after the thread resumed
+IDLE_BASE = -(1 << 50)  # node ids of the split's own nodes (graph hubs use small negative ids)
+ASYNC_NS = 5_000_000  # an op's transfer may start this much after its thread's next op (clock jitter)
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """The run's graph with its step threads split (see the module's docstring), and what each node is."""
+    graph: Graph
+    chain_main: np.ndarray   # bool per node: on its rank's step thread
+    host_idle: np.ndarray    # bool per node: a host idle node
+    work_edge: np.ndarray    # bool per edge: a step-thread edge whose gap is the thread's work
+    start_edge: np.ndarray   # bool per edge: the job's origin -> a rank's first step start (gap: its lag)
+    transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer)
+    busbw: np.ndarray        # per node: the transfer's instance bus bandwidth (nan: unknown)
+    groups: list             # per group index: (group_label, collective, pg_name, pg_desc, group_size, ranks)
+    ranks: np.ndarray        # the ranks
+
+    def replay(self, durations=None, gaps=None):
+        return self.graph.replay(durations=durations, gaps=gaps)
+
+    def base_gaps(self) -> np.ndarray:
+        return self.graph.gap_ns + self.graph.slack_ns
+
+
+def _col(t: pa.Table, name: str, dtype=None, fill=None):
+    """A column as a numpy array (strings as objects, through lists: pyarrow's to_numpy of strings
+    imports pandas, a second and a half)."""
+    c = t.column(name)
+    if fill is not None:
+        c = c.fill_null(fill)
+    if dtype is None:
+        return np.array(c.to_pylist(), dtype=object)
+    return np.asarray(c.combine_chunks().to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _gaps(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The [start, end) gaps between sorted intervals (a union's holes)."""
+    if len(ts) < 2:
+        return np.zeros((0, 2), np.int64)
+    b = np.maximum.accumulate(end)
+    g = np.stack([b[:-1], ts[1:]], axis=1)
+    return g[g[:, 1] > g[:, 0]]
+
+
+def _union(iv: np.ndarray) -> np.ndarray:
+    """Sorted, merged intervals."""
+    if not len(iv):
+        return iv
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    b = np.maximum.accumulate(iv[:, 1])
+    new = np.ones(len(iv), dtype=bool)
+    new[1:] = iv[1:, 0] > b[:-1]
+    starts = iv[new, 0]
+    ends = np.maximum.reduceat(b, np.flatnonzero(new))
+    return np.stack([starts, ends], axis=1)
+
+
+def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The intersection of two sorted unions of intervals."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i, 0], b[j, 0]), min(a[i, 1], b[j, 1])
+        if hi > lo:
+            out.append((lo, hi))
+        if a[i, 1] < b[j, 1]:
+            i += 1
+        else:
+            j += 1
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _idle_intervals(ops: pa.Table, inflight: dict) -> dict[int, np.ndarray]:
+    """Per rank, the [start, end) intervals of IDLE_MIN_NS or more in which its step thread runs no op, or
+    runs no leaf op while one of its collectives is in flight (``inflight``: per rank, sorted windows)."""
+    out = {}
+    rank = _col(ops, "rank", np.int64)
+    ts, end = _col(ops, "ts_ns", np.int64), _col(ops, "end_ns", np.int64)
+    leaf = _col(ops, "leaf", bool, False)
+    for r in np.unique(rank):
+        m = rank == r
+        outside = _gaps(ts[m], end[m])
+        lm = m & leaf
+        inner = _intersect(_union(_gaps(ts[lm], end[lm])), inflight.get(int(r), np.zeros((0, 2), np.int64)))
+        iv = _union(np.concatenate([outside, inner]))
+        out[int(r)] = iv[iv[:, 1] - iv[:, 0] >= IDLE_MIN_NS] if len(iv) else iv
+    return out
+
+
+def split(run) -> Split:
+    """The run's dependency graph with its step threads split into work, host idle and waiting. An op
+    whose instance's last rank arrived after the thread's next op started did not wait for it (an async
+    send): by more than ASYNC_NS, else the clocks' jitter; where that leaves a cycle, by any amount."""
+    try:
+        return _split(run, ASYNC_NS)
+    except TracekitError as exc:
+        if "cycle" not in str(exc):
+            raise
+        return _split(run, 0)
+
+
+def _split(run, async_ns: int) -> Split:
+    nodes = run.sql("SELECT node_id, rank, step, kind, name, cause, chain, ts_ns, dur_ns FROM graph_nodes")
+    edges = run.sql("SELECT src, dst, kind, gap_ns FROM graph_edges")
+    leaves = run.sql(_sql.load("reports", "_advise_cpu_leaves").text)
+    transfers = run.sql(_sql.load("reports", "_advise_transfers").text)
+
+    nid = _col(nodes, "node_id", np.int64)
+    rank = _col(nodes, "rank", np.int64, -1)
+    step = _col(nodes, "step", np.int64, -1)
+    kind, name, cause, chain = (_col(nodes, c) for c in ("kind", "name", "cause", "chain"))
+    ts, dur = _col(nodes, "ts_ns", np.int64, 0), _col(nodes, "dur_ns", np.int64, 0)
+    pos = {int(i): p for p, i in enumerate(nid)}
+    src = np.array([pos.get(int(i), -1) for i in _col(edges, "src", np.int64)], dtype=np.int64)
+    dst = np.array([pos.get(int(i), -1) for i in _col(edges, "dst", np.int64)], dtype=np.int64)
+    ok = (src >= 0) & (dst >= 0)
+    ekind, egap = _col(edges, "kind")[ok], _col(edges, "gap_ns", np.int64, 0)[ok]
+    src, dst = src[ok], dst[ok]
+    # the graph's own inferred edges between a step thread and a Gloo worker (enqueue; the transfer's end
+    # -> the thread's next node) hold whole gaps: the split below puts finer ones in their place
+    cross = (ekind == "thread") & (chain[src] != chain[dst])
+    src, dst, ekind, egap = src[~cross], dst[~cross], ekind[~cross], egap[~cross]
+
+    # an op that went on before its instance's last rank arrived (an async Gloo send, whose transfer node
+    # starts after the thread's next node) did not wait for it: the hub does not hold it
+    nxt = np.full(len(nid), np.iinfo(np.int64).max, dtype=np.int64)
+    seq = (ekind == "thread") | (ekind == "stream")
+    np.minimum.at(nxt, src[seq], ts[dst[seq]])
+    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst] - async_ns)
+    hub_of = {int(d): int(h) for h, d in zip(src[ekind == "collective"], dst[ekind == "collective"], strict=True)
+              if kind[d] == "transfer"}
+    is_async = np.zeros(len(nid), dtype=bool)
+    is_async[dst[async_t]] = True
+    src, dst, ekind, egap = src[~async_t], dst[~async_t], ekind[~async_t], egap[~async_t]
+
+    main = {int(rank[i]): chain[i] for i in np.flatnonzero(kind == "step_start")}
+    on_main = np.array([rank[i] >= 0 and main.get(int(rank[i])) == chain[i] for i in range(len(nid))], dtype=bool)
+
+
+    # per rank: its transfers' ends and their arrivals (the arrive node is the transfer's id - 1)
+    t_idx = np.flatnonzero(kind == "transfer")
+    t_end = ts[t_idx] + dur[t_idx]
+    t_arr = np.array([ts[pos[int(nid[i]) - 1]] if int(nid[i]) - 1 in pos else ts[i] for i in t_idx], dtype=np.int64)
+    flying = ~on_main[t_idx] | is_async[t_idx]  # in flight while the step thread goes on
+    inflight = {int(r): _union(np.stack([t_arr[flying & (rank[t_idx] == r)],
+                                         np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
+                for r in np.unique(rank[t_idx])}
+    idle = _idle_intervals(leaves, inflight)
+
+    new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
+    new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
+    drop = np.zeros(len(src), dtype=bool)
+    for e in np.flatnonzero((ekind == "thread") & on_main[src] & on_main[dst]):
+        s, d = src[e], dst[e]
+        r = int(rank[s])
+        lo, hi = ts[s] + dur[s], ts[d]
+        iv = idle.get(r)
+        if iv is None or hi - lo < IDLE_MIN_NS or not len(iv) or kind[d] == "transfer" or kind[s] == "transfer":
+            # (out of a transfer: a bound that the thread resumes after it, not the thread's own time)
+            continue
+        a, b = np.maximum(iv[:, 0], lo), np.minimum(iv[:, 1], hi)
+        sel = b - a >= IDLE_MIN_NS
+        if not sel.any():
+            continue
+        drop[e] = True
+        prev, prev_end = s, lo
+        st = int(step[d] if step[d] >= 0 else step[s])
+        for ja, jb in zip(a[sel], b[sel], strict=True):
+            # the rank's collectives whose last rank arrived before the thread resumed and whose transfer
+            # ended after it went idle: it was waiting for one of them
+            tol = min(TOLERANCE_NS, jb - ja)
+            mine = (rank[t_idx] == r) & ~on_main[t_idx] & (ts[t_idx] <= jb + tol) & (t_end >= ja) & (t_arr < jb)
+            # an async op of this thread (a Gloo isend/irecv) completes when its last rank arrives
+            mine_async = (rank[t_idx] == r) & is_async[t_idx] & (ts[t_idx] >= ja) & (ts[t_idx] <= jb) & (t_arr < ja)
+            k = len(nid) + len(new_nodes)
+            if mine.any() or mine_async.any():
+                if mine.any():
+                    w = t_idx[mine][np.argmax(t_end[mine])]
+                    held = (w, int(jb - (ts[w] + dur[w])))
+                else:
+                    w = t_idx[mine_async][np.argmax(ts[t_idx][mine_async])]
+                    held = (hub_of[int(w)], int(jb - ts[w]))
+                new_nodes.append((r, st, "wait", "waiting for " + str(name[w]), None, int(jb), 0))
+                new_edges.append((held[0], k, "held", held[1]))
+                new_edges.append((prev, k, "thread", int(ja - prev_end)))
+                prev, prev_end = k, int(jb)
+            else:
+                new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
+                new_edges.append((prev, k, "thread", int(ja - prev_end)))
+                prev, prev_end = k, int(jb)
+        new_edges.append((prev, d, "thread", int(hi - prev_end)))
+
+    # each rank's first step starts after the job's first: an origin node holds them, the lag its gap
+    firsts = {}
+    for i in np.flatnonzero(kind == "step_start"):
+        if int(rank[i]) not in firsts or ts[i] < ts[firsts[int(rank[i])]]:
+            firsts[int(rank[i])] = i
+    if firsts:
+        origin = min(int(ts[i]) for i in firsts.values())
+        k = len(nid) + len(new_nodes)
+        new_nodes.append((-1, -1, "origin", "the job's first step start", None, origin, 0))
+        new_edges.extend((k, int(i), "start", int(ts[i]) - origin) for i in firsts.values())
+
+    # Gloo ops on a worker thread: held by the step thread's last node before them, not the worker's idling
+    n_all = len(nid) + len(new_nodes)
+    all_rank = np.concatenate([rank, np.array([n[0] for n in new_nodes], dtype=np.int64)])
+    all_ts = np.concatenate([ts, np.array([n[5] for n in new_nodes], dtype=np.int64)])
+    all_dur = np.concatenate([dur, np.array([n[6] for n in new_nodes], dtype=np.int64)])
+    all_main = np.concatenate([on_main, np.ones(len(new_nodes), dtype=bool)])
+    worker = np.flatnonzero(np.isin(kind, ("arrive", "gloo")) & ~on_main & (rank >= 0)
+                            & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool))
+    if len(worker):
+        for r in np.unique(rank[worker]):
+            m = np.flatnonzero(all_main & (all_rank == r))
+            ends = all_ts[m] + all_dur[m]
+            order = np.argsort(ends, kind="stable")
+            m, ends = m[order], ends[order]
+            for w in worker[rank[worker] == r]:
+                j = np.searchsorted(ends, ts[w], side="right") - 1
+                if j >= 0:
+                    new_edges.append((int(m[j]), int(w), "enqueue", int(ts[w] - ends[j])))
+        # a worker's own gaps are its idling between ops: what it waits for is the step thread's enqueue
+        into_worker = (ekind == "thread") & np.isin(dst, np.flatnonzero(
+            ~on_main & (rank >= 0) & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool)))
+        egap = np.where(into_worker, 0, egap)
+
+    keep = ~drop
+    n_new = len(new_nodes)
+    ids = np.concatenate([nid, IDLE_BASE - np.arange(n_new, dtype=np.int64)])
+    ne = np.array([(a, b) for a, b, _, _ in new_edges], dtype=np.int64).reshape(-1, 2)
+    all_src = np.concatenate([src[keep], ne[:, 0]])
+    all_dst = np.concatenate([dst[keep], ne[:, 1]])
+    all_kind = np.concatenate([ekind[keep], np.array([k for _, _, k, _ in new_edges], dtype=object)])
+    all_gap = np.concatenate([egap[keep], np.array([g for _, _, _, g in new_edges], dtype=np.int64)])
+    g = Graph(node_id=ids, rank=all_rank,
+              step=np.concatenate([step, np.array([n[1] for n in new_nodes], dtype=np.int64)]),
+              kind=np.concatenate([kind, np.array([n[2] for n in new_nodes], dtype=object)]),
+              name=np.concatenate([name, np.array([n[3] for n in new_nodes], dtype=object)]),
+              cause=np.concatenate([np.where(cause == None, "", cause),  # noqa: E711 (object array)
+                                    np.array([n[4] or "" for n in new_nodes], dtype=object)]),
+              ts_ns=all_ts, dur_ns=all_dur, src=all_src, dst=all_dst, edge_kind=all_kind, gap_ns=all_gap)
+    # the graph's own edges (it drops those a cycle of contradicting clocks leaves backward)
+    work = (g.edge_kind == "thread") & all_main[g.src] & all_main[g.dst] & (g.kind[g.dst] != "transfer")
+    host = np.zeros(n_all, dtype=bool)
+    host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
+
+    # transfers: their group and bus bandwidth
+    tgroup = np.full(n_all, -1, dtype=np.int64)
+    busbw = np.full(n_all, np.nan)
+    groups, gidx = [], {}
+    for row in transfers.to_pylist():
+        p = pos.get(int(row["node_id"]))
+        if p is None:
+            continue
+        key = (row["group_label"], row["collective"])
+        if key not in gidx:
+            gidx[key] = len(groups)
+            groups.append({"group_label": row["group_label"], "collective": row["collective"],
+                           "pg_name": row["pg_name"], "pg_desc": row["pg_desc"], "group_size": row["group_size"],
+                           "ranks": set()})
+        groups[gidx[key]]["ranks"].add(row["rank"])
+        tgroup[p] = gidx[key]
+        if row["transfer_busbw_gbps"]:
+            busbw[p] = row["transfer_busbw_gbps"]
+    return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=g.edge_kind == "start",
+                 transfer_group=tgroup,
+                 busbw=busbw, groups=groups, ranks=np.unique(rank[rank >= 0]))
