@@ -60,7 +60,7 @@ def test_the_path_adds_up_to_the_span_and_is_a_chain(seed, n, ranks):
 def test_the_path_says_when_it_is_mostly_unrecorded_thread_time():
     """A path that is mostly time between the CPU ops a trace records cannot follow that time to another
     rank (a CPU Gloo run's wait inside an unrecorded call): the report says so, with the share worked by hand."""
-    from tracekit.graph.reports import thread_gap_note
+    from tracekit.graph.critical import thread_gap_note
 
     rows = [{"name": "CPU between ops", "ns": 60}, {"name": "CPU between ops (+2 more)", "ns": 15},
             {"name": "gemm", "ns": 25}]

@@ -125,3 +125,17 @@ def critical_path(r: Replay) -> pa.Table:
     types = {"step": pa.int64(), "rank": pa.int64(), "cause": pa.string(), "name": pa.string(), "ms": pa.float64(),
              "ns": pa.int64(), "start_ms": pa.float64()}
     return pa.table({k: pa.array(v, types[k]) for k, v in cols.items()})
+
+
+def thread_gap_note(rows: list[dict]) -> str | None:
+    """Where most of the path is time between the CPU ops a trace records on a thread: say what the path
+    cannot see there (the report and the page both)."""
+    total = sum(r["ns"] for r in rows)
+    gaps = sum(r["ns"] for r in rows if (r["name"] or "").startswith(GAP_NAME["thread"]))
+    if not total or gaps < total / 2:
+        return None
+    return (f"{100 * gaps / total:.0f} % of the path is time between the CPU ops the trace records on a thread "
+            "('CPU between ops'): the trace does not say what the thread did or waited for there (a wait for "
+            "another rank's collective inside an unrecorded call, data loading, a sleep), so the path cannot "
+            "follow it to another rank; `tracekit report RUN breakdown` (waiting, starved) and `tracekit advise` "
+            "(which splits these gaps by the other ranks' pace) say who waited for whom")

@@ -12,7 +12,11 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import TracekitError
+
+class CycleError(ValueError):
+    """The graph has a cycle (the engine stands on nothing of tracekit's: tracekit.graph.Graph breaks
+    cycles, see model.py)."""
+
 
 try:  # the compiled loop (setup.py builds it where a C compiler is found)
     from . import _replay as _compiled
@@ -40,7 +44,7 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray, hint: np.ndarray
             return hint
     out = _kahn(n, src, dst, hint)
     if len(out) != n:
-        raise TracekitError(f"the dependency graph has a cycle through {n - len(out):,} nodes: "
+        raise CycleError(f"the dependency graph has a cycle through {n - len(out):,} nodes: "
                             "the trace's times contradict its dependencies (report it with the trace)")
     return np.asarray(out, dtype=np.int64)
 

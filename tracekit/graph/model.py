@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ..errors import TracekitError
 from . import engine as sim
 
 EDGE_KINDS = ("thread", "stream", "launch", "sync", "wait", "collective")
@@ -55,7 +54,7 @@ class Graph:
         try:
             order = sim.topological_order(n, self.src, self.dst, hint)
             dropped = 0
-        except TracekitError:  # a cycle: drop the edges on cycles that go back in measured time (clocks
+        except sim.CycleError:  # a cycle: drop the edges on cycles that go back in measured time (clocks
             # that disagree); an edge back in time elsewhere (a blocking send whose peer's arrival the
             # clocks place just after the send's end) is kept: it holds what follows
             pos = np.empty(n, dtype=np.int64)
@@ -65,7 +64,7 @@ class Graph:
             keep = forward | ~(cyc[self.src] & cyc[self.dst])
             try:
                 order = sim.topological_order(n, self.src[keep], self.dst[keep], hint)
-            except TracekitError:  # (not expected: every cycle lies within cyc) every edge back in time
+            except sim.CycleError:  # (not expected: every cycle lies within cyc) every edge back in time
                 keep, order = forward, hint
             dropped = int((~keep).sum())
             for name in ("src", "dst", "edge_kind", "gap_ns"):

@@ -53,7 +53,7 @@ def section(run) -> str:
         return why("No critical path: the traces hold no ProfilerStep (profile with torch.profiler.schedule and "
                    "call prof.step() once per training step).")
     steps = len({x["step"] for x in rows})
-    from .reports import thread_gap_note
+    from .critical import thread_gap_note
 
     caveat = thread_gap_note(rows)
     text = why(f"The chain of work that sets each step's end, on the replay of the job's dependency graph, "
