@@ -231,7 +231,7 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     from .errors import TracekitError
 
     r = _run(run)
-    if fix_ranks or comm_speedup or overlap:  # a counterfactual replay of the run's own dependencies
+    if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay of the run's own dependencies
         given = {"--config": config, "--preset": preset, "--world": world, "--fit": fit or None, "--plot": plot,
                  "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab, "--seq": seq,
                  "--micro-batch": micro_batch, "--micro-batches": micro_batches, "--dtype": dtype,

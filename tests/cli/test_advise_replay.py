@@ -129,3 +129,14 @@ def test_above_the_graphs_cap_advise_says_so_and_sizes_by_its_rules(tmp_path, mo
     note = table.schema.metadata[NOTE_KEY].decode()
     assert "built on demand" in note and "tracekit report RUN replay" in note, note
     assert all(r["replay_error_pct"] is None for r in table.to_pylist())
+
+
+@pytest.mark.parametrize("factor", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_speedup_that_is_not_a_finite_positive_factor_is_refused(tmp_path, factor):
+    """--comm-speedup 0 once fell through to the plan whatif (0 is falsy) and nan printed a numpy warning
+    and 'transfers nanx faster' with a number (a reviewer's find)."""
+    from tracekit.errors import TracekitError
+
+    run = shared_lateness_job(tmp_path)
+    with pytest.raises(TracekitError, match="give a finite factor above 0"):
+        tracekit.whatif(run, comm_speedup=factor)

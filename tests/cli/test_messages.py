@@ -123,3 +123,20 @@ def test_doctor_in_a_terminal_prints_one_block_per_finding(tmp_path):
     assert all(len(line.rstrip()) <= 100 for line in lines)
     code, out, _ = tk("doctor", str(tmp_path), "--format", "csv", cwd=tmp_path)
     assert out.splitlines()[0].split(",")[:2] == ["check", "severity"]
+
+
+def test_every_file_left_out_says_why_each_was(tmp_path):
+    """With --on-error skip and no file that parses, the error gives each file's reason (it said 'see the
+    reasons above' with nothing above it); without it, the advice to leave the file out comes once."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "a.json").write_text("")
+    (bad / "b.json").write_text("hi\n")
+    code, out, err = tk("ingest", "bad", "-o", "run", "--on-error", "skip", cwd=tmp_path,
+                        env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
+    assert code != 0 and out == ""
+    assert err.startswith("error: no trace could be ingested: every file was left out (2): "), err
+    assert f"{bad / 'a.json'}: the file is empty" in err and f"{bad / 'b.json'} (byte 0 of the JSON text)" in err
+    assert "--on-error" not in err
+    code, out, err = tk("ingest", "bad", "-o", "run", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
+    assert code == 2 and err.count("--on-error skip") == 1, err

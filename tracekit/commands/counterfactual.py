@@ -11,6 +11,8 @@ end of its last work on any rank (the span the critical path covers), averaged o
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 
@@ -204,8 +206,9 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
     ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
     from ..table_meta import NOTE_KEY
 
-    if comm_speedup is not None and comm_speedup <= 0:
-        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a factor above 0 (2: transfers twice as fast)")
+    if comm_speedup is not None and not (math.isfinite(comm_speedup) and comm_speedup > 0):
+        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a finite factor above 0 (2: transfers twice as "
+                            "fast)")
     sp = split(run)
     known = set(int(r) for r in sp.ranks)
     bad = [r for r in fix_ranks if r not in known]

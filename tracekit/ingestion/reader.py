@@ -26,6 +26,7 @@ from .schema import TraceEvent
 from .source import TraceSource
 
 CHUNK_BYTES = 4 << 20
+TRUNCATED = "(file truncated? a profiler killed or still writing leaves one: let it finish, or profile again)"
 _MAX_HEADER = 256 << 20  # most bytes of top-level metadata before and after the traceEvents array
 
 
@@ -210,7 +211,7 @@ class TraceReader:
         buf, base, eof = self._skip_space(bytearray(self._more()), 0, 0, "before the JSON text")
         if eof:
             raise self._fail("the file is empty; it holds no JSON at all (a profiler killed or still writing "
-                             "leaves one): profile again, or pass --on-error skip to ingest the other files")
+                             "leaves one): profile again")
         if buf[0] == ord("["):  # Chrome's JSON Array Format
             buf, base, _ = self._skip_space(buf, 1, base, "after the opening '['")
             if not buf or buf[0] in b"{]":
@@ -224,8 +225,8 @@ class TraceReader:
         if buf[0] != ord("{"):
             raise self._fail(
                 "this is not a trace: a PyTorch Profiler trace is a JSON object starting with '{', "
-                f"found {bytes(buf[:20])!r}. Pass the .json/.json.gz files that torch.profiler wrote (or "
-                "--on-error skip to leave this one out)", offset=base)
+                f"found {bytes(buf[:20])!r}. Pass the .json/.json.gz files that torch.profiler wrote",
+                offset=base)
         searched = 0  # every key candidate before it has been tried
         while True:
             m, searched = self._top_level_key(buf, searched)
@@ -323,7 +324,7 @@ class TraceReader:
     def _raise_unterminated(self, buf, pos, base, index):
         tail = bytes(buf[pos:pos + 60]).strip()
         if not tail:
-            raise self._fail("the JSON text ends inside the traceEvents array (file truncated?); "
+            raise self._fail("the JSON text ends inside the traceEvents array " + TRUNCATED + "; "
                              "expected ']' to close it", offset=base + len(buf), index=index)
         # Let msgspec say exactly where the damage is.
         try:
@@ -334,10 +335,10 @@ class TraceReader:
             msg = str(exc)
             if _ends_early(msg, len(buf) - pos + 2):
                 raise self._fail(
-                    "the JSON text ends in the middle of an event (file truncated?)",
+                    "the JSON text ends in the middle of an event " + TRUNCATED,
                     offset=base + len(buf), index=index) from None
             raise self._fail(f"malformed JSON: {msg.split(' (byte')[0]}", offset=base + pos + _byte(msg)) from None
-        raise self._fail("the traceEvents array is not closed with ']' (file truncated?)",
+        raise self._fail("the traceEvents array is not closed with ']' " + TRUNCATED,
                          offset=base + len(buf), index=index)
 
     def _finish(self, prefix: bytes, buf, suffix_start: int, base: int):
@@ -361,8 +362,8 @@ class TraceReader:
         except msgspec.DecodeError as exc:
             msg = str(exc)
             if "truncated" in msg:
-                raise self._fail("the JSON text ends before the closing '}' of the trace object "
-                                 "(file truncated?)", offset=base + len(buf)) from None
+                raise self._fail("the JSON text ends before the closing '}' of the trace object " + TRUNCATED,
+                                 offset=base + len(buf)) from None
             raise self._fail(f"malformed JSON around the traceEvents array: {msg}") from None
         if not isinstance(header, dict):
             raise self._fail("the top level of the JSON is not an object")

@@ -282,7 +282,10 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
     results.sort(key=lambda r: r[1].rank)
     check_unique_ranks([(task.path, res.rank) for task, res in results])
     if not results:
-        raise TracekitError("no trace could be ingested; see the reasons above (or in --on-error skip's list)")
+        said = "; ".join(f"{f['reason']}" for f in failures[:3])
+        more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
+        raise TracekitError(f"no trace could be ingested: every file was left out ({len(failures)}): {said}{more}"
+                            if failures else "no trace could be ingested")
     for task, res in results:
         rank = res.rank
         if rank < 0:
