@@ -262,20 +262,13 @@ def hygiene_findings(run) -> list[dict]:
 
 def advise(run) -> pa.Table:
     """The ranked findings (see the module's docstring for how their savings combine)."""
-    from ..graph.shared import computed_once
+    from ..graph.shared import computed_once as graph_once
+    from ..shadow import computed_once
 
     # every rule reads step_breakdown, the replays the graph: computed once, as temporary tables that
     # shadow the views
-    try:
-        run.sql("CREATE OR REPLACE TEMP TABLE step_breakdown AS SELECT * FROM main.step_breakdown")
-    except TracekitError:  # a read-only run: each query computes the view
-        with computed_once(run):
-            return _advise(run)
-    try:
-        with computed_once(run):
-            return _advise(run)
-    finally:
-        run.sql("DROP TABLE IF EXISTS temp.step_breakdown")
+    with computed_once(run, ("step_breakdown",)), graph_once(run):
+        return _advise(run)
 
 
 def _advise(run) -> pa.Table:

@@ -9,7 +9,6 @@ the page does not grow with the job."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import html
 
@@ -168,32 +167,17 @@ def sections(run) -> list[tuple[str, str]]:
 
 # the views most of the page's queries read (the collectives report and chart, advise's rules, exposed,
 # whatif's points): computed once for the page, as temporary tables that shadow them (as advise does for
-# step_breakdown), instead of once per query over every rank's collectives
+# step_breakdown; tracekit/shadow.py), instead of once per query over every rank's collectives
 SHARED_VIEWS = ("collectives", "comm_exposure")
-
-
-@contextlib.contextmanager
-def _computed_once(run):
-    made = []
-    try:
-        for name in SHARED_VIEWS:
-            try:
-                run.sql(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM main.{name}")
-            except TracekitError:  # a read-only run: each query computes the view
-                break
-            made.append(name)
-        yield
-    finally:
-        for name in reversed(made):
-            run.sql(f"DROP TABLE IF EXISTS temp.{name}")
 
 
 def write_html(run, out: str) -> str:
     import os
 
-    from ..graph.shared import computed_once
+    from ..graph.shared import computed_once as graph_once
+    from ..shadow import computed_once
 
-    with _computed_once(run), computed_once(run):
+    with computed_once(run, SHARED_VIEWS), graph_once(run):
         head = (f"<h1>tracekit report: {html.escape(run.name)}</h1>"
                 f"<p class=\"meta\">tracekit {__version__}, {_dt.datetime.now().isoformat(timespec='seconds')}</p>"
                 + identity_table(run))

@@ -1,12 +1,10 @@
 """The dependency graph's views computed once for a command that reads them several times (the page: the
 critical path, doctor's replay finding and advise's replays; advise: its split and its replays): as
-temporary tables that shadow graph_nodes and graph_edges, as the page does for the collectives. Above
+temporary tables that shadow graph_nodes and graph_edges (tracekit/shadow.py). Above
 MAX_EVENTS events, or where the run has no events files or no steps, nothing is computed (each reader
 then says why it has no graph)."""
 
 from __future__ import annotations
-
-import contextlib
 
 import duckdb
 
@@ -29,30 +27,13 @@ def too_big(run) -> str | None:
     return None
 
 
-@contextlib.contextmanager
 def computed_once(run):
-    """Within the block, graph_nodes and graph_edges are read from tables made once (nested blocks share
-    them)."""
-    if getattr(run, "_tk_graph_shared", 0):
-        run._tk_graph_shared += 1
-        try:
-            yield
-        finally:
-            run._tk_graph_shared -= 1
-        return
-    made = []
+    """Within the block, graph_nodes and graph_edges are read from tables made once (tracekit/shadow.py);
+    nothing is made above MAX_EVENTS or where the run has no steps."""
+    from ..shadow import computed_once as shadowed
+
     try:
-        if too_big(run) is None and run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
-            for name in VIEWS:
-                run.sql(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM main.{name}")
-                made.append(name)
-    except (TracekitError, duckdb.Error):  # read-only, no events files, a graph that cannot be built:
-        pass                               # each reader computes (or explains) on its own
-    run._tk_graph_shared = 1
-    try:
-        yield
-    finally:
-        run._tk_graph_shared = 0
-        for name in reversed(made):
-            with contextlib.suppress(TracekitError, duckdb.Error):
-                run.sql(f"DROP TABLE IF EXISTS temp.{name}")
+        wanted = too_big(run) is None and run.sql("SELECT 1 FROM steps LIMIT 1").num_rows > 0
+    except (TracekitError, duckdb.Error):
+        wanted = False
+    return shadowed(run, VIEWS if wanted else ())
