@@ -113,7 +113,8 @@ def _lock_taken(run, pid, deadline):
     return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+@pytest.mark.slow  # (12 ingests in subprocesses each: 8 s; CI runs it)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_at_many_moments_of_a_reingest_leaves_a_readable_run_and_a_true_message(run_of_one, capsys, sig):
     """The signal at 12 moments spread over the write (from the writer lock to the end): each time the run
     answers as before (1 kernel) when the message says nothing was written, or as the new input (3) when
