@@ -16,14 +16,14 @@ from .measured import Measured
 def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> float:
     """How much slower compute runs where a host's ranks share ``cores`` (CPU runs; 1 without): their
     demand (ranks x the share of the step each keeps a core busy: computing, or in a Gloo collective,
-    which reduces on the CPU and polls while it waits; a pipeline's bubble leaves the core to the others)
-    over the cores, at least 1."""
+    which reduces on the CPU and polls while it waits, and both where they overlap; a pipeline's bubble
+    leaves the core to the others) over the cores, at least 1."""
     return max(1.0, ranks_per_host * busy / cores) if cores else 1.0
 
 
 def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) -> Source | None:
     """The measured run's rates and shares; None where it has no profiled step to calibrate from."""
-    cal, works, comp, wait, window, idle = [], [], 0.0, 0.0, 0.0, 0.0
+    cal, works, comp, wait, window, idle, hidden = [], [], 0.0, 0.0, 0.0, 0.0, 0.0
     per_rank = plan.dp * plan.tp
     for r in meas.parts:
         n = r["steps"] or 0
@@ -39,6 +39,7 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         wait += r["wait_ns"] / n / 1e6
         window += r["window_ns"] / n / 1e6
         idle += (r["p2p_wait_ns"] + r["p2p_comm_ns"]) / n / 1e6
+        hidden += float(r.get("hidden_ns") or 0) / n / 1e6
     if not cal or comp <= 0:
         return None
     rates = calibrate(cal)
@@ -48,6 +49,13 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
     spread = [s / meas.step_ms for s in meas.steps_ms] if meas.step_ms else [1.0]
     mean_work = sum(rates.time(w) for w in works) / len(works)
     return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
-                  contention(meas.ranks_per_host, cores, 1 - idle / window if window > 0 else 1.0), plan.tp)
+                  contention(meas.ranks_per_host, cores, busy_share(window, idle, hidden)), plan.tp)
+
+
+def busy_share(window: float, idle: float, hidden: float) -> float:
+    """The cores a rank keeps busy, as a share of its step: all of it but a pipeline's bubble (point-to-point
+    waits and transfers), plus the communication it overlaps with compute (a Gloo collective reduces on
+    the CPU and polls beside the compute thread: two cores' work at once)."""
+    return (1 - idle / window + hidden / window) if window > 0 else 1.0
 
 

@@ -34,6 +34,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     colls = w.stage_collectives(ctx, target, shape) if colls is None else colls
     share = w._exposed_share(ctx.measured)
     exposed = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
+    hidden = [0.0] * target.pp  # transfer overlapped with compute, ms: its CPU work beside the compute's
     basis = set()
     for c in colls:
         if c["group"] == "PP":
@@ -44,6 +45,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         k = 1.0 if k is None else k
         ms, lo, hi = c["t"]
         exposed[c["stage"]] = exposed[c["stage"]] + Part(ms * k, lo * k, hi * k)
+        hidden[c["stage"]] += ms * (1 - k)
         basis |= {n for n in c["notes"] if not n.startswith("law: ")}
     p2p = None
     if target.pp > 1:
@@ -60,7 +62,8 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     slow = src.contention
     for _ in range(4):  # the plan's share of busy time sets how its ranks contend for cores, and back
         stages = predict_step(shape, target, src, exposed, p2p, slow)
-        busy = sum(1 - s.bubble.ms / s.step.ms for s in stages if s.step.ms > 0) / len(stages)
+        busy = sum(1 - s.bubble.ms / s.step.ms + hidden[s.stage] / s.step.ms
+                   for s in stages if s.step.ms > 0) / len(stages)
         slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
     worst = max(stages, key=lambda s: s.step.ms)
     basis |= set(worst.notes)

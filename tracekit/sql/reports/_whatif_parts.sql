@@ -5,7 +5,7 @@
 -- kernel families of step_breakdown; on CPU-only (Gloo) ranks, whose compute is CPU ops, the innermost
 -- matrix-multiply ops (aten::mm, addmm, bmm, baddbmm) and CPU flash-attention ops inside the windows.
 -- @stage report
--- @uses step_breakdown, step_windows, events
+-- @uses step_breakdown, step_windows, events, comm_overlap
 -- @column rank: global rank
 -- @column steps: profiled steps, count
 -- @column window_ns: the steps' windows summed, ns
@@ -16,6 +16,7 @@
 -- @column wait_ns: waiting at collectives other than send/recv, ns
 -- @column p2p_comm_ns: exposed transfer at send/recv, ns
 -- @column p2p_wait_ns: waiting at send/recv (a pipeline's bubble, mostly), ns
+-- @column hidden_ns: communication overlapped with compute (comm_overlap.overlap_ns over the profiled steps), ns
 WITH b AS (SELECT * FROM step_breakdown WHERE step <> -1),
 per AS (
     SELECT rank, count(DISTINCT step) AS steps,
@@ -29,6 +30,7 @@ per AS (
            sum(ns) FILTER (WHERE detail = 'waiting at a collective'
                            AND collective IN ('send', 'recv', 'sendrecv')) AS p2p_wait_ns
     FROM b GROUP BY rank),
+hid AS (SELECT rank, sum(overlap_ns) AS hidden_ns FROM comm_overlap WHERE step >= 0 GROUP BY rank),
 win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
 cpu AS (
     SELECT e.rank,
@@ -44,6 +46,7 @@ SELECT p.rank, p.steps, w.window_ns, coalesce(p.compute_ns, 0) AS compute_ns,
        CASE WHEN p.gpu_gemm_ns IS NOT NULL OR p.gpu_attention_ns IS NOT NULL THEN coalesce(p.gpu_attention_ns, 0)
             ELSE coalesce(c.attention_ns, 0) END AS attention_ns,
        coalesce(p.comm_ns, 0) AS comm_ns, coalesce(p.wait_ns, 0) AS wait_ns,
-       coalesce(p.p2p_comm_ns, 0) AS p2p_comm_ns, coalesce(p.p2p_wait_ns, 0) AS p2p_wait_ns
-FROM per p JOIN win w USING (rank) LEFT JOIN cpu c USING (rank)
+       coalesce(p.p2p_comm_ns, 0) AS p2p_comm_ns, coalesce(p.p2p_wait_ns, 0) AS p2p_wait_ns,
+       coalesce(h.hidden_ns, 0) AS hidden_ns
+FROM per p JOIN win w USING (rank) LEFT JOIN cpu c USING (rank) LEFT JOIN hid h USING (rank)
 ORDER BY p.rank
