@@ -39,7 +39,7 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         wait += r["wait_ns"] / n / 1e6
         window += r["window_ns"] / n / 1e6
         idle += (r["p2p_wait_ns"] + r["p2p_comm_ns"]) / n / 1e6
-        hidden += float(r.get("hidden_ns") or 0) / n / 1e6
+        hidden += r["hidden_ns"] / n / 1e6
     if not cal or comp <= 0:
         return None
     rates = calibrate(cal)

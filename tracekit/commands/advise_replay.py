@@ -5,6 +5,7 @@ beside it. docs/advise.md says what each cause removed means."""
 from __future__ import annotations
 
 from ..errors import TracekitError
+from ..graph.split import split
 from ..words import plural
 from . import counterfactual as cf
 
@@ -71,7 +72,7 @@ def findings(run, rp) -> tuple[list[dict], str]:
     big = too_big(run)
     if big:
         raise TracekitError(big)
-    sp = cf.split(run)
+    sp = split(run)
     base = sp.replay()
     step = cf.job_step_ms(base)
     err = cf.replay_error_pct(base)

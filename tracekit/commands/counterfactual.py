@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import TracekitError
 from ..graph import Graph
-from ..graph.split import Split, split  # noqa: F401 - (split: advise_replay calls cf.split)
+from ..graph.split import Split, split
 
 LATE_MIN_MS = 0.01  # a rank is late by this much or more per step (and by LATE_MIN_SHARE of the step)
 LATE_MIN_SHARE = 0.01

@@ -1,7 +1,8 @@
 """doctor's rows: its own query (sql/reports/doctor.sql, which reads facts only) and, where the run's events
 are here, the replay's finding (sql/reports/_doctor_replay.sql: steps that do not replay). The graph is
-built from the events, so a copy of a run without its events files, or a run of more than MAX_EVENTS
-events (the graph is built on demand there: `tracekit report RUN replay`), gets doctor's own rows alone."""
+built from the events, so a copy of a run without its events files, or a run of more events than
+graph/shared.py's MAX_EVENTS (the graph is built on demand there: `tracekit report RUN replay`), gets
+doctor's own rows alone."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pyarrow as pa
 
 from .. import sql_files
 from ..errors import TracekitError
-from .shared import MAX_EVENTS, event_count
+from .shared import too_big
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 
@@ -18,7 +19,7 @@ SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 def replay_findings(run) -> list[dict]:
     """The replay's doctor rows, or none where the graph is not built (no events here, too many)."""
     try:
-        if event_count(run) > MAX_EVENTS or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
+        if too_big(run) or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
             return []
         return run.sql(sql_files.load("reports", "_doctor_replay").text).to_pylist()
     except duckdb.IOException:  # the run's events files are not here

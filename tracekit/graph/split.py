@@ -32,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 
 from .. import sql_files as _sql
-from ..errors import TracekitError
 from .model import Graph
 
 IDLE_MIN_NS = 50_000  # an idle interval this long or longer is a node; shorter ones stay in the work
@@ -128,16 +127,7 @@ def _idle_intervals(ops: pa.Table, inflight: dict) -> dict[int, np.ndarray]:
 def split(run) -> Split:
     """The run's dependency graph with its step threads split into work, host idle and waiting. An op
     whose instance's last rank arrived after the thread's next op started did not wait for it (an async
-    send): by more than ASYNC_NS, else the clocks' jitter; where that leaves a cycle, by any amount."""
-    try:
-        return _split(run, ASYNC_NS)
-    except TracekitError as exc:
-        if "cycle" not in str(exc):
-            raise
-        return _split(run, 0)
-
-
-def _split(run, async_ns: int) -> Split:
+    send): by more than ASYNC_NS, else the clocks' jitter (a cycle the times leave, the Graph breaks)."""
     nodes = run.sql("SELECT node_id, rank, step, kind, name, cause, chain, ts_ns, dur_ns FROM graph_nodes")
     edges = run.sql("SELECT src, dst, kind, gap_ns FROM graph_edges")
     leaves = run.sql(_sql.load("reports", "_advise_cpu_leaves").text)
@@ -164,7 +154,7 @@ def _split(run, async_ns: int) -> Split:
     nxt = np.full(len(nid), np.iinfo(np.int64).max, dtype=np.int64)
     seq = (ekind == "thread") | (ekind == "stream")
     np.minimum.at(nxt, src[seq], ts[dst[seq]])
-    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst] - async_ns)
+    async_t = (ekind == "collective") & (kind[dst] == "transfer") & (nxt[dst] < ts[dst] - ASYNC_NS)
     hub_of = {int(d): int(h) for h, d in zip(src[ekind == "collective"], dst[ekind == "collective"], strict=True)
               if kind[d] == "transfer"}
     is_async = np.zeros(len(nid), dtype=bool)

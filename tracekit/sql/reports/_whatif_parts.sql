@@ -30,7 +30,7 @@ per AS (
            sum(ns) FILTER (WHERE detail = 'waiting at a collective'
                            AND collective IN ('send', 'recv', 'sendrecv')) AS p2p_wait_ns
     FROM b GROUP BY rank),
-hid AS (SELECT rank, sum(overlap_ns) AS hidden_ns FROM comm_overlap WHERE step >= 0 GROUP BY rank),
+hid AS (SELECT rank, CAST(sum(overlap_ns) AS BIGINT) AS hidden_ns FROM comm_overlap WHERE step >= 0 GROUP BY rank),
 win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
 cpu AS (
     SELECT e.rank,
