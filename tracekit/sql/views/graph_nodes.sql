@@ -4,8 +4,9 @@
 -- GPU, from the later of the call's start and the awaited op's end to the call's end) and the Gloo ops.
 -- On a GPU stream: every kernel, memcpy and memset. A collective kernel or Gloo op of a matched instance
 -- (collective_waits; two ranks or more, not unaligned) is two nodes: its arrival (no duration, at its
--- start) and its transfer (from the instance's last arrival to its own end), joined through one hub
--- node per instance. Times are on the aligned clock (rank_clocks), so that ranks compare.
+-- start; a Gloo send or recv: its issuing c10d op's start) and its transfer (from the instance's last
+-- arrival to its own end), joined through one hub node per instance. Times are on the aligned clock
+-- (rank_clocks), so that ranks compare.
 -- @stage view
 -- @uses steps, events, gpu_kernels, comm_ops, _graph_calls, collectives, collective_waits, collective_instances, rank_clocks, tk_kernel_families
 -- @column node_id: the node's key: rank × 2^40 + event_index × 4 + piece for a node of an event; a hub: minus the instance's number
@@ -22,7 +23,7 @@
 -- @column order_ns: the node's place on its chain, ns (trace clock; a hub: NULL)
 CREATE OR REPLACE VIEW graph_nodes AS
 WITH matched AS (
-    SELECT w.rank, w.event_index, w.instance_key, i.last_start_ns, w.end_ns AS end_al,
+    SELECT w.rank, w.event_index, w.instance_key, w.end_ns AS end_al,
            dense_rank() OVER (ORDER BY w.instance_key) AS hub
     FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key
     WHERE i.ranks_present >= 2 AND i.status <> 'unaligned'),
@@ -35,9 +36,15 @@ stepev AS (
     SELECT s.rank, s.step, e.event_index, e.pid, e.tid, s.ts_ns, s.end_ns
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
                                AND e.name = 'ProfilerStep#' || s.step),
-gloo AS (SELECT c.rank, c.event_index, o.pid, o.tid, c.ts_ns, c.end_ns, c.kernel_name AS name, c.step
-         FROM collectives c JOIN comm_ops o ON o.rank = c.rank AND o.event_index = c.event_index
-         WHERE c.library = 'gloo'),
+gloo0 AS (SELECT c.rank, c.event_index, o.pid, o.tid, c.ts_ns, c.end_ns, c.kernel_name AS name, c.step, c.comm_kind
+          FROM collectives c JOIN comm_ops o ON o.rank = c.rank AND o.event_index = c.event_index
+          WHERE c.library = 'gloo'),
+issuing AS (SELECT rank, tid, ts_ns AS op_ts, end_ns AS op_end FROM comm_ops
+            WHERE name IN ('c10d::send', 'c10d::recv_', 'c10d::recv_any_source_')),
+gloo AS (  -- a Gloo send or recv arrives when its c10d op starts: the op posts the buffer, and PyTorch opens
+           -- the gloo:send/recv record only as the op returns (docs/definitions.md)
+    SELECT g.*, CASE WHEN g.comm_kind = 'p2p' AND i.op_end >= g.ts_ns - 50000 THEN i.op_ts ELSE g.ts_ns END AS arr_ns
+    FROM gloo0 g ASOF LEFT JOIN issuing i ON i.rank = g.rank AND i.tid = g.tid AND i.op_ts <= g.ts_ns),
 waited AS (SELECT c.*, g.end_ns AS g_end FROM _graph_calls c
            LEFT JOIN gpu_kernels g ON c.wait_index IS NOT NULL AND g.rank = c.rank AND g.event_index = c.wait_index),
 raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, name, chain, t0, t1, cause, order_ns)
@@ -56,8 +63,9 @@ raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, nam
            end_ns, 'launch/CPU', ts_ns FROM waited WHERE wait_index IS NOT NULL
     UNION ALL
     SELECT g.rank, g.event_index, 0, g.step, CASE WHEN m.hub IS NOT NULL THEN 'arrive' ELSE 'gloo' END, g.name,
-           'cpu/' || g.pid || '/' || g.tid, g.ts_ns, CASE WHEN m.hub IS NOT NULL THEN g.ts_ns ELSE g.end_ns END,
-           'comm transfer', g.ts_ns
+           'cpu/' || g.pid || '/' || g.tid, CASE WHEN m.hub IS NOT NULL THEN g.arr_ns ELSE g.ts_ns END,
+           CASE WHEN m.hub IS NOT NULL THEN g.arr_ns ELSE g.end_ns END,
+           'comm transfer', CASE WHEN m.hub IS NOT NULL THEN g.arr_ns ELSE g.ts_ns END
     FROM gloo g LEFT JOIN matched m ON m.rank = g.rank AND m.event_index = g.event_index
     UNION ALL
     SELECT k.rank, k.event_index, 0, k.step,
@@ -79,15 +87,16 @@ aligned AS (
            tk_aligned(p.t0, c.offset_ns, c.drift_ppm, c.ref_ns) AS ts_ns,
            tk_aligned(p.t1, c.offset_ns, c.drift_ppm, c.ref_ns) - tk_aligned(p.t0, c.offset_ns, c.drift_ppm, c.ref_ns) AS dur_ns,
            CASE WHEN p.t1 > p.t0 THEN p.cause END AS cause, p.event_index, p.part AS piece, p.order_ns
-    FROM placed p JOIN rank_clocks c ON c.rank = p.rank)
+    FROM placed p JOIN rank_clocks c ON c.rank = p.rank),
+arrived AS (  -- each matched op with its instance's last arrival (the arrive nodes'; aligned clock)
+    SELECT m.*, a.step, a.name, a.chain, a.order_ns, max(a.ts_ns) OVER (PARTITION BY m.hub) AS last_ns
+    FROM matched m JOIN aligned a ON a.node_id = m.rank * 1099511627776 + m.event_index * 4)
 SELECT * FROM aligned
 UNION ALL
-SELECT m.rank * 1099511627776 + m.event_index * 4 + 1, m.rank, a.step, 'transfer', a.name, a.chain,
-       m.last_start_ns, greatest(m.end_al - m.last_start_ns, 0),
-       'comm transfer', m.event_index, 1, a.order_ns
-FROM matched m JOIN aligned a ON a.node_id = m.rank * 1099511627776 + m.event_index * 4
+SELECT rank * 1099511627776 + event_index * 4 + 1, rank, step, 'transfer', name, chain,
+       last_ns, greatest(end_al - last_ns, 0), 'comm transfer', event_index, 1, order_ns
+FROM arrived
 UNION ALL
-SELECT -hub, NULL, min(a.step), 'hub', any_value(m.instance_key), 'hub', max(m.last_start_ns), 0, NULL,
-       NULL, 0, NULL
-FROM matched m JOIN aligned a ON a.node_id = m.rank * 1099511627776 + m.event_index * 4
+SELECT -hub, NULL, min(step), 'hub', any_value(instance_key), 'hub', max(last_ns), 0, NULL, NULL, 0, NULL
+FROM arrived
 GROUP BY hub;
