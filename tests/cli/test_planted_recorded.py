@@ -15,15 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRACES = ROOT / "examples" / "traces"
 TRUTH = json.loads((TRACES / "planted.json").read_text())
 CAUSE = {"delay": "host-bound", "slow": "CPU-bound"}  # train.py --delay sleeps; --slow multiplies matrices
-# known misses (docs/advise.md, "Checked on planted problems"): under pp with a slow rank, the first stage's
-# blocking sends end, by its clock, up to 10 ms before the slow rank's receive is recorded, so the graph
-# cannot hold them by the transfer and the replay keeps their wait (the saving: 58 % of the cost); under
-# fsdp a rank's extra compute is replayed to 80 % of its measured cost, not yet explained. Strict: a fix
-# makes them pass, and fail here.
-MISSES = {("pp", "slow"), ("fsdp", "slow")}
-CASES = [pytest.param(scheme, variant, id=f"{scheme}-{variant}",
-                      marks=[pytest.mark.xfail(strict=True, reason="a known miss: see MISSES")]
-                      if (scheme, variant) in MISSES else [])
+CASES = [pytest.param(scheme, variant, id=f"{scheme}-{variant}")
          for scheme, row in TRUTH["schemes"].items() for variant in CAUSE if "shipped" in row.get(variant, {})]
 
 

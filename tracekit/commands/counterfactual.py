@@ -84,42 +84,96 @@ def pace(per: dict, ranks) -> tuple[dict, dict]:
     return lower, excess
 
 
+P2P = ("send", "recv", "sendrecv")
+
+
+def _segment_ends(sp: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ranks' arrivals at their collectives (not point-to-point, whose two ranks do different work),
+    the ends of their steps' segments: (rank, time, hub node, step), sorted by rank and time."""
+    g = sp.graph
+    coll = np.flatnonzero(g.edge_kind == "collective")
+    out_of_hub = coll[g.kind[g.src[coll]] == "hub"]
+    gi = sp.transfer_group[g.dst[out_of_hub]]
+    p2p = np.zeros(len(g.node_id), dtype=bool)  # per hub: point-to-point (or of no known collective)
+    p2p[g.src[out_of_hub]] = True
+    known = gi >= 0
+    p2p[g.src[out_of_hub][known]] = [sp.groups[i]["collective"] in P2P for i in gi[known]]
+    into = coll[g.kind[g.dst[coll]] == "hub"]
+    into = into[~p2p[g.dst[into]] & (g.step[g.src[into]] >= 0)]
+    a, h = g.src[into], g.dst[into]
+    order = np.lexsort((g.ts_ns[a], g.rank[a]))
+    return g.rank[a][order], g.ts_ns[a][order], h[order], g.step[a][order]
+
+
+def _segment_of(sp: Split, ends, where: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per element (a node ``where`` at time ``t``): its segment, the hub of its rank's next collective of the
+    same step (>= 0), or -1 - step after the step's last (the step's tail)."""
+    g = sp.graph
+    rank, step = g.rank[where], g.step[where]
+    seg = -1 - step
+    e_rank, e_t, e_hub, e_step = ends
+    if not len(e_rank) or not len(where):
+        return seg
+    t0 = min(int(e_t.min()), int(t.min()))
+    span = max(int(e_t.max()), int(t.max())) - t0
+    shift = max(span.bit_length(), 1)
+    if int(max(e_rank.max(), rank.max())) >= (1 << (62 - shift)):
+        raise TracekitError("the replay's segments: the trace spans too long a time to key by rank and time")
+    key_e = (e_rank << shift) + (e_t - t0)
+    key = (rank << shift) + (t - t0)
+    i = np.searchsorted(key_e, key, side="left")
+    j = np.minimum(i, len(key_e) - 1)
+    ok = (i < len(key_e)) & (e_rank[j] == rank) & (e_step[j] == step)
+    return np.where(ok, e_hub[j], seg)
+
+
 def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
-    """Durations and gaps with the late ranks' host idle ('idle'), step-thread work ('work') or GPU
-    compute ('compute') scaled, per step, to the lower median over ranks."""
+    """Durations and gaps with the late ranks' host idle ('idle'), step-thread work ('work') or GPU compute
+    ('compute') scaled, segment by segment, to the lower median over ranks. A segment is the part of a step
+    up to one of its collectives (not point-to-point), or after the last: the same work on ranks that run
+    the same program (data, tensor parallel), so that a late rank's excess is removed where it lies, not
+    spread over its whole step; ranks of a pipeline have one segment a step."""
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
     gap = sp.base_gaps() if gaps is None else gaps.copy()
     if what == "start":
         return dur, _start_at_pace(sp, late, gap)
     if what == "work":
-        per = per_rank_step(sp, gap, sp.work_edge, by_edge=True)
+        idx = np.flatnonzero(sp.work_edge & (gap > 0))
+        where, t, val = g.dst[idx], g.ts_ns[g.src[idx]] + g.dur_ns[g.src[idx]], gap[idx]
     else:
-        mask = sp.host_idle if what == "idle" else _compute_mask(g)
-        per = per_rank_step(sp, g.dur_ns, mask)
-    lower, _ = pace(per, sp.ranks)
-    factor = {}  # (rank << 32) + step -> the scale of its part
-    for r in late:
-        for s, p in lower.items():
-            own = per.get((r, s), 0)
-            if own > p and own > 0:
-                factor[(r << 32) + s] = p / own
-    if not factor:
+        idx = np.flatnonzero(sp.host_idle if what == "idle" else _compute_mask(g))
+        where, t, val = idx, g.ts_ns[idx], g.dur_ns[idx]
+    ok = (g.step[where] >= 0) & (g.rank[where] >= 0)
+    idx, where, t, val = idx[ok], where[ok], t[ok], val[ok]
+    ends = _segment_ends(sp)
+    seg = _segment_of(sp, ends, where, t)
+    members: dict[int, set] = {}  # segment -> the ranks that have it
+    for r, h in zip(ends[0].tolist(), ends[2].tolist(), strict=True):
+        members.setdefault(h, set()).add(r)
+    late = set(late)
+    rank = g.rank[where]
+    keys = (rank << 40) + (seg + (1 << 39))
+    uniq, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=val.astype(float), minlength=len(uniq))
+    at = {(int(k >> 40), int((k & ((1 << 40) - 1)) - (1 << 39))): v for k, v in zip(uniq.tolist(), sums.tolist(),
+                                                                                       strict=True)}
+    all_ranks = [int(r) for r in sp.ranks]
+    scale = np.ones(len(uniq))
+    for u, ((r, s_), own) in enumerate(at.items()):
+        if r not in late or own <= 0:
+            continue
+        v = sorted(at.get((q, s_), 0) for q in (members.get(s_, all_ranks) if s_ >= 0 else all_ranks))
+        p = v[(len(v) - 1) // 2]
+        if own > p:
+            scale[u] = p / own
+    if (scale == 1).all():
         return dur, gap
-    keys = np.array(sorted(factor), dtype=np.int64)
-    vals = np.array([factor[k] for k in keys])
-
-    def scale(where: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Per element of mask, its (rank, step)'s factor (1 where none)."""
-        k = (g.rank[where] << 32) + g.step[where]
-        i = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
-        return np.where(mask & (keys[i] == k), vals[i], 1.0)
+    f = scale[inv]
     if what == "work":
-        f = scale(g.dst, sp.work_edge & (gap > 0))
-        gap = np.where(f < 1, np.round(gap * f), gap).astype(np.int64)
+        gap[idx] = np.where(f < 1, np.round(gap[idx] * f), gap[idx]).astype(np.int64)
     else:
-        f = scale(np.arange(g.nodes), sp.host_idle if what == "idle" else _compute_mask(g))
-        dur = np.where(f < 1, np.round(dur * f), dur).astype(np.int64)
+        dur[idx] = np.where(f < 1, np.round(dur[idx] * f), dur[idx]).astype(np.int64)
     return dur, gap
 
 
