@@ -32,14 +32,19 @@ per AS (
     FROM b GROUP BY rank),
 hid AS (SELECT rank, CAST(sum(overlap_ns) AS BIGINT) AS hidden_ns FROM comm_overlap WHERE step >= 0 GROUP BY rank),
 win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
-cpu AS (
-    SELECT e.rank,
-           sum(e.dur_ns) FILTER (WHERE e.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')) AS gemm_ns,
-           sum(e.dur_ns) FILTER (WHERE e.name LIKE 'aten::_scaled_dot_product_%attention%') AS attention_ns
+ops AS (  -- the matrix-multiply and CPU attention ops of the windows, each with the next one on its thread
+    SELECT e.rank, e.name, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
+           lead(e.ts_ns) OVER (PARTITION BY e.rank, e.tid ORDER BY e.ts_ns, e.dur_ns DESC, e.event_index) AS next_ts
     FROM events e JOIN step_windows w ON w.rank = e.rank AND e.ts_ns >= w.ts_ns AND e.ts_ns < w.end_ns
     WHERE e.cat = 'cpu_op' AND (e.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')
-                                OR e.name LIKE 'aten::_scaled_dot_product_%attention%')
-    GROUP BY e.rank)
+                                OR e.name LIKE 'aten::_scaled_dot_product_%attention%')),
+cpu AS (  -- the innermost: an op with another inside it (a DTensor op on the global shapes, around the
+          -- local op on the shard) is not counted, its own time beyond the inner op is other compute
+    SELECT rank,
+           sum(dur_ns) FILTER (WHERE name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')) AS gemm_ns,
+           sum(dur_ns) FILTER (WHERE name LIKE 'aten::_scaled_dot_product_%attention%') AS attention_ns
+    FROM ops WHERE next_ts IS NULL OR next_ts >= end_ns
+    GROUP BY rank)
 SELECT p.rank, p.steps, w.window_ns, coalesce(p.compute_ns, 0) AS compute_ns,
        CASE WHEN p.gpu_gemm_ns IS NOT NULL OR p.gpu_attention_ns IS NOT NULL THEN coalesce(p.gpu_gemm_ns, 0)
             ELSE least(coalesce(c.gemm_ns, 0), coalesce(p.compute_ns, 0)) END AS gemm_ns,
