@@ -38,7 +38,7 @@ def test_the_fit_recovers_the_law(tmp_path):
     assert dp["latency_us"] == pytest.approx(LAT_US, abs=0.2)
     assert dp["bus_gbps"] == pytest.approx(GBPS, rel=0.01)
     # DDP's buckets: two sizes, so latency and bandwidth apart (a fit, not "a line through two points")
-    assert dp["law"] == "alpha + bytes/beta through the medians of 2 message sizes"
+    assert dp["law"] == "alpha + bytes/beta through the typical times of 2 message sizes"
     assert laws[("allreduce", "TP")]["law"].startswith("one message size measured")  # every TP message: one activation
 
 

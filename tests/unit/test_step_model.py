@@ -56,6 +56,21 @@ def test_a_noisy_instance_does_not_move_the_fit():
     assert fit_law(pts).alpha_ns == pytest.approx(20_000)
 
 
+def test_a_tail_in_every_step_counts_and_a_burst_in_one_step_does_not():
+    # per step at each size: three instances at the law (alpha 20 us, 0.1 ns/byte) and one 5x slower (a Gloo
+    # collective waiting for its core, in every step): the step pays 2x the law on average (3 x 1 + 5) / 4.
+    # Step 3 also has a burst: one instance of 100x at 8 KiB. Through the median instance the fit would be
+    # the law itself; through each step's mean, the median over the 5 steps: 2x the law
+    law = lambda b: 20_000 + 0.1 * b  # noqa: E731
+    pts = [(b, k * law(b), b, step) for b in (8192, 131072) for step in range(5) for k in (1, 1, 1, 5)]
+    pts.append((8192, 100 * law(8192), 8192, 3))
+    fitted = fit_law(pts)
+    assert (fitted.alpha_ns, fitted.ns_per_byte) == (pytest.approx(40_000), pytest.approx(0.2))
+    # without steps, each instance stands alone: the median instance, the law
+    alone = fit_law([p[:3] for p in pts])
+    assert (alone.alpha_ns, alone.ns_per_byte) == (pytest.approx(20_000), pytest.approx(0.1))
+
+
 def test_one_size_spans_all_latency_to_all_bandwidth():
     # measured: 32 KiB in 40 us. 8 KiB messages: all bandwidth 10 us each, all latency 40 us each
     law = fit_law([(32768, 40_000, 32768)] * 3)

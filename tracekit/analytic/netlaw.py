@@ -1,9 +1,14 @@
 """A network law: a collective's transfer time = alpha + bus traffic / beta, with an interval.
 
 Fitted per collective, group size and link kind from every measured clean instance (its fastest rank's
-duration: no waiting). Robust to the noise of shared machines: the fit goes through each message size's
-median (least squares weighted by the instances at that size, alpha >= 0); the interval is the spread of
-the instances around the line (10th to 90th percentile of measured / fitted). Outside the measured sizes
+duration: no waiting). The fit goes through each message size's typical time (least squares weighted by
+the instances at that size, alpha >= 0): the median over the profiled steps of the step's mean time at
+that size. A step pays for every instance, its slow ones too, so the tail a size has in every step counts
+(on 2 shared cores a Gloo collective's times at one size vary up to 35x, and the median instance left a
+third of tp-sp's transfer out); a burst of load in one step does not (the median over steps, as the step
+a prediction is checked against is the median one). Instances without a step count as steps of their own
+(the median instance). The interval is the spread of the instances around the line (10th to 90th
+percentile of measured / fitted). Outside the measured sizes
 the interval widens with the distance (in factors of two) to the nearest measured size. From one size
 alpha and beta cannot be told apart: the prediction spans all-latency to all-bandwidth and its point is
 their geometric mean. Where nothing was measured, the link's datasheet figure and NCCL's latency are
@@ -42,7 +47,7 @@ class Law:
     kind: str = "fit"
     """fit, one size (alpha and beta not separable), constant (no size effect), or prior (datasheet)"""
     one_size_ns: float = 0.0
-    """one size: the median transfer at that size, ns"""
+    """one size: the typical transfer at that size (_typical), ns"""
     one_size_traffic: float = 0.0
     """one size: its bus traffic, bytes"""
 
@@ -59,18 +64,27 @@ class Law:
                     "all-latency to all-bandwidth")
         if self.kind == "constant":
             return "no size effect measured (times do not grow with size): a constant time per collective"
-        return f"alpha + bytes/beta through the medians of {self.sizes} message sizes"
+        return f"alpha + bytes/beta through the typical times of {self.sizes} message sizes"
 
 
-def fit_law(points: list[tuple[float, float, float]]) -> Law | None:
-    """``points``: (bus traffic bytes, transfer ns, message bytes) per measured instance."""
-    pts = [(x, t, b) for x, t, b in points if x > 0 and t > 0]
+def _typical(v: list[tuple[float, float, object]]) -> float:
+    """One size's typical time: per step, the mean of its instances; the median over steps (an instance
+    without a step is a step of its own)."""
+    steps: dict[object, list] = {}
+    for i, (_, t, st) in enumerate(v):
+        steps.setdefault(("step", st) if st is not None else ("alone", i), []).append(t)
+    return statistics.median(statistics.fmean(ts) for ts in steps.values())
+
+
+def fit_law(points: list[tuple]) -> Law | None:
+    """``points``: (bus traffic bytes, transfer ns, message bytes[, step]) per measured instance."""
+    pts = [(p[0], p[1], p[2], p[3] if len(p) > 3 else None) for p in points if p[0] > 0 and p[1] > 0]
     if not pts:
         return None
     by: dict[float, list] = {}
-    for x, t, b in pts:
-        by.setdefault(b, []).append((x, t))
-    med = [(statistics.median(x for x, _ in v), statistics.median(t for _, t in v), len(v)) for v in by.values()]
+    for x, t, b, st in pts:
+        by.setdefault(b, []).append((x, t, st))
+    med = [(statistics.median(x for x, _, _ in v), _typical(v), len(v)) for v in by.values()]
     lo_b, hi_b = min(by), max(by)
     if len(med) == 1:
         x0, t0, n = med[0]
@@ -96,7 +110,7 @@ def fit_law(points: list[tuple[float, float, float]]) -> Law | None:
 
 
 def _spread(pts, f) -> dict:
-    ratios = sorted(t / f(x) for x, t, _ in pts if f(x) > 0)
+    ratios = sorted(t / f(x) for x, t, *_ in pts if f(x) > 0)
     if len(ratios) < 3:
         return {"lo": min(ratios + [1.0]), "hi": max(ratios + [1.0])}
     q = statistics.quantiles(ratios, n=10, method="inclusive")

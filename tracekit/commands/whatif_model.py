@@ -20,7 +20,8 @@ IGNORED = {"barrier", "unknown"}  # tiny or unidentified: neither modelled nor a
 
 
 def points(run, rp: RunPlan | None = None) -> dict[tuple[str, str], list]:
-    """(collective, role, link kind) -> [(bus traffic bytes, transfer ns, message bytes, group size, source)].
+    """(collective, role, link kind) -> [(bus traffic bytes, transfer ns, message bytes, group size, source,
+    step)].
     The link kind (intra-node, inter-node, mixed; unknown without hosts) keeps NVLink and the network apart:
     one role's groups can sit on one host or span several."""
     rp = resolve(run) if rp is None else rp
@@ -31,19 +32,19 @@ def points(run, rp: RunPlan | None = None) -> dict[tuple[str, str], list]:
         f = busbw_factor(coll, r["group_size"])
         if f:
             pts.setdefault((coll, kind, r["link_kind"] or "unknown"), []).append(
-                (r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"], r["source"]))
+                (r["bytes"] * f, r["transfer_ns"], r["bytes"], r["group_size"], r["source"], r["step"]))
     return pts
 
 
 def _quality(p: list) -> str | None:
     by_size: dict[int, list] = {}
-    for _, t, b, _, _ in p:
+    for _, t, b, *_ in p:
         by_size.setdefault(b, []).append(t)
     warn = []
     spread = max(max(ts) / min(ts) for ts in by_size.values())
     if spread >= 2:
         warn.append(f"times at one size vary {spread:.0f}x")
-    if any(s == "one rank" for *_, s in p):
+    if any(s == "one rank" for *_, s, _ in p):
         warn.append("one rank traced: kernel times include waiting (an upper bound)")
     return "; ".join(warn) or None
 
@@ -53,13 +54,13 @@ def laws_of(pts: dict) -> dict[tuple[str, str, int], tuple[netlaw.Law, dict]]:
     by: dict[tuple[str, str, int], list] = {}
     roles: dict[tuple[str, str, int], set] = {}
     for (coll, role, link), p in pts.items():
-        for traffic, t, b, n, src in p:
-            key = (coll, link, 2 if coll == "sendrecv" else int(n))
-            by.setdefault(key, []).append((traffic, t, b, n, src))
+        for q in p:
+            key = (coll, link, 2 if coll == "sendrecv" else int(q[3]))
+            by.setdefault(key, []).append(q)
             roles.setdefault(key, set()).add(role)
     out = {}
     for key, p in by.items():
-        law = netlaw.fit_law([(x, t, b) for x, t, b, _, _ in p])
+        law = netlaw.fit_law([(x, t, b, st) for x, t, b, _, _, st in p])
         if law is not None:
             out[key] = (law, {"roles": sorted(roles[key]), "warning": _quality(p)})
     return out
@@ -71,15 +72,15 @@ def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
     pts = points(run, rp) if pts is None else pts
     out = []
     for (coll, kind, link), p in sorted(pts.items()):
-        law = netlaw.fit_law([(x, t, b) for x, t, b, _, _ in p])
+        law = netlaw.fit_law([(x, t, b, st) for x, t, b, _, _, st in p])
         if law is None:
             continue
         out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p), "sizes": law.sizes,
                     "latency_us": law.alpha_ns / 1e3,
                     "bus_gbps": law.bus_gbps if law.bus_gbps is not None else float("inf"),
                     "law": law.label(), "lo": law.lo, "hi": law.hi,
-                    "min_bytes": min(b for _, _, b, _, _ in p), "max_bytes": max(b for _, _, b, _, _ in p),
-                    "min_ranks": min(n for *_, n, _ in p), "max_ranks": max(n for *_, n, _ in p),
+                    "min_bytes": min(q[2] for q in p), "max_bytes": max(q[2] for q in p),
+                    "min_ranks": min(q[3] for q in p), "max_ranks": max(q[3] for q in p),
                     "warning": _quality(p)})
     return out
 
@@ -279,10 +280,9 @@ def predicted_rows(ctx: Context, target, colls: list[dict] | None = None) -> lis
     for key in sorted(set(acc) | set(meas)):
         p, m = acc.get(key), meas.get(key, {})
         notes = set(p["notes"]) if p else {"measured, not in the model"}
-        share = _share(exp_share, key)
+        share, why = share_for(exp_share, key)
         if p and key not in meas:
-            notes.add("not run by the measured plan: exposed share of " + ("its role" if key[0] in exp_share
-                                                                          else "the whole run"))
+            notes.add("not run by the measured plan: " + why)
         t = p["t"][0] if p and p["t"] else None
         rows.append({"group": key[0], "collective": key[1], "count": p["count"] if p else None,
                      "measured_count": m.get("count"), "bytes": p["bytes"] if p else None,
@@ -292,8 +292,18 @@ def predicted_rows(ctx: Context, target, colls: list[dict] | None = None) -> lis
     return rows
 
 
-def _share(exp_share: dict, key: tuple) -> float | None:
-    return exp_share.get(key, exp_share.get(key[0], exp_share.get(None)))
+def share_for(exp_share: dict, key: tuple) -> tuple[float | None, str]:
+    """The share of a (role, collective)'s transfer left exposed, and where it comes from: the run's own
+    for that collective of that role, else for the role; a tensor-parallel collective the run has no TP to
+    measure is exposed in full (it sits between a layer's matmuls: nothing to hide behind, unless async
+    TP, which a run with TP would show); else the whole run's."""
+    if key in exp_share:
+        return exp_share[key], "exposed share of the collective"
+    if key[0] in exp_share:
+        return exp_share[key[0]], "exposed share of its role"
+    if key[0] == "TP":
+        return 1.0, "tensor-parallel collectives sit between a layer's matmuls: exposed in full"
+    return exp_share.get(None), "exposed share of the whole run"
 
 
 def _exposed_share(meas: dict) -> dict:

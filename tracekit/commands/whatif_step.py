@@ -41,7 +41,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             continue
         if c["t"] is None:
             return {"step_ms": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
-        k = w._share(share, (c["group"], c["collective"]))
+        k, _ = w.share_for(share, (c["group"], c["collective"]))
         k = 1.0 if k is None else k
         ms, lo, hi = c["t"]
         exposed[c["stage"]] = exposed[c["stage"]] + Part(ms * k, lo * k, hi * k)

@@ -13,17 +13,18 @@
 -- @column transfer_ns: transfer time, ns
 -- @column source: matched (a clean instance's fastest rank) or one rank (a kernel's duration)
 -- @column link_kind: intra-node, inter-node or mixed (collective_instances.link_kind; one rank: collectives.link_kind); NULL when unknown
+-- @column step: ProfilerStep of the instance on that rank (NULL outside steps)
 WITH w AS (SELECT instance_key, min(rank) AS rank, arg_min(event_index, rank) AS event_index
            FROM collective_waits GROUP BY instance_key),
 one AS (SELECT count(DISTINCT rank) = 1 AS yes FROM traces)
 SELECT w.rank, i.collective, c.pg_name, nullif(c.pg_desc, '') AS pg_desc, CAST(i.expected_ranks AS BIGINT) AS group_size,
-       i.bytes, i.transfer_ns, 'matched' AS source, i.link_kind
+       i.bytes, i.transfer_ns, 'matched' AS source, i.link_kind, c.step
 FROM collective_instances i JOIN w USING (instance_key)
 JOIN _collectives c ON c.rank = w.rank AND c.event_index = w.event_index
 WHERE i.status = 'clean' AND i.bytes > 0 AND i.transfer_ns > 0 AND i.expected_ranks IS NOT NULL
 UNION ALL
 SELECT c.rank, c.collective, c.pg_name, nullif(c.pg_desc, ''), CAST(c.group_size AS BIGINT), c.bytes, c.dur_ns, 'one rank',
-       c.link_kind
+       c.link_kind, c.step
 FROM collectives c, one
 WHERE one.yes AND c.bytes > 0 AND c.dur_ns > 0
   AND (c.group_size IS NOT NULL OR c.collective IN ('send', 'recv'))
