@@ -36,15 +36,19 @@ stepev AS (
     SELECT s.rank, s.step, e.event_index, e.pid, e.tid, s.ts_ns, s.end_ns
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
                                AND e.name = 'ProfilerStep#' || s.step),
-gloo0 AS (SELECT c.rank, c.event_index, o.pid, o.tid, c.ts_ns, c.end_ns, c.kernel_name AS name, c.step, c.comm_kind
+gloo0 AS (SELECT c.rank, c.event_index, o.pid, o.tid, c.ts_ns, c.end_ns, c.kernel_name AS name, c.step,
+                 c.comm_kind, c.collective
           FROM collectives c JOIN comm_ops o ON o.rank = c.rank AND o.event_index = c.event_index
           WHERE c.library = 'gloo'),
-issuing AS (SELECT rank, tid, ts_ns AS op_ts, end_ns AS op_end FROM comm_ops
-            WHERE name IN ('c10d::send', 'c10d::recv_', 'c10d::recv_any_source_')),
-gloo AS (  -- a Gloo send or recv arrives when its c10d op starts: the op posts the buffer, and PyTorch opens
-           -- the gloo:send/recv record only as the op returns (docs/definitions.md)
+issuing AS (SELECT rank, tid, ts_ns AS op_ts, end_ns AS op_end,
+                   CASE WHEN name = 'c10d::send' THEN 'send' ELSE 'recv' END AS collective
+            FROM comm_ops WHERE name IN ('c10d::send', 'c10d::recv_', 'c10d::recv_any_source_')),
+gloo AS (  -- a Gloo send or recv arrives when the c10d op of its kind that holds its record's start (or ends
+           -- within 50 us before it) starts: the op posts the buffer, and PyTorch opens the gloo:send/recv
+           -- record only as the op returns (docs/definitions.md); without one, the record's start
     SELECT g.*, CASE WHEN g.comm_kind = 'p2p' AND i.op_end >= g.ts_ns - 50000 THEN i.op_ts ELSE g.ts_ns END AS arr_ns
-    FROM gloo0 g ASOF LEFT JOIN issuing i ON i.rank = g.rank AND i.tid = g.tid AND i.op_ts <= g.ts_ns),
+    FROM gloo0 g ASOF LEFT JOIN issuing i ON i.rank = g.rank AND i.tid = g.tid AND i.collective = g.collective
+                                          AND i.op_ts <= g.ts_ns),
 waited AS (SELECT c.*, g.end_ns AS g_end FROM _graph_calls c
            LEFT JOIN gpu_kernels g ON c.wait_index IS NOT NULL AND g.rank = c.rank AND g.event_index = c.wait_index),
 raw AS (  -- nodes on the trace clock: (rank, event_index, part, step, kind, name, chain, t0, t1, cause, order_ns)
