@@ -49,3 +49,20 @@ def test_the_truth_comes_from_the_recordings_own_steps():
                     if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"):
                         per_step[e["name"]] = max(per_step.get(e["name"], 0.0), float(e["dur"]) / 1e3)
             assert statistics.median(per_step.values()) == pytest.approx(v["shipped"]["median_ms"], abs=1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["fsdp", "tp", "ddp"])
+def test_the_rank_not_planted_has_no_work_to_remove(scheme, tmp_path):
+    """The healthy rank's CPU work brought to the pace changes no step: the pace of each segment is the
+    other rank's (two ranks), and the noise of each segment is not an excess (before the cap on the
+    rank's excess over whole steps, planted-fsdp-slow's healthy rank 0 lost 20 ms a step). Truth: the
+    planted rank, planted.json."""
+    from tracekit.commands import counterfactual as cf
+
+    truth = TRUTH["schemes"][scheme]["slow"]
+    run = tracekit.ingest([TRACES / truth["shipped"]["dir"]], tmp_path / "run", jobs=1)
+    sp = cf.split(run)
+    healthy = [int(r) for r in sp.ranks if int(r) != TRUTH["planted_rank"]]
+    dur, gap = cf.at_pace(sp, "work", healthy)
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(cf.job_step_ms(sp.replay()))

@@ -116,7 +116,7 @@ def findings(run, rp) -> tuple[list[dict], str]:
             f"replayed with its transfers hidden the step ends {hidden:,.3f} ms sooner (an upper bound of "
             f"overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner",
             hidden, change, "medium", err))
-    note = (f"savings by replay: the job's step (each step from its first rank's start to its last work, "
+    note = (f"savings by replay: the job's step (from one step's last work on any rank to the next one's, "
             f"mean over steps) replayed "
             f"{step:,.3f} ms, measured {cf.measured_job_step_ms(base):,.3f} ms"
             + (f", largest replay error {err:.2f} % (a rank's step)" if err is not None else "")

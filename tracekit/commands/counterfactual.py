@@ -1,12 +1,12 @@
 """Counterfactual replays: the run's dependency graph (tracekit.graph) replayed with one cause removed, on
 the graph whose step threads are split into work, host idle and waiting (tracekit/graph/split.py).
 
-The counterfactuals (docs/advise.md): late ranks at the pace of the median rank
-(its start, host idle, CPU work or GPU compute per step scaled to the lower median over ranks), a
-group's collectives at its best measured bus bandwidth, a group's collectives overlapped (their transfer
-hidden: an upper bound), every transfer sped up. The saving is the replayed step as is minus the
-replayed step so changed; the job's step is, per step, from its earliest rank's ProfilerStep start to the
-end of its last work on any rank (the span the critical path covers), averaged over the profiled steps.
+The counterfactuals (docs/advise.md): late ranks at the pace of the median rank (its start, or its host
+idle, CPU work or GPU compute brought to the lower median over ranks segment by segment, by at most its
+excess over whole steps), a group's collectives at its best measured bus bandwidth, a group's collectives
+overlapped (their transfer hidden: an upper bound), every transfer sped up. The saving is the replayed
+step as is minus the replayed step so changed; the job's step (_span_ms) is the time from one step's last
+work to the next one's, the mean over the profiled steps.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ LATE_MIN_SHARE = 0.01
 # --- what a replay says -------------------------------------------------------------------------------
 
 def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
-    """Per step, from its earliest rank's ProfilerStep start to the end of its last work on any rank; the
-    mean over steps, ms."""
+    """The job's step, ms: per step, from the end of the previous step's last work on any rank to the end of
+    its own (a step whose previous one was not profiled: from its earliest rank's ProfilerStep start); the
+    mean over steps, which over consecutive steps is the first step's start to the last one's end over
+    their number. A saving so measured is how much sooner the job gets through its steps: a change that
+    lets one rank start its steps earlier while the last work ends as late saves nothing."""
     in_step = (g.step >= 0) & (g.rank >= 0)
     steps, inv = np.unique(g.step[in_step], return_inverse=True)
     last = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
@@ -37,12 +40,16 @@ def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     starts = g.kind[in_step] == "step_start"
     np.minimum.at(first, inv[starts], start[in_step][starts])
     ok = first < np.iinfo(np.int64).max
-    return float(np.mean(last[ok] - first[ok])) / 1e6 if ok.any() else 0.0
+    if not ok.any():
+        return 0.0
+    steps, first, last = steps[ok], first[ok], last[ok]
+    prev = np.concatenate([[False], np.diff(steps) == 1])
+    begin = np.where(prev, np.concatenate([[0], last[:-1]]), first)
+    return float(np.mean(last - begin)) / 1e6
 
 
 def job_step_ms(rep) -> float:
-    """The job's step of a replay: per step, from the earliest rank's start to the last work on any rank
-    (the critical path's span), the mean over steps, ms."""
+    """The job's step of a replay (_span_ms), ms."""
     return _span_ms(rep.graph, rep.start_ns, rep.end_ns)
 
 
@@ -127,12 +134,20 @@ def _segment_of(sp: Split, ends, where: np.ndarray, t: np.ndarray) -> np.ndarray
     return np.where(ok, e_hub[j], seg)
 
 
+def _lower_median(values: list) -> float:
+    v = sorted(values)
+    return v[(len(v) - 1) // 2]
+
+
 def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     """Durations and gaps with the late ranks' host idle ('idle'), step-thread work ('work') or GPU compute
-    ('compute') scaled, segment by segment, to the lower median over ranks. A segment is the part of a step
-    up to one of its collectives (not point-to-point), or after the last: the same work on ranks that run
-    the same program (data, tensor parallel), so that a late rank's excess is removed where it lies, not
-    spread over its whole step; ranks of a pipeline have one segment a step."""
+    ('compute') brought to the pace of the lower median over ranks, segment by segment. A segment is the
+    part of a step up to one of the rank's collectives (not point-to-point), or after the last: ranks that
+    run the same program (data, tensor parallel) have the same segments, so a late rank's excess is
+    removed where it lies, not spread over its whole step. What a step loses is at most the rank's excess
+    over the pace of whole steps (the late rank's extra time), shared among its segments above their pace
+    in proportion: with two ranks the pace of a segment is the other rank's, and the noise of each segment
+    is not an excess."""
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
     gap = sp.base_gaps() if gaps is None else gaps.copy()
@@ -146,27 +161,41 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
         where, t, val = idx, g.ts_ns[idx], g.dur_ns[idx]
     ok = (g.step[where] >= 0) & (g.rank[where] >= 0)
     idx, where, t, val = idx[ok], where[ok], t[ok], val[ok]
+    late = set(int(r) for r in late)
+    if not len(idx) or not late:
+        return dur, gap
     ends = _segment_ends(sp)
     seg = _segment_of(sp, ends, where, t)
-    members: dict[int, set] = {}  # segment -> the ranks that have it
+    members: dict[int, list] = {}  # segment -> the ranks that have it
     for r, h in zip(ends[0].tolist(), ends[2].tolist(), strict=True):
-        members.setdefault(h, set()).add(r)
-    late = set(late)
-    rank = g.rank[where]
+        members.setdefault(h, []).append(r)
+    rank, step = g.rank[where], g.step[where]
     keys = (rank << 40) + (seg + (1 << 39))
-    uniq, inv = np.unique(keys, return_inverse=True)
-    sums = np.bincount(inv, weights=val.astype(float), minlength=len(uniq))
-    at = {(int(k >> 40), int((k & ((1 << 40) - 1)) - (1 << 39))): v for k, v in zip(uniq.tolist(), sums.tolist(),
-                                                                                       strict=True)}
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    sums = np.bincount(inv, weights=val.astype(float), minlength=len(uniq)).tolist()
+    u_rank, u_seg, u_step = rank[first].tolist(), seg[first].tolist(), step[first].tolist()
+    at = {(r, s_): v for r, s_, v in zip(u_rank, u_seg, sums, strict=True)}
+    totals: dict[tuple, float] = {}  # (rank, step) -> its part of the step
+    for r, st, v in zip(u_rank, u_step, sums, strict=True):
+        totals[(r, st)] = totals.get((r, st), 0.0) + v
     all_ranks = [int(r) for r in sp.ranks]
+    step_pace = {st: _lower_median([totals.get((q, st), 0.0) for q in all_ranks]) for st in set(u_step)}
+    late_segs = {s_ for s_, r in zip(u_seg, u_rank, strict=True) if r in late}
+    seg_pace = {s_: _lower_median([at.get((q, s_), 0.0) for q in (members.get(s_, all_ranks) if s_ >= 0
+                                                                   else all_ranks)])
+                for s_ in late_segs}
+    cut = [0.0] * len(uniq)  # what each (late rank, segment) loses
+    above: dict[tuple, float] = {}  # (rank, step) -> the sum of its segments' excesses
+    for u, (r, s_, st, own) in enumerate(zip(u_rank, u_seg, u_step, sums, strict=True)):
+        if r in late and own > seg_pace[s_]:
+            cut[u] = own - seg_pace[s_]
+            above[(r, st)] = above.get((r, st), 0.0) + cut[u]
     scale = np.ones(len(uniq))
-    for u, ((r, s_), own) in enumerate(at.items()):
-        if r not in late or own <= 0:
-            continue
-        v = sorted(at.get((q, s_), 0) for q in (members.get(s_, all_ranks) if s_ >= 0 else all_ranks))
-        p = v[(len(v) - 1) // 2]
-        if own > p:
-            scale[u] = p / own
+    for u, (r, st, own) in enumerate(zip(u_rank, u_step, sums, strict=True)):
+        if cut[u] > 0:
+            excess = max(totals[(r, st)] - step_pace[st], 0.0)
+            share = min(1.0, excess / above[(r, st)])
+            scale[u] = (own - cut[u] * share) / own
     if (scale == 1).all():
         return dur, gap
     f = scale[inv]
@@ -309,8 +338,8 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
               ([f"transfers {comm_speedup:g}x faster"] if comm_speedup else []) + \
               [f"group {g} overlapped (its transfers hidden)" for g in overlap]
     err = replay_error_pct(base)
-    note = (f"{'; '.join(changes) or 'no change'}: the job's step (first rank's start to last work, mean over "
-            f"steps) measured {measured_job_step_ms(base):,.3f} ms, replayed {job_step_ms(base):,.3f} ms, "
+    note = (f"{'; '.join(changes) or 'no change'}: the job's step (one step's last work to the next one's, mean "
+            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, replayed {job_step_ms(base):,.3f} ms, "
             f"predicted {job_step_ms(new):,.3f} ms"
             + (f"; the replay's largest error {err:.2f} % (a rank's step)" if err is not None else "")
             + "; per rank: its own step, mean over steps")
