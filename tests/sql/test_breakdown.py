@@ -104,3 +104,21 @@ def test_parts_add_up_to_each_step_window_on_shared_traces(trace, tmp_path):
         if r["step"] != -1:
             assert r["timeline_ms"] == pytest.approx(windows[(r["rank"], r["step"])], rel=1e-9), r
     assert {k for k in windows} <= {(r["rank"], r["step"]) for r in rows}
+
+
+def test_a_gloo_send_in_flight_hides_behind_the_ops_its_thread_runs(tmp_path):
+    """Hand-worked, one Gloo rank (times in us): the step [0, 100); a gloo:send recorded on the step thread
+    from its issue at 10 to its completion at 60 (PyTorch records an isend so); the thread runs aten::mm
+    [20, 40) meanwhile and aten::add [70, 80) after. Compute: 20 + 10 = 30 us; the send: [10, 20) and
+    [40, 60) exposed, 30 us (the op under it is compute, not waiting for the send: it was counted as the
+    send's time, 50 us, and compute 10)."""
+    from tests.tracegen import cpu_op
+
+    send = cpu_op("gloo:send", 10, 50, cat="user_annotation", **{"Input Dims": [[64]], "Input type": ["float"]})
+    evs = [step(1, 0, 100), send, cpu_op("aten::mm", 20, 20), cpu_op("aten::add", 70, 10)]
+    write_trace(tmp_path / "rank0.json", evs, header=dist(0, world=2, backend="gloo"))
+    run = tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
+    (row,) = [r for r in tracekit.report(run, "breakdown").to_pylist() if r["step"] == 1]
+    ms = 1e-3
+    compute = row["gemm_ms"] + row["attention_ms"] + row["elementwise_ms"] + row["other_ms"]
+    assert (compute, row["comm_part_ms"] + row["wait_ms"]) == (pytest.approx(30 * ms), pytest.approx(30 * ms))

@@ -1,8 +1,9 @@
 -- comm_intervals: the busy intervals that the overlap algebra works on, one row each, tagged with
 -- their kind and step. GPU ranks: comm kernels (kind comm), every other kernel (compute), memcpy and
 -- memset (memory); each belongs to the step of the CPU call that launched it. CPU-only ranks (Gloo):
--- gloo:* ops are comm; cpu_op events on threads that run no Gloo op, other than communication ops
--- and ProfilerStep spans, are compute.
+-- gloo:* ops are comm; cpu_op time outside communication ops (and ProfilerStep spans) is compute, the
+-- ops under a gloo:send/recv record included (it spans an isend from issue to completion on the thread
+-- that goes on computing).
 -- @stage fact
 -- @uses steps, gpu_kernels, _gloo_collectives
 -- @column rank: global rank
@@ -19,7 +20,10 @@ cpu AS (
             OR e.name LIKE 'gloo:%' OR e.name LIKE 'nccl:%' OR lower(e.name) LIKE '%wait%') AS is_wait
     FROM events e
     WHERE e.ph = 'X' AND e.rank IN (SELECT rank FROM cpu_ranks) AND coalesce(e.dur_ns, 0) > 0
-      AND (e.cat = 'cpu_op' OR e.name LIKE 'gloo:%') AND e.name NOT LIKE 'ProfilerStep#%'),
+      AND (e.cat = 'cpu_op' OR e.name LIKE 'gloo:%') AND e.name NOT LIKE 'ProfilerStep#%'
+      -- a Gloo send or receive is recorded on the thread that issued it, from its issue to its completion:
+      -- the ops the thread runs meanwhile are compute (the transfer hides behind them), not a wait
+      AND e.name NOT IN ('gloo:send', 'gloo:recv')),
 pts AS (
     SELECT rank, tid, ts AS t, (NOT is_wait)::INT AS dp, is_wait::INT AS dw FROM cpu
     UNION ALL SELECT rank, tid, te, -(NOT is_wait)::INT, -is_wait::INT FROM cpu),
