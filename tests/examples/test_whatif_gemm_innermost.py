@@ -49,3 +49,19 @@ def test_gemm_time_counts_the_innermost_op_once(tmp_path):
         assert parts[0]["gemm_ns"] / 1e6 == pytest.approx(ms, abs=0.01)
         rate[plan] = gflop / ms
     assert rate["tp"] == pytest.approx(rate["ddp"], rel=0.15), rate
+
+
+def test_gemms_inside_cpu_attention_are_the_attentions(tmp_path):
+    """Hand-made (us): the math path of CPU attention, an aten::_scaled_dot_product_attention_math of 400
+    holding two aten::bmm of 150; a separate aten::mm of 100 holding nothing. Attention 400 us, GEMMs 100 us
+    (the bmm's are inside the attention's time; the innermost rule alone gave attention 0)."""
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import cpu_op, step
+
+    evs = [step(1, 0, 1000), cpu_op("aten::_scaled_dot_product_attention_math", 100, 400),
+           cpu_op("aten::bmm", 120, 150), cpu_op("aten::bmm", 300, 150), cpu_op("aten::mm", 600, 100),
+           cpu_op("gloo:all_reduce", 800, 50, tid=9, **{"Input Dims": [[64]], "Input type": ["float"]})]
+    write_trace(tmp_path / "rank0.json", evs, header=dist(0, world=2, backend="gloo"))
+    run = tracekit.ingest([tmp_path / "rank0.json"], tmp_path / "run", jobs=1)
+    (r,) = run.sql(sql_files.load("reports", "_whatif_parts").text).to_pylist()
+    assert (r["attention_ns"], r["gemm_ns"]) == (400_000, 100_000)

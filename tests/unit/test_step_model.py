@@ -69,6 +69,9 @@ def test_a_tail_in_every_step_counts_and_a_burst_in_one_step_does_not():
     # without steps, each instance stands alone: the median instance, the law
     alone = fit_law([p[:3] for p in pts])
     assert (alone.alpha_ns, alone.ns_per_byte) == (pytest.approx(20_000), pytest.approx(0.1))
+    # two steps (3 and 4): the mean of step 3 would be the burst's; below three steps, the median instance
+    two = fit_law([p for p in pts if p[3] in (3, 4)])
+    assert (two.alpha_ns, two.ns_per_byte) == (pytest.approx(20_000), pytest.approx(0.1))
 
 
 def test_one_size_spans_all_latency_to_all_bandwidth():

@@ -8,7 +8,8 @@ that size. A step pays for every instance, its slow ones too, so the tail a size
 third of tp-sp's transfer out); a burst of load in one step does not (the median over steps, as the step
 a prediction is checked against is the median one). Instances without a step count as steps of their own
 (the median instance). The interval is the spread of the instances around the line (10th to 90th
-percentile of measured / fitted). Outside the measured sizes
+percentile of measured / fitted). Over fewer than three profiled steps, the median instance (one burst
+would be a step's whole mean). Outside the measured sizes
 the interval widens with the distance (in factors of two) to the nearest measured size. From one size
 alpha and beta cannot be told apart: the prediction spans all-latency to all-bandwidth and its point is
 their geometric mean. Where nothing was measured, the link's datasheet figure and NCCL's latency are
@@ -67,12 +68,18 @@ class Law:
         return f"alpha + bytes/beta through the typical times of {self.sizes} message sizes"
 
 
+MIN_STEPS = 3  # the median over steps sets a burst in one step aside only from three steps on
+
+
 def _typical(v: list[tuple[float, float, object]]) -> float:
     """One size's typical time: per step, the mean of its instances; the median over steps (an instance
-    without a step is a step of its own)."""
+    without a step is a step of its own). Over fewer than MIN_STEPS steps, the median instance: the mean
+    of one or two steps is a burst's, whole."""
     steps: dict[object, list] = {}
     for i, (_, t, st) in enumerate(v):
         steps.setdefault(("step", st) if st is not None else ("alone", i), []).append(t)
+    if sum(1 for k in steps if k[0] == "step") < MIN_STEPS:
+        return statistics.median(t for _, t, _ in v)
     return statistics.median(statistics.fmean(ts) for ts in steps.values())
 
 

@@ -2,8 +2,8 @@
 -- their kind and step. GPU ranks: comm kernels (kind comm), every other kernel (compute), memcpy and
 -- memset (memory); each belongs to the step of the CPU call that launched it. CPU-only ranks (Gloo):
 -- gloo:* ops are comm; cpu_op time outside communication ops (and ProfilerStep spans) is compute, the
--- ops under a gloo:send/recv record included (it spans an isend from issue to completion on the thread
--- that goes on computing).
+-- ops under a gloo:send/recv record included (it spans an isend until its thread waits for it, on the
+-- thread that goes on computing meanwhile).
 -- @stage fact
 -- @uses steps, gpu_kernels, _gloo_collectives
 -- @column rank: global rank
@@ -21,7 +21,7 @@ cpu AS (
     FROM events e
     WHERE e.ph = 'X' AND e.rank IN (SELECT rank FROM cpu_ranks) AND coalesce(e.dur_ns, 0) > 0
       AND (e.cat = 'cpu_op' OR e.name LIKE 'gloo:%') AND e.name NOT LIKE 'ProfilerStep#%'
-      -- a Gloo send or receive is recorded on the thread that issued it, from its issue to its completion:
+      -- a Gloo send or receive is recorded on the thread that issued it, until that thread waits for it:
       -- the ops the thread runs meanwhile are compute (the transfer hides behind them), not a wait
       AND e.name NOT IN ('gloo:send', 'gloo:recv')),
 pts AS (

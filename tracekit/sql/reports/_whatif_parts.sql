@@ -5,7 +5,7 @@
 -- kernel families of step_breakdown; on CPU-only (Gloo) ranks, whose compute is CPU ops, the innermost
 -- matrix-multiply ops (aten::mm, addmm, bmm, baddbmm) and CPU flash-attention ops inside the windows.
 -- @stage report
--- @uses step_breakdown, step_windows, events, comm_overlap
+-- @uses step_breakdown, step_windows, events, comm_overlap, comm_intervals, _gloo_collectives
 -- @column rank: global rank
 -- @column steps: profiled steps, count
 -- @column window_ns: the steps' windows summed, ns
@@ -16,7 +16,7 @@
 -- @column wait_ns: waiting at collectives other than send/recv, ns
 -- @column p2p_comm_ns: exposed transfer at send/recv, ns
 -- @column p2p_wait_ns: waiting at send/recv (a pipeline's bubble, mostly), ns
--- @column hidden_ns: communication overlapped with compute (comm_overlap.overlap_ns over the profiled steps), ns
+-- @column hidden_ns: communication overlapped with compute over the profiled steps, ns: on Gloo ranks, collectives other than send/recv under compute (an isend in flight takes no core); else comm_overlap.overlap_ns
 WITH b AS (SELECT * FROM step_breakdown WHERE step <> -1),
 per AS (
     SELECT rank, count(DISTINCT step) AS steps,
@@ -30,21 +30,49 @@ per AS (
            sum(ns) FILTER (WHERE detail = 'waiting at a collective'
                            AND collective IN ('send', 'recv', 'sendrecv')) AS p2p_wait_ns
     FROM b GROUP BY rank),
-hid AS (SELECT rank, CAST(sum(overlap_ns) AS BIGINT) AS hidden_ns FROM comm_overlap WHERE step >= 0 GROUP BY rank),
+gloo_ranks AS (SELECT DISTINCT rank FROM _gloo_collectives),
+span AS (SELECT rank, min(ts_ns) AS lo, max(end_ns) AS hi FROM step_windows WHERE step >= 0 GROUP BY rank),
+ivs AS (  -- a Gloo rank's compute and its collectives other than send/recv, within its steps
+    SELECT i.rank, greatest(i.ts_ns, s.lo) AS t0, least(i.end_ns, s.hi) AS t1, (i.kind = 'comm')::INT AS c
+    FROM comm_intervals i JOIN span s USING (rank)
+    LEFT JOIN _gloo_collectives g ON i.kind = 'comm' AND g.rank = i.rank AND g.event_index = i.event_index
+    WHERE i.rank IN (SELECT rank FROM gloo_ranks)
+      AND (i.kind = 'compute' OR (i.kind = 'comm' AND g.comm_kind = 'collective'))),
+pts AS (SELECT rank, t0 AS t, c AS dc, 1 - c AS dp FROM ivs WHERE t1 > t0
+        UNION ALL SELECT rank, t1, -c, c - 1 FROM ivs WHERE t1 > t0),
+sweep AS (SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
+                 sum(dc) OVER w AS nc, sum(dp) OVER w AS np
+          FROM (SELECT rank, t, sum(dc) AS dc, sum(dp) AS dp FROM pts GROUP BY ALL)
+          WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
+hid AS (  -- Gloo ranks: their collectives (not send/recv) under their compute, whose reduction and polling
+          -- take a core of their own (an isend in flight waits for its peer on no core: left out); other
+          -- ranks: comm_overlap
+    SELECT rank, CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND np > 0), 0) AS BIGINT) AS hidden_ns
+    FROM sweep GROUP BY rank
+    UNION ALL
+    SELECT rank, CAST(sum(overlap_ns) AS BIGINT) FROM comm_overlap
+    WHERE step >= 0 AND rank NOT IN (SELECT rank FROM gloo_ranks) GROUP BY rank),
 win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
-ops AS (  -- the matrix-multiply and CPU attention ops of the windows, each with the next one on its thread
-    SELECT e.rank, e.name, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
-           lead(e.ts_ns) OVER (PARTITION BY e.rank, e.tid ORDER BY e.ts_ns, e.dur_ns DESC, e.event_index) AS next_ts
-    FROM events e JOIN step_windows w ON w.rank = e.rank AND e.ts_ns >= w.ts_ns AND e.ts_ns < w.end_ns
+ops AS (  -- the matrix-multiply and CPU attention ops of the windows, each with the next one of its kind on
+          -- its thread
+    SELECT e.rank, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, k.kind,
+           lead(e.ts_ns) OVER (PARTITION BY e.rank, e.tid, k.kind ORDER BY e.ts_ns, e.dur_ns DESC, e.event_index)
+               AS next_ts
+    FROM events e JOIN step_windows w ON w.rank = e.rank AND e.ts_ns >= w.ts_ns AND e.ts_ns < w.end_ns,
+         LATERAL (SELECT CASE WHEN e.name LIKE 'aten::_scaled_dot_product_%attention%' THEN 'attention'
+                              ELSE 'gemm' END AS kind) k
     WHERE e.cat = 'cpu_op' AND (e.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')
                                 OR e.name LIKE 'aten::_scaled_dot_product_%attention%')),
-cpu AS (  -- the innermost: an op with another inside it (a DTensor op on the global shapes, around the
-          -- local op on the shard) is not counted, its own time beyond the inner op is other compute
-    SELECT rank,
-           sum(dur_ns) FILTER (WHERE name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm')) AS gemm_ns,
-           sum(dur_ns) FILTER (WHERE name LIKE 'aten::_scaled_dot_product_%attention%') AS attention_ns
-    FROM ops WHERE next_ts IS NULL OR next_ts >= end_ns
-    GROUP BY rank)
+att AS (SELECT rank, tid, ts_ns, end_ns FROM ops WHERE kind = 'attention'),
+cpu AS (  -- the innermost of each kind: an op with another of its kind inside it (a DTensor op on the global
+          -- shapes, around the local op on the shard) is not counted, its own time beyond the inner op is
+          -- other compute; a GEMM inside an attention op (the math path's bmm) is the attention's
+    SELECT o.rank,
+           sum(o.dur_ns) FILTER (WHERE o.kind = 'gemm' AND NOT coalesce(a.end_ns >= o.end_ns, false)) AS gemm_ns,
+           sum(o.dur_ns) FILTER (WHERE o.kind = 'attention') AS attention_ns
+    FROM ops o ASOF LEFT JOIN att a ON a.rank = o.rank AND a.tid = o.tid AND a.ts_ns <= o.ts_ns
+    WHERE o.next_ts IS NULL OR o.next_ts >= o.end_ns
+    GROUP BY o.rank)
 SELECT p.rank, p.steps, w.window_ns, coalesce(p.compute_ns, 0) AS compute_ns,
        CASE WHEN p.gpu_gemm_ns IS NOT NULL OR p.gpu_attention_ns IS NOT NULL THEN coalesce(p.gpu_gemm_ns, 0)
             ELSE least(coalesce(c.gemm_ns, 0), coalesce(p.compute_ns, 0)) END AS gemm_ns,
