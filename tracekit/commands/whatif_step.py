@@ -70,7 +70,11 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     return {"step_ms": worst.step.ms, "step_ms_lo": max(s.step.lo for s in stages),
             "step_ms_hi": max(s.step.hi for s in stages), "stage": worst.stage,
             "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
-            "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts"}
+            "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
+            "unmeasured_law": any(UNMEASURED in n for n in basis for UNMEASURED in UNMEASURED_LAW)}
+
+
+UNMEASURED_LAW = ("never measured", "not measured: the prior")  # whatif_model._pick_law's notes
 
 
 def describe(target) -> str:
@@ -130,10 +134,12 @@ def sweep(ctx, world: int) -> list[dict]:
 
 def better_plans(run, *, config: dict | None = None, cores: int | None = None, ctx=None) -> list[dict]:
     """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
-    step interval lies wholly below the run's measured step: rows with plan, micro_batch, micro_batches,
-    step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured - predicted) and basis, best
-    first. Empty where the run has no model or plan to predict from, or no plan is surely better. ``ctx``:
-    the run's context when the caller has it already (advise), instead of computing it again."""
+    step interval lies wholly below the run's measured step, each of whose collectives the run measured
+    (no law borrowed from another collective, no prior) at the run's micro-batch size: rows with plan,
+    micro_batch, micro_batches, step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured -
+    predicted) and basis, best first. Empty where the run has no model or plan to predict from, or no plan
+    is surely better. ``ctx``: the run's context when the caller has it already (advise), instead of
+    computing it again."""
     if ctx is None:
         try:
             ctx = w.context(run, config, None, None, cores)
@@ -147,6 +153,10 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     out = []
     for r in sweep(ctx, rp.world):
         if r["step_ms"] is None or r.get("step_ms_hi") is None or r["step_ms_hi"] >= ctx.meas.step_ms:
+            continue
+        if r.get("unmeasured_law") or r["micro_batch"] != rp.shape.micro_batch:
+            # a collective the run never ran (timed by another's law or a prior), or another micro-batch
+            # size (the cost per op of a smaller one is not in the model): predicted, not proposed
             continue
         out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
                     "step_ms": r["step_ms"],

@@ -1,5 +1,6 @@
 -- _whatif_points: the transfer times `tracekit whatif` fits its network law to. Matched clean instances:
--- one row each, timed by the fastest rank (collective_instances.transfer_ns: waiting left out), with the
+-- one row each, timed by the fastest rank (collective_instances.transfer_ns: waiting left out; a send/recv
+-- pair by its receive's end after the later arrival where that is sooner), with the
 -- group of its lowest rank. A run of one rank has no matched instance: its own collectives, timed by their
 -- kernel duration (which includes waiting for the ranks that were not traced: an upper bound).
 -- @stage report
@@ -14,11 +15,17 @@
 -- @column source: matched (a clean instance's fastest rank) or one rank (a kernel's duration)
 -- @column link_kind: intra-node, inter-node or mixed (collective_instances.link_kind; one rank: collectives.link_kind); NULL when unknown
 -- @column step: ProfilerStep of the instance on that rank (NULL outside steps)
-WITH w AS (SELECT instance_key, min(rank) AS rank, arg_min(event_index, rank) AS event_index
+WITH w AS (SELECT instance_key, min(rank) AS rank, arg_min(event_index, rank) AS event_index,
+                  max(end_ns) FILTER (WHERE collective = 'recv') AS recv_end
            FROM collective_waits GROUP BY instance_key),
 one AS (SELECT count(DISTINCT rank) = 1 AS yes FROM traces)
 SELECT w.rank, i.collective, c.pg_name, nullif(c.pg_desc, '') AS pg_desc, CAST(i.expected_ranks AS BIGINT) AS group_size,
-       i.bytes, i.transfer_ns, 'matched' AS source, i.link_kind, c.step
+       i.bytes,
+       -- a send/recv pair: the data is there when the receive ends (an isend's record stays open until its
+       -- thread waits for it, a pipeline's next micro-batch later)
+       CASE WHEN w.recv_end > i.last_start_ns THEN least(i.transfer_ns, w.recv_end - i.last_start_ns)
+            ELSE i.transfer_ns END AS transfer_ns,
+       'matched' AS source, i.link_kind, c.step
 FROM collective_instances i JOIN w USING (instance_key)
 JOIN _collectives c ON c.rank = w.rank AND c.event_index = w.event_index
 WHERE i.status = 'clean' AND i.bytes > 0 AND i.transfer_ns > 0 AND i.expected_ranks IS NOT NULL
