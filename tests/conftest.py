@@ -57,6 +57,24 @@ def _shared_traces_marker(request):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _temp_in_tmp(tmp_path_factory):
+    """Tests never write outside their tmp dirs: what the tests and the processes they start put in the
+    system's temporary directory (torchrun's torchelastic_* folders, the sql sandbox's private directory of
+    a process a test kills, a subprocess's mkdtemp) goes to one of them."""
+    import tempfile
+
+    old = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tmpdir"))
+    tempfile.tempdir = None  # read TMPDIR again
+    yield
+    if old is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = old
+    tempfile.tempdir = None
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _cache_in_tmp(tmp_path_factory):
     """Tests never write outside their tmp dirs: tracekit's run cache goes to one of them."""
     old = os.environ.get("TRACEKIT_CACHE")

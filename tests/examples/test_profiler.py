@@ -74,7 +74,7 @@ def test_a_wrong_config_is_named(cfg, words):
 
 
 GLOO_THREADS = r"""
-import json, os, sys, tempfile
+import json, os, sys
 import torch, torch.distributed as dist
 from tracekit.errors import TracekitError
 from tracekit.profiler import gloo_threads
@@ -90,7 +90,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as
         refused = None
     except TracekitError as exc:
         refused = str(exc)
-path = os.path.join(tempfile.mkdtemp(), "t.json")
+path = os.path.join(os.path.dirname(sys.argv[1]), "t.json")
 prof.export_chrome_trace(path)
 ops = [e for e in json.load(open(path))["traceEvents"] if e.get("name") == "gloo:all_reduce"]
 ran = [(e["tid"], e["ts"]) for e in ops]

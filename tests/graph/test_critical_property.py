@@ -58,11 +58,11 @@ def test_the_path_adds_up_to_the_span_and_is_a_chain(seed, n, ranks):
 
 
 def test_the_path_says_when_it_is_mostly_unrecorded_thread_time():
-    """A path that is mostly time between the CPU ops a trace records cannot follow that time to another
-    rank (a CPU Gloo run's wait inside an unrecorded call): the report says so, with the share worked by hand."""
+    """A path that is mostly a thread's time between the graph's nodes names the thread, not its ops: the
+    report says so and where to look, with the share worked by hand."""
     from tracekit.graph.critical import thread_gap_note
 
     rows = [{"name": "CPU between ops", "ns": 60}, {"name": "CPU between ops (+2 more)", "ns": 15},
             {"name": "gemm", "ns": 25}]
-    assert thread_gap_note(rows).startswith("75 % of the path is time between the CPU ops")
+    assert thread_gap_note(rows).startswith("75 % of the path is a thread's time between the graph's nodes")
     assert thread_gap_note([{"name": "CPU between ops", "ns": 40}, {"name": "gemm", "ns": 60}]) is None

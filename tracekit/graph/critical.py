@@ -128,14 +128,14 @@ def critical_path(r: Replay) -> pa.Table:
 
 
 def thread_gap_note(rows: list[dict]) -> str | None:
-    """Where most of the path is time between the CPU ops a trace records on a thread: say what the path
-    cannot see there (the report and the page both)."""
+    """Where most of the path is a thread's time between the graph's nodes: say what the path does not name
+    there, and where to look (the report and the page both)."""
     total = sum(r["ns"] for r in rows)
     gaps = sum(r["ns"] for r in rows if (r["name"] or "").startswith(GAP_NAME["thread"]))
     if not total or gaps < total / 2:
         return None
-    return (f"{100 * gaps / total:.0f} % of the path is time between the CPU ops the trace records on a thread "
-            "('CPU between ops'): the trace does not say what the thread did or waited for there (a wait for "
-            "another rank's collective inside an unrecorded call, data loading, a sleep), so the path cannot "
-            "follow it to another rank; `tracekit report RUN breakdown` (waiting, starved) and `tracekit advise` "
-            "(which splits these gaps by the other ranks' pace) say who waited for whom")
+    return (f"{100 * gaps / total:.0f} % of the path is a thread's time between the graph's nodes ('CPU between "
+            "ops'): its own CPU ops, which the graph keeps no node for (it keeps launches, synchronizations and "
+            "collectives), and any time no op covers; the path says whose thread and when, not which ops: "
+            "`tracekit report RUN why_late` names the ops a late rank spent longer on, `tracekit report RUN "
+            "breakdown` the waiting and starved time, and `tracekit advise` sizes what fixing the rank saves")
