@@ -138,12 +138,13 @@ BORROWED_WIDEN = 2.0  # a law borrowed from another collective: its interval wid
 # the 2-rank all-reduce runs at 1/2 to 1/3 of send/recv's bus bandwidth
 
 
-def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[netlaw.Law | None, str]:
-    """The law that times ``coll`` on a ``role`` group of ``n`` ranks, and where it was measured."""
+def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[netlaw.Law | None, str, bool]:
+    """The law that times ``coll`` on a ``role`` group of ``n`` ranks, where it was measured, and whether it
+    is ``coll``'s own (measured on that collective, of any group size; not another's, not the prior)."""
     law, where, key = _pick_law(ctx, coll, role, n, notes)
     if key is not None and ctx.netlaws[key][1]["warning"]:
         notes.add(f"law's measurements: {ctx.netlaws[key][1]['warning']}")
-    return law, where
+    return law, where, key is not None and key[0] == coll
 
 
 def _pick_law(ctx: "Context", coll: str, role: str, n: int, notes: set):
@@ -247,7 +248,7 @@ def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
             notes: set = set()
             coll = "sendrecv" if e.collective in ("send", "recv") else e.collective
             n = 2 if coll == "sendrecv" else size[e.group]
-            law, where = _law_for(ctx, coll, e.group, n, notes)
+            law, where, own = _law_for(ctx, coll, e.group, n, notes)
             t = None
             if law is None:
                 notes.add("no time: the run has no clean matched instance with a size to fit a law to")
@@ -255,7 +256,7 @@ def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
                 f = busbw_factor(e.collective, n) or 0.0
                 ns, lo, hi, more = netlaw.predict(law, e.count, e.bytes / e.count, e.bytes * f)
                 notes |= set(more)
-                if any(n_.startswith(f"{coll} never measured") for n_ in notes):
+                if not own and law.kind != "prior":  # another collective's law
                     lo, hi = lo / BORROWED_WIDEN, hi * BORROWED_WIDEN
                     notes.add(f"another collective's law: the interval widened {BORROWED_WIDEN:g}x each way")
                 if law.kind != "fit":
@@ -268,9 +269,11 @@ def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
             if prev is not None:  # several terms of one group and collective (MoE: counts, then tokens)
                 t = None if t is None or prev["t"] is None else tuple(a + b for a, b in zip(t, prev["t"], strict=True))
                 notes |= prev["notes"]
+                own = own and prev["own_law"]
                 e = type(e)(e.collective, e.group, e.count + prev["count"], e.bytes + prev["bytes"], e.why)
             per[(e.group, e.collective)] = {"stage": stage, "group": e.group, "collective": e.collective,
-                                            "count": e.count, "bytes": e.bytes, "t": t, "notes": notes}
+                                            "count": e.count, "bytes": e.bytes, "t": t, "notes": notes,
+                                            "own_law": own}
         out.extend(per.values())
     return out
 

@@ -36,9 +36,11 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     exposed = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
     hidden = [0.0] * target.pp  # transfer overlapped with compute, ms: its CPU work beside the compute's
     basis = set()
+    borrowed = False  # a collective timed by another's law or the prior
     for c in colls:
         if c["group"] == "PP":
             continue
+        borrowed = borrowed or not c.get("own_law", True)
         if c["t"] is None:
             return {"step_ms": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
         k, _ = w.share_for(share, (c["group"], c["collective"]))
@@ -52,7 +54,8 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         m = shape
         act = m.micro_batch * m.seq * m.hidden * m.elem_bytes
         notes: set = set()
-        law, _ = w._law_for(ctx, "sendrecv", "PP", 2, notes)
+        law, _, own = w._law_for(ctx, "sendrecv", "PP", 2, notes)
+        borrowed = borrowed or not own
         if law is None:
             return {"step_ms": None, "basis": "pipeline: no law to time a point-to-point transfer"}
         from ..analytic import netlaw
@@ -71,10 +74,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             "step_ms_hi": max(s.step.hi for s in stages), "stage": worst.stage,
             "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
             "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
-            "unmeasured_law": any(UNMEASURED in n for n in basis for UNMEASURED in UNMEASURED_LAW)}
-
-
-UNMEASURED_LAW = ("never measured", "not measured: the prior")  # whatif_model._pick_law's notes
+            "unmeasured_law": borrowed}
 
 
 def describe(target) -> str:
