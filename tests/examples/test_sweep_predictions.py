@@ -28,10 +28,10 @@ PLANS = {"ddp": (dict(dp=2), {}), "zero1": (dict(dp=2, zero=1), {}), "zero2": (d
          "pp-mb4": (dict(pp=2), dict(micro_batch=4, micro_batches=4)),
          "tp2-dp2": (dict(tp=2, dp=2, zero=3), {}), "pp2-dp2": (dict(pp=2, dp=2), dict(micro_batch=8, micro_batches=2))}
 # reached on the recordings of a quiet machine (spreads 2-9 %: 380 pairs differ by more than their spread):
-# 325 of 380 pairs ordered right (the issue's bar: 90 %) and 69 of 100 predictions within 25 % (the issue asks
+# 356 of 380 pairs ordered right (the issue's bar: 90 %) and 77 of 100 predictions within 25 % (the issue asks
 # all); docs/model.md says where the misses come from
-ORDER_RIGHT = 0.85
-WITHIN_25 = 0.69
+ORDER_RIGHT = 0.90
+WITHIN_25 = 0.77
 
 
 def _measured() -> tuple[dict, int]:
@@ -66,10 +66,10 @@ def test_every_plan_predicted_from_every_other(tmp_path):
     # the rule advise follows (whatif_step.better_plans): another plan proposed only where the run's own
     # plan, predicted from the run, holds its measured step within its interval, the other plan's whole
     # interval lies below that measured step, and the run measured each of its collectives at its
-    # micro-batch size. Every such proposal measured faster (4 of 4, each a 4-rank run -> a 2-rank plan),
-    # its saving (the run's measured step less the plan's predicted one) within 25 % of the measured
+    # micro-batch size. Every such proposal measured faster (5 of 5: four 4-rank runs -> 2-rank plans, and
+    # fsdp -> ddp), its saving (the run's measured step less the plan's predicted one) within 25 % of the measured
     # difference
     proposed = [(s, t) for (s, t), h in hi.items()
                 if s != t and h < meas[s][0] and lo[(s, s)] <= meas[s][0] <= hi[(s, s)] and (s, t) not in unmeasured]
-    assert len(proposed) >= 4 and all(meas[t][0] < meas[s][0] for s, t in proposed)
+    assert len(proposed) >= 5 and all(meas[t][0] < meas[s][0] for s, t in proposed)
     assert all(abs((meas[s][0] - pred[(s, t)]) / (meas[s][0] - meas[t][0]) - 1) <= 0.25 for s, t in proposed)

@@ -8,7 +8,7 @@ ProfilerStep over the ranks (the job waits for its slowest rank); the run's step
 
 from __future__ import annotations
 
-from .compute import Source, calibrate, rank_work
+from .compute import FRAMEWORK, Source, calibrate, rank_work
 from .config import GPTShape, Plan
 from .measured import Measured
 
@@ -24,6 +24,8 @@ def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> flo
 def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) -> Source | None:
     """The measured run's rates and shares; None where it has no profiled step to calibrate from."""
     cal, works, comp, wait, window, idle, hidden = [], [], 0.0, 0.0, 0.0, 0.0, 0.0
+    fw = dict.fromkeys(FRAMEWORK, 0.0)
+    ranks = 0
     per_rank = plan.dp * plan.tp
     for r in meas.parts:
         n = r["steps"] or 0
@@ -33,7 +35,13 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         w = rank_work(m, plan, stage)
         c = r["compute_ns"] / n / 1e6
         g, a = r["gemm_ns"] / n / 1e6, r["attention_ns"] / n / 1e6
-        cal.append((w, g, a, max(c - g - a, 0.0)))
+        rest = max(c - g - a, 0.0)
+        for mech in FRAMEWORK:  # the machinery's own work: per collective it issues, not per element
+            own = min(r.get(f"{mech}_ns", 0) / n / 1e6, rest)  # (tracekit.analytic.step)
+            rest -= own
+            fw[mech] += own
+        ranks += 1
+        cal.append((w, g, a, rest))
         works.append(w)
         comp += c
         wait += r["wait_ns"] / n / 1e6
@@ -43,13 +51,15 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
     if not cal or comp <= 0:
         return None
     rates = calibrate(cal)
+    k = 1.0
     if meas.step_ms and meas.steps_ms:  # the median step, not the mean: a burst of load in one step is left out
         k = meas.step_ms / (sum(meas.steps_ms) / len(meas.steps_ms))
         rates = type(rates)(rates.gemm * k, rates.attention * k, rates.elementwise * k)
     spread = [s / meas.step_ms for s in meas.steps_ms] if meas.step_ms else [1.0]
     mean_work = sum(rates.time(w) for w in works) / len(works)
     return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
-                  contention(meas.ranks_per_host, cores, busy_share(window, idle, hidden)), plan.tp)
+                  contention(meas.ranks_per_host, cores, busy_share(window, idle, hidden)), plan.tp,
+                  {mech: v / ranks * k for mech, v in fw.items()})
 
 
 def busy_share(window: float, idle: float, hidden: float) -> float:

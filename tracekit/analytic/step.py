@@ -1,6 +1,7 @@
 """The step under a plan: each pipeline stage's rank = compute + exposed communication + bubble + waiting.
 
-- compute: the plan's work on the rank (tracekit.analytic.compute) at the rates the measured run shows;
+- compute: the plan's work on the rank (tracekit.analytic.compute) at the rates the measured run shows,
+  plus the sharding machinery's own CPU work (given by the caller per stage: tracekit.commands.whatif_step);
 - exposed communication: the plan's collectives, timed by the run's network laws, times the share of
   their transfer the run left exposed (given by the caller per stage, with its interval);
 - bubble: with pp > 1, a simulation of the plan's schedule (tracekit.analytic.pipeline) from the stages'
@@ -53,9 +54,11 @@ class StagePrediction:
 
 
 def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p: Part | None = None,
-                 contention: float = 1.0) -> list[StagePrediction]:
+                 contention: float = 1.0, framework: list[Part] | None = None) -> list[StagePrediction]:
     """Per pipeline stage, its rank's predicted step. ``exposed[s]``: stage s's exposed communication
-    other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1)."""
+    other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1);
+    ``framework[s]``: the sharding machinery's own CPU work on stage s per step at the measured run's
+    contention, ms (part of compute, outside the pipeline's passes)."""
     slow = contention / src.contention
     notes = []
     widen = 0.0
@@ -76,15 +79,22 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         exposed = [Part(e.ms * slow, e.lo * slow, e.hi * slow) for e in exposed]
         p2p = Part(p2p.ms * slow, p2p.lo * slow, p2p.hi * slow) if p2p else None
     mbs = micro_batches(m, plan)
+    framework = framework or [Part(0.0, 0.0, 0.0)] * plan.pp
     per_mb, opt = [], []
     for s in range(plan.pp):
         mb, o = step_work(m, plan, s)
         per_mb.append(src.rates.time(mb) * slow)
         opt.append(src.rates.time(o) * slow)
     out = []
+
+    def compute(s: int) -> Part:
+        c = per_mb[s] * mbs + opt[s]
+        f = framework[s]
+        return Part(c + f.ms * slow, c * lo_k + f.lo * slow * lo_k, c * hi_k + f.hi * slow * hi_k)
+
     if plan.pp == 1:
-        c = per_mb[0] * mbs + opt[0]
-        comp = Part(c, c * lo_k, c * hi_k)
+        comp = compute(0)
+        c = comp.ms
         wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
         step = comp + exposed[0] + wait
         return [StagePrediction(0, step, comp, exposed[0], Part(0.0, 0.0, 0.0), wait, notes)]
@@ -97,8 +107,8 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
     notes.append(f"bubble: {plan.schedule} simulated over {mbs} micro-batches "
                  f"(backward {BACKWARD:.0f}x forward, from the FLOP ratio)")
     for s in range(plan.pp):
-        c = per_mb[s] * mbs + opt[s]
-        comp = Part(c, c * lo_k, c * hi_k)
+        comp = compute(s)
+        c = comp.ms
         wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
         bubble = Part(*(sims[key].makespan - sims[key].busy[s] for key in ("ms", "lo", "hi")))
         bubble = Part(bubble.ms, min(bubble.lo, bubble.hi), max(bubble.lo, bubble.hi))

@@ -62,9 +62,11 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         ns, lo, hi, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
         p2p = Part(ns / 1e6, lo / 1e6, hi / 1e6)
         basis |= notes | set(more)
+    framework, prior = _framework(ctx, src, target, colls, basis)
+    borrowed = borrowed or prior  # machinery the run never ran: its work is a prior, not a measurement
     slow = src.contention
     for _ in range(4):  # the plan's share of busy time sets how its ranks contend for cores, and back
-        stages = predict_step(shape, target, src, exposed, p2p, slow)
+        stages = predict_step(shape, target, src, exposed, p2p, slow, framework)
         busy = sum(1 - s.bubble.ms / s.step.ms + hidden[s.stage] / s.step.ms
                    for s in stages if s.step.ms > 0) / len(stages)
         slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
@@ -75,6 +77,54 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
             "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
             "unmeasured_law": borrowed}
+
+
+FRAMEWORK_PRIOR_MS = {"fsdp": 4.1, "dtensor": 0.69}  # the machinery's own CPU work per collective it issues,
+# ms, where the run never ran it: a prior from the examples' own recordings, not the sweep it is checked on
+# (examples/traces/fsdp: FSDP2, 36.6 ms a step for 9 collectives; examples/traces/tp, planted-tp-delay,
+# planted-tp-slow: DTensor, 2.38, 0.62 and 0.69 ms per all-reduce, the median; torch 2.13 on 2 CPU cores).
+# Its interval runs from none (an implementation without it: Megatron's tensor parallelism has no DTensor)
+# to twice the prior
+
+
+def _calls(plan, role: str, counts) -> float:
+    """The collectives per step that ``role``'s sharding machinery issues under ``plan``, from (group,
+    collective, count) rows: FSDP's (ZeRO-2/3) on the DP group, DTensor's on the TP group."""
+    if role == "fsdp" and plan.zero < 2:
+        return 0.0
+    group = "DP" if role == "fsdp" else "TP"
+    return float(sum(n for g, coll, n in counts if g == group and coll not in ("send", "recv", "sendrecv")))
+
+
+def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Part], bool]:
+    """Per stage of ``target``, the sharding machinery's own CPU work per step: what the run measured of
+    each machinery (FSDP's hooks and copies, DTensor's redistributions) per collective it issued, times the
+    collectives the plan's machinery issues. Machinery the run never ran takes FRAMEWORK_PRIOR_MS on CPU
+    runs, its interval from none (the plan's implementation may have none: Megatron's tensor parallelism
+    has no DTensor) to twice the prior. With whether a prior was used."""
+    rp = ctx.rp
+    own = [(g, c, m["count"]) for (g, c), m in ctx.measured.items()]
+    out = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
+    prior = False
+    for mech in ("fsdp", "dtensor"):
+        have = _calls(rp.plan, mech, own)
+        for stage in range(target.pp):
+            want = _calls(target, mech, [(c["group"], c["collective"], c["count"]) for c in colls
+                                          if c["stage"] == stage])
+            if want == 0:
+                continue
+            if have > 0:
+                ms = src.framework.get(mech, 0.0) / have * want
+                out[stage] = out[stage] + Part(ms, ms, ms)
+                continue
+            if not ctx.cpu_only:  # a GPU rank's compute is its kernels: the CPU's work is not in it
+                continue
+            ms = FRAMEWORK_PRIOR_MS[mech] * want
+            out[stage] = out[stage] + Part(ms, 0.0, 2 * ms)
+            prior = True
+            basis.add(f"{'FSDP' if mech == 'fsdp' else 'DTensor'}'s own work never measured in {ctx.run_name}: "
+                      f"the prior, {FRAMEWORK_PRIOR_MS[mech]:g} ms per collective (0-2x)")
+    return out, prior
 
 
 def describe(target) -> str:

@@ -3,7 +3,9 @@
 -- rank does between collectives), exposed transfer and waiting, point-to-point (pipeline) apart from the
 -- other collectives; and within compute, the time of GEMMs and of attention. On GPU ranks those are the
 -- kernel families of step_breakdown; on CPU-only (Gloo) ranks, whose compute is CPU ops, the innermost
--- matrix-multiply ops (aten::mm, addmm, bmm, baddbmm) and CPU flash-attention ops inside the windows.
+-- matrix-multiply ops (aten::mm, addmm, bmm, baddbmm) and CPU flash-attention ops inside the windows, and
+-- the compute inside the sharding machinery's own records (FSDP's hooks and copies, DTensor's redistributions),
+-- which whatif carries per collective the machinery issues rather than per element.
 -- @stage report
 -- @uses step_breakdown, step_windows, events, comm_overlap, comm_intervals, _gloo_collectives
 -- @column rank: global rank
@@ -16,6 +18,8 @@
 -- @column wait_ns: waiting at collectives other than send/recv, ns
 -- @column p2p_comm_ns: exposed transfer at send/recv, ns
 -- @column p2p_wait_ns: waiting at send/recv (a pipeline's bubble, mostly), ns
+-- @column fsdp_ns: CPU-only ranks: compute inside FSDP's own work (its hooks and copies: FSDP::* records, fsdp::* ops, RegisterPostBackwardFunction), ns; 0 elsewhere (a GPU rank's compute is its kernels)
+-- @column dtensor_ns: CPU-only ranks: compute inside DTensor's redistributions and conversions (Redistribute, NestedRedistribute, _ToTorchTensor, _FromTorchTensor and their backwards) outside FSDP's, ns; 0 elsewhere
 -- @column hidden_ns: communication overlapped with compute over the profiled steps, ns: on Gloo ranks, collectives other than send/recv under compute (an isend in flight takes no core); else comm_overlap.overlap_ns
 WITH b AS (SELECT * FROM step_breakdown WHERE step <> -1),
 per AS (
@@ -52,6 +56,31 @@ hid AS (  -- Gloo ranks: their collectives (not send/recv) under their compute, 
     UNION ALL
     SELECT rank, CAST(sum(overlap_ns) AS BIGINT) FROM comm_overlap
     WHERE step >= 0 AND rank NOT IN (SELECT rank FROM gloo_ranks) GROUP BY rank),
+mech AS (  -- CPU-only ranks: the records of the sharding machinery's own work, within the steps; each
+           -- runs on the rank's CPU between the model's ops, per collective it issues (tracekit.analytic.step)
+    SELECT e.rank, greatest(e.ts_ns, s.lo) AS t0, least(e.ts_ns + e.dur_ns, s.hi) AS t1,
+           (e.name LIKE 'FSDP::%' OR e.name LIKE 'fsdp::%' OR e.name LIKE 'RegisterPostBackwardFunction%')::INT AS f
+    FROM events e JOIN span s USING (rank)
+    WHERE e.rank IN (SELECT rank FROM gloo_ranks) AND e.dur_ns > 0
+      AND e.ts_ns < s.hi AND e.ts_ns + e.dur_ns > s.lo
+      AND (e.name LIKE 'FSDP::%' OR e.name LIKE 'fsdp::%' OR e.name LIKE 'RegisterPostBackwardFunction%'
+           OR e.name IN ('Redistribute', 'RedistributeBackward', 'NestedRedistribute', '_ToTorchTensor',
+                         '_ToTorchTensorBackward', '_FromTorchTensor', '_FromTorchTensorBackward'))),
+mpts AS (
+    SELECT rank, t0 AS t, f AS df, 1 - f AS dd, 0 AS dc FROM mech WHERE t1 > t0
+    UNION ALL SELECT rank, t1, -f, f - 1, 0 FROM mech WHERE t1 > t0
+    UNION ALL SELECT rank, t0, 0, 0, 1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM mech)
+    UNION ALL SELECT rank, t1, 0, 0, -1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM mech)),
+msweep AS (
+    SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
+           sum(df) OVER w AS nf, sum(dd) OVER w AS nd, sum(dc) OVER w AS nc
+    FROM (SELECT rank, t, sum(df) AS df, sum(dd) AS dd, sum(dc) AS dc FROM mpts GROUP BY ALL)
+    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
+fw AS (
+    SELECT rank,
+           CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf > 0), 0) AS BIGINT) AS fsdp_ns,
+           CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf = 0 AND nd > 0), 0) AS BIGINT) AS dtensor_ns
+    FROM msweep GROUP BY rank),
 win AS (SELECT rank, sum(window_ns) AS window_ns FROM (SELECT DISTINCT rank, step, timeline_ns AS window_ns FROM b) GROUP BY rank),
 ops AS (  -- the matrix-multiply and CPU attention ops of the windows, each with the next one of its kind on
           -- its thread
@@ -80,6 +109,8 @@ SELECT p.rank, p.steps, w.window_ns, coalesce(p.compute_ns, 0) AS compute_ns,
             ELSE coalesce(c.attention_ns, 0) END AS attention_ns,
        coalesce(p.comm_ns, 0) AS comm_ns, coalesce(p.wait_ns, 0) AS wait_ns,
        coalesce(p.p2p_comm_ns, 0) AS p2p_comm_ns, coalesce(p.p2p_wait_ns, 0) AS p2p_wait_ns,
+       coalesce(f.fsdp_ns, 0) AS fsdp_ns, coalesce(f.dtensor_ns, 0) AS dtensor_ns,
        coalesce(h.hidden_ns, 0) AS hidden_ns
 FROM per p JOIN win w USING (rank) LEFT JOIN cpu c USING (rank) LEFT JOIN hid h USING (rank)
+LEFT JOIN fw f USING (rank)
 ORDER BY p.rank
