@@ -66,17 +66,33 @@ mech AS (  -- CPU-only ranks: the records of the sharding machinery's own work, 
       AND (e.name LIKE 'FSDP::%' OR e.name LIKE 'fsdp::%' OR e.name LIKE 'RegisterPostBackwardFunction%'
            OR e.name IN ('Redistribute', 'RedistributeBackward', 'NestedRedistribute', '_ToTorchTensor',
                          '_ToTorchTensorBackward', '_FromTorchTensor', '_FromTorchTensorBackward'))),
+nest AS (  -- CPU-only ranks: an op holding an op of its own name on its thread is a tensor subclass's
+           -- dispatch around the local op (DTensor's: the op on the global tensor around the op on the shard)
+    SELECT * FROM (
+        SELECT e.rank, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns,
+               lead(e.ts_ns) OVER w AS in_ts, lead(e.ts_ns + e.dur_ns) OVER w AS in_end
+        FROM events e JOIN span s USING (rank)
+        WHERE e.rank IN (SELECT rank FROM gloo_ranks) AND e.cat = 'cpu_op' AND e.dur_ns > 0
+          AND e.ts_ns < s.hi AND e.ts_ns + e.dur_ns > s.lo
+        WINDOW w AS (PARTITION BY e.rank, e.tid, e.name ORDER BY e.ts_ns, e.dur_ns DESC, e.event_index))
+    WHERE in_ts < end_ns AND in_end <= end_ns),
+shells AS (  -- the machinery's regions: FSDP's (f = 1), DTensor's redistributions and dispatch (f = 0)
+    SELECT rank, t0, t1, f FROM mech
+    UNION ALL SELECT n.rank, greatest(n.ts_ns, s.lo), least(n.in_ts, s.hi), 0 FROM nest n JOIN span s USING (rank)
+    UNION ALL SELECT n.rank, greatest(n.in_end, s.lo), least(n.end_ns, s.hi), 0 FROM nest n JOIN span s USING (rank)),
 mpts AS (
-    SELECT rank, t0 AS t, f AS df, 1 - f AS dd, 0 AS dc FROM mech WHERE t1 > t0
-    UNION ALL SELECT rank, t1, -f, f - 1, 0 FROM mech WHERE t1 > t0
-    UNION ALL SELECT rank, t0, 0, 0, 1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM mech)
-    UNION ALL SELECT rank, t1, 0, 0, -1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM mech)),
+    SELECT rank, t0 AS t, f AS df, 1 - f AS dd, 0 AS dc FROM shells WHERE t1 > t0
+    UNION ALL SELECT rank, t1, -f, f - 1, 0 FROM shells WHERE t1 > t0
+    UNION ALL SELECT rank, t0, 0, 0, 1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM shells)
+    UNION ALL SELECT rank, t1, 0, 0, -1 FROM ivs WHERE c = 0 AND t1 > t0 AND rank IN (SELECT rank FROM shells)),
 msweep AS (
     SELECT rank, t, lead(t) OVER (PARTITION BY rank ORDER BY t) AS t_next,
            sum(df) OVER w AS nf, sum(dd) OVER w AS nd, sum(dc) OVER w AS nc
     FROM (SELECT rank, t, sum(df) AS df, sum(dd) AS dd, sum(dc) AS dc FROM mpts GROUP BY ALL)
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
-fw AS (
+fw AS (  -- compute inside the regions; a thread blocked inside them on a collective another thread carries
+         -- (FSDP's pre-backward hook waiting for its all-gather) reads as compute here as in step_breakdown,
+         -- and is the machinery's too: it comes with each collective it issues
     SELECT rank,
            CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf > 0), 0) AS BIGINT) AS fsdp_ns,
            CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf = 0 AND nd > 0), 0) AS BIGINT) AS dtensor_ns
