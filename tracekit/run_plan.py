@@ -126,9 +126,12 @@ def infer(run, rp: RunPlan, world: int) -> tuple[Plan | None, str]:
                 if rp.role(None, r["pg_name"], r["pg_desc"], r["group_size"], r["collective"]) == "DP"
                 or (deg["DP"] > 1 and r["group_size"] in (deg["DP"], None) and not role_of_desc(r["pg_desc"]))}
     zero = 0  # (a broadcast says nothing: DDP broadcasts its buffers every forward)
-    if "allgather" in dp_colls and "reduce_scatter" in dp_colls:
-        zero = 3 if dp_colls["allgather"] >= 1.5 * dp_colls["reduce_scatter"] else 2
-        why.append(f"zero {zero} (DP groups run allgather and reduce_scatter: FSDP"
+    # Gloo has no reduce_scatter: FSDP reduces its gradients there with an allreduce, once per gather or two
+    reduce = "reduce_scatter" if "reduce_scatter" in dp_colls or backend != "gloo" else "allreduce"
+    gathers, reduces = dp_colls.get("allgather", 0), dp_colls.get(reduce, 0)
+    if gathers and reduces and (reduce == "reduce_scatter" or gathers >= reduces):
+        zero = 3 if dp_colls["allgather"] >= 1.5 * dp_colls[reduce] else 2
+        why.append(f"zero {zero} (DP groups run allgather and {reduce}: FSDP"
                    + (", gathering twice per reduce)" if zero == 3 else ", gathering once per reduce)"))
     plan = Plan(dp=deg["DP"], tp=deg["TP"], pp=deg["PP"], zero=zero, backend=backend)
     return plan, "plan inferred from the trace: " + "; ".join(why)

@@ -8,7 +8,7 @@ ProfilerStep over the ranks (the job waits for its slowest rank); the run's step
 
 from __future__ import annotations
 
-from .compute import FRAMEWORK, Source, calibrate, rank_work
+from .compute import FRAMEWORK, Source, calibrate, machinery, rank_work
 from .config import GPTShape, Plan
 from .measured import Measured
 
@@ -22,25 +22,32 @@ def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> flo
 
 
 def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) -> Source | None:
-    """The measured run's rates and shares; None where it has no profiled step to calibrate from."""
-    cal, works, comp, wait, window, idle, hidden = [], [], 0.0, 0.0, 0.0, 0.0, 0.0
-    fw = dict.fromkeys(FRAMEWORK, 0.0)
-    ranks = 0
-    per_rank = plan.dp * plan.tp
+    """The measured run's rates and shares; None where it has no profiled step to calibrate from.
+
+    The work of the sharding machinery the run's plan runs (FRAMEWORK, machinery) is kept out of the rates:
+    per step, the least over the ranks is the machinery's own (Source.framework); what a rank spends in it
+    beyond that is waiting (a rank blocked inside FSDP's hook on an all-gather its peer joins late). Such
+    records on a plan without the machinery (FSDP2's parameters are DTensors: the optimizer's dispatch
+    around them) stay in the rates."""
+    rows = []
     for r in meas.parts:
         n = r["steps"] or 0
-        if n == 0:
-            continue
+        if n:
+            rows.append((r, n))
+    carried = [mech for mech in FRAMEWORK if mech in machinery(plan)]
+    least = {mech: min((r.get(f"{mech}_ns", 0) / n / 1e6 for r, n in rows), default=0.0) for mech in carried}
+    cal, works, comp, wait, window, idle, hidden = [], [], 0.0, 0.0, 0.0, 0.0, 0.0
+    per_rank = plan.dp * plan.tp
+    for r, n in rows:
         stage = min(r["rank"] // per_rank, plan.pp - 1)
         w = rank_work(m, plan, stage)
         c = r["compute_ns"] / n / 1e6
         g, a = r["gemm_ns"] / n / 1e6, r["attention_ns"] / n / 1e6
         rest = max(c - g - a, 0.0)
-        for mech in FRAMEWORK:  # the machinery's own work: per collective it issues, not per element
+        for mech in carried:  # the machinery's work: per collective it issues, not per element
             own = min(r.get(f"{mech}_ns", 0) / n / 1e6, rest)  # (tracekit.analytic.step)
             rest -= own
-            fw[mech] += own
-        ranks += 1
+            wait += max(own - least[mech], 0.0)
         cal.append((w, g, a, rest))
         works.append(w)
         comp += c
@@ -59,7 +66,7 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
     mean_work = sum(rates.time(w) for w in works) / len(works)
     return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
                   contention(meas.ranks_per_host, cores, busy_share(window, idle, hidden)), plan.tp,
-                  {mech: v / ranks * k for mech, v in fw.items()})
+                  {mech: v * k for mech, v in least.items()})
 
 
 def busy_share(window: float, idle: float, hidden: float) -> float:

@@ -119,4 +119,14 @@ class Source:
 
 
 FRAMEWORK = ("fsdp", "dtensor")  # sharding machinery whose own CPU work the trace records apart
-# (sql/reports/_whatif_parts.sql): FSDP's hooks and copies, DTensor's redistributions
+# (sql/reports/_whatif_parts.sql): FSDP's hooks and copies, DTensor's redistributions and dispatch
+
+
+def machinery(plan: Plan) -> set[str]:
+    """The FRAMEWORK machinery ``plan`` runs: FSDP with ZeRO-2/3 over dp > 1, DTensor with tp > 1."""
+    out = set()
+    if plan.zero >= 2 and plan.dp > 1:
+        out.add("fsdp")
+    if plan.tp > 1:
+        out.add("dtensor")
+    return out

@@ -189,7 +189,8 @@ class Context:
     meas: object = None  # tracekit.analytic.measured.Measured
     cores: int | None = None
     src_shape: object = None  # the model the run ran (before model flags), which calibrates its rates
-    cpu_only: bool = False  # no GPU kernel in the run: its compute is CPU ops, the framework's work among them
+    cpu_only: bool = False  # CPU training (Gloo collectives, no GPU kernel): its compute is CPU ops, the
+    # framework's work among them; a GPU trace without its kernels is not
 
 
 def context(run, config: dict | None = None, preset: str | None = None, model: dict | None = None,
@@ -217,9 +218,10 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
     laws: dict = {}
     for f in sorted(fit(run, pts, rp), key=lambda f: f["points"]):
         laws[(f["collective"], f["kind"])] = f
-    (kernels,) = run.sql("SELECT count(*) AS n FROM (SELECT 1 FROM gpu_kernels LIMIT 1)").column("n").to_pylist()
+    (cpu,) = run.sql("SELECT (SELECT count(*) FROM (SELECT 1 FROM gpu_kernels LIMIT 1)) = 0 AND (SELECT "
+                     "count(*) FROM (SELECT 1 FROM _gloo_collectives LIMIT 1)) > 0 AS c").column("c").to_pylist()
     return Context(rp, laws, measured(run, rp), run.name, laws_of(pts), links, nvlink_gbps(gpu), gpu or "",
-                   measure(run), cores, own if recorded_shape and preset is None else rp.shape, kernels == 0)
+                   measure(run), cores, own if recorded_shape and preset is None else rp.shape, bool(cpu))
 
 
 def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> str:

@@ -79,19 +79,23 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             "unmeasured_law": borrowed}
 
 
-FRAMEWORK_PRIOR_MS = {"fsdp": 4.1, "dtensor": 1.6}  # the machinery's own CPU work per collective it issues,
+FRAMEWORK_PRIOR_MS = {"fsdp": 2.8, "dtensor": 1.4}  # the machinery's own CPU work per collective it issues,
 # ms, where the run never ran it: a prior from the examples' own recordings, not the sweep it is checked on
-# (torch 2.13 on 2 CPU cores). FSDP2: examples/traces/fsdp, 36.6 ms a step for 9 collectives (the planted
-# fsdp runs are left out: the planted delay sits inside FSDP's hooks on the rank that waits for it).
-# DTensor: examples/traces/tp, planted-tp-delay, planted-tp-slow, 3.9, 1.2 and 1.6 ms per all-reduce, the
-# median. Its interval runs from none (an implementation without it: Megatron's tensor parallelism has no
-# DTensor) to twice the prior
+# (torch 2.13 on 2 CPU cores), each recording's least rank (calibrate.source). FSDP2: examples/traces/fsdp,
+# 2.8 (rank 0; rank 1 5.3); the planted fsdp runs are left out: their planted rank makes the other wait
+# inside FSDP's hooks. DTensor: examples/traces/tp, planted-tp-delay, planted-tp-slow, 2.2, 1.4 and 1.4 ms
+# per all-reduce, the median (their plant, before the backward, is outside DTensor's records: both ranks
+# agree within 1.4x). Its interval runs from none (an implementation without it: Megatron's tensor
+# parallelism has no DTensor) to twice the prior
 
 
 def _calls(plan, role: str, counts) -> float:
     """The collectives per step that ``role``'s sharding machinery issues under ``plan``, from (group,
-    collective, count) rows: FSDP's (ZeRO-2/3) on the DP group, DTensor's on the TP group."""
-    if role == "fsdp" and plan.zero < 2:
+    collective, count) rows: FSDP's (ZeRO-2/3) on the DP group, DTensor's on the TP group; 0 where the plan
+    does not run it (tracekit.analytic.compute.machinery)."""
+    from ..analytic.compute import machinery
+
+    if role not in machinery(plan):
         return 0.0
     group = "DP" if role == "fsdp" else "TP"
     return float(sum(n for g, coll, n in counts if g == group and coll not in ("send", "recv", "sendrecv")))

@@ -66,13 +66,13 @@ mech AS (  -- CPU-only ranks: the records of the sharding machinery's own work, 
       AND (e.name LIKE 'FSDP::%' OR e.name LIKE 'fsdp::%' OR e.name LIKE 'RegisterPostBackwardFunction%'
            OR e.name IN ('Redistribute', 'RedistributeBackward', 'NestedRedistribute', '_ToTorchTensor',
                          '_ToTorchTensorBackward', '_FromTorchTensor', '_FromTorchTensorBackward'))),
-nest AS (  -- CPU-only ranks: an op holding an op of its own name on its thread is a tensor subclass's
-           -- dispatch around the local op (DTensor's: the op on the global tensor around the op on the shard)
+nest AS (  -- CPU-only ranks that run DTensor (its redistributions recorded): an op holding an op of its own
+           -- name on its thread is DTensor's dispatch, the op on the global tensor around the op on the shard
     SELECT * FROM (
         SELECT e.rank, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns,
                lead(e.ts_ns) OVER w AS in_ts, lead(e.ts_ns + e.dur_ns) OVER w AS in_end
         FROM events e JOIN span s USING (rank)
-        WHERE e.rank IN (SELECT rank FROM gloo_ranks) AND e.cat = 'cpu_op' AND e.dur_ns > 0
+        WHERE e.rank IN (SELECT rank FROM mech WHERE f = 0) AND e.cat = 'cpu_op' AND e.dur_ns > 0
           AND e.ts_ns < s.hi AND e.ts_ns + e.dur_ns > s.lo
         WINDOW w AS (PARTITION BY e.rank, e.tid, e.name ORDER BY e.ts_ns, e.dur_ns DESC, e.event_index))
     WHERE in_ts < end_ns AND in_end <= end_ns),
