@@ -11,8 +11,9 @@ import tracekit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir() and any(p.glob("iteration_*")))
-# examples/traces/sweep: a folder of runs, one per plan (examples/traces/sweep/record.py)
-SWEEP = sorted(f"sweep/{p.name}" for p in (ROOT / "examples" / "traces" / "sweep").iterdir() if p.is_dir())
+# examples/traces/sweep and sweep-small: folders of runs, one per plan (examples/traces/sweep/record.py)
+SWEEP = sorted(f"{d}/{p.name}" for d in ("sweep", "sweep-small")
+               for p in (ROOT / "examples" / "traces" / d).iterdir() if p.is_dir())
 
 
 def raw(path):

@@ -2,6 +2,8 @@
 
     nice -n 5 python examples/traces/sweep/record.py                 # record into a scratch dir, then ship
     python examples/traces/sweep/record.py --raw /tmp/sweep --table  # only the table, from recordings made
+    nice -n 5 python examples/traces/sweep/record.py --model small --out examples/traces/sweep-small
+                                                                     # the same plans of another model
 
 Plans drift up to 1.5x within minutes on a shared machine, so each round records every plan once (rounds
 in rotated order) and a plan's figure is the least of its recordings' medians. A recording's step, per
@@ -27,7 +29,12 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 TRAIN = HERE.parent.parent / "gpt" / "train.py"
-MODEL = ["--layers", "2", "--hidden", "256", "--heads", "4", "--vocab", "512", "--seq", "128"]
+MODELS = {  # base: the sweep shipped here; small: examples/traces/sweep-small, twice the layers at half the
+    # width and twice the vocabulary, which the step model was not built on (a check that it holds elsewhere)
+    "base": ["--layers", "2", "--hidden", "256", "--heads", "4", "--vocab", "512", "--seq", "128"],
+    "small": ["--layers", "4", "--hidden", "128", "--heads", "4", "--vocab", "1024", "--seq", "128"],
+}
+MODEL = MODELS["base"]
 # name -> (ranks, train.py flags)
 PLANS = {
     "ddp": (2, ["--parallel", "ddp", "--micro-batch", "8"]),
@@ -96,7 +103,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raw", default=None, help="where the recordings go (default: a scratch dir)")
     ap.add_argument("--table", action="store_true", help="only write the table and ship, from --raw")
+    ap.add_argument("--model", choices=sorted(MODELS), default="base", help="which model (default: base)")
+    ap.add_argument("--out", default=str(HERE), help="where to ship the traces and measured.csv (default: here)")
     args = ap.parse_args(argv)
+    global MODEL
+    MODEL = MODELS[args.model]
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     raw = pathlib.Path(args.raw or tempfile.mkdtemp(prefix="tracekit-sweep-"))
     names = list(PLANS)
     if not args.table:
@@ -107,7 +120,7 @@ def main(argv=None) -> int:
                 if not trace_files(dest):
                     print(f"round {k + 1}: {name}", flush=True)
                     record(name, dest)
-    for r in table(raw, HERE, ship=True):
+    for r in table(raw, out, ship=True):
         print(r, flush=True)
     return 0
 
