@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..analytic.calibrate import contention, source
+from ..analytic.compute import FRAMEWORK, machinery
 from ..analytic.step import Part, predict_step
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
@@ -93,8 +94,6 @@ def _calls(plan, role: str, counts) -> float:
     """The collectives per step that ``role``'s sharding machinery issues under ``plan``, from (group,
     collective, count) rows: FSDP's (ZeRO-2/3) on the DP group, DTensor's on the TP group; 0 where the plan
     does not run it (tracekit.analytic.compute.machinery)."""
-    from ..analytic.compute import machinery
-
     if role not in machinery(plan):
         return 0.0
     group = "DP" if role == "fsdp" else "TP"
@@ -103,15 +102,16 @@ def _calls(plan, role: str, counts) -> float:
 
 def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Part], bool]:
     """Per stage of ``target``, the sharding machinery's own CPU work per step: what the run measured of
-    each machinery (FSDP's hooks and copies, DTensor's redistributions) per collective it issued, times the
-    collectives the plan's machinery issues. Machinery the run never ran takes FRAMEWORK_PRIOR_MS on CPU
-    runs, its interval from none (the plan's implementation may have none: Megatron's tensor parallelism
-    has no DTensor) to twice the prior. With whether a prior was used."""
+    each machinery (FSDP's hooks and copies, DTensor's redistributions and dispatch) per collective it
+    issued (tracekit.analytic.calibrate.source: the least rank's), times the collectives the plan's
+    machinery issues. Machinery the run never ran takes FRAMEWORK_PRIOR_MS on CPU runs, its interval from
+    none (the plan's implementation may have none: Megatron's tensor parallelism has no DTensor) to twice
+    the prior. With whether a prior was used."""
     rp = ctx.rp
     own = [(g, c, m["count"]) for (g, c), m in ctx.measured.items()]
     out = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
     prior = False
-    for mech in ("fsdp", "dtensor"):
+    for mech in FRAMEWORK:
         have = _calls(rp.plan, mech, own)
         for stage in range(target.pp):
             want = _calls(target, mech, [(c["group"], c["collective"], c["count"]) for c in colls
