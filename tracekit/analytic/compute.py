@@ -114,8 +114,8 @@ class Source:
     work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
     contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
     tp: int = 1  # the run's tensor-parallel degree
-    framework: dict = field(default_factory=dict)  # FRAMEWORK's machinery -> its own work per step, ms (mean
-    # over ranks; CPU-only ranks, 0 elsewhere), kept out of the rates
+    framework: dict = field(default_factory=dict)  # FRAMEWORK's machinery the run's plan runs -> its own work
+    # per step, ms (the least rank's; CPU-only ranks, 0 elsewhere), kept out of the rates
 
 
 FRAMEWORK = ("fsdp", "dtensor")  # sharding machinery whose own CPU work the trace records apart

@@ -4,8 +4,8 @@
 -- other collectives; and within compute, the time of GEMMs and of attention. On GPU ranks those are the
 -- kernel families of step_breakdown; on CPU-only (Gloo) ranks, whose compute is CPU ops, the innermost
 -- matrix-multiply ops (aten::mm, addmm, bmm, baddbmm) and CPU flash-attention ops inside the windows, and
--- the compute inside the sharding machinery's own records (FSDP's hooks and copies, DTensor's redistributions),
--- which whatif carries per collective the machinery issues rather than per element.
+-- the compute inside the sharding machinery's own records (FSDP's hooks and copies, DTensor's redistributions
+-- and dispatch), which whatif carries per collective the machinery issues rather than per element.
 -- @stage report
 -- @uses step_breakdown, step_windows, events, comm_overlap, comm_intervals, _gloo_collectives
 -- @column rank: global rank
@@ -19,7 +19,7 @@
 -- @column p2p_comm_ns: exposed transfer at send/recv, ns
 -- @column p2p_wait_ns: waiting at send/recv (a pipeline's bubble, mostly), ns
 -- @column fsdp_ns: CPU-only ranks: compute inside FSDP's own work (its hooks and copies: FSDP::* records, fsdp::* ops, RegisterPostBackwardFunction), ns; 0 elsewhere (a GPU rank's compute is its kernels)
--- @column dtensor_ns: CPU-only ranks: compute inside DTensor's redistributions and conversions (Redistribute, NestedRedistribute, _ToTorchTensor, _FromTorchTensor and their backwards) outside FSDP's, ns; 0 elsewhere
+-- @column dtensor_ns: CPU-only ranks: compute inside DTensor's redistributions and conversions (Redistribute, NestedRedistribute, _ToTorchTensor, _FromTorchTensor and their backwards) and, on ranks that record those, its dispatch (an op holding an op of its own name on its thread, outside the inner op), outside FSDP's, ns; 0 elsewhere
 -- @column hidden_ns: communication overlapped with compute over the profiled steps, ns: on Gloo ranks, collectives other than send/recv under compute (an isend in flight takes no core); else comm_overlap.overlap_ns
 WITH b AS (SELECT * FROM step_breakdown WHERE step <> -1),
 per AS (
@@ -91,8 +91,9 @@ msweep AS (
     FROM (SELECT rank, t, sum(df) AS df, sum(dd) AS dd, sum(dc) AS dc FROM mpts GROUP BY ALL)
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 fw AS (  -- compute inside the regions; a thread blocked inside them on a collective another thread carries
-         -- (FSDP's pre-backward hook waiting for its all-gather) reads as compute here as in step_breakdown,
-         -- and is the machinery's too: it comes with each collective it issues
+         -- (FSDP's pre-backward hook waiting for its all-gather) reads as compute here as in step_breakdown:
+         -- tracekit.analytic.calibrate takes the least rank's as the machinery's own, another's excess as
+         -- waiting
     SELECT rank,
            CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf > 0), 0) AS BIGINT) AS fsdp_ns,
            CAST(coalesce(sum(t_next - t) FILTER (WHERE nc > 0 AND nf = 0 AND nd > 0), 0) AS BIGINT) AS dtensor_ns
