@@ -80,7 +80,7 @@ def test_one_size_spans_all_latency_to_all_bandwidth():
     t, lo, hi, notes = predict(law, 8, 8192, 8 * 8192)
     assert (lo, hi) == (pytest.approx(8 * 10_000 / 1.5), pytest.approx(8 * 40_000 * 1.5))  # 2 octaves out
     assert t == pytest.approx(8 * math.sqrt(10_000 * 40_000))
-    assert notes == ["extrapolated 2.0 factors of 2 beyond the measured message sizes"]
+    assert notes == ["extrapolated 2.0 factors of 2 below the measured message sizes"]  # 8 KiB against 32
     assert law.label().startswith("one message size measured")
 
 

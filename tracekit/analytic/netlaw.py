@@ -154,5 +154,6 @@ def predict(law: Law, count: float, msg_bytes: float, traffic: float) -> tuple[f
         octaves = abs(math.log2(msg_bytes / edge)) if msg_bytes > 0 else 0.0
         widen = 1 + WIDEN_PER_OCTAVE * octaves
         lo, hi = lo / widen, hi * widen
-        notes.append(f"extrapolated {octaves:.1f} factors of 2 beyond the measured message sizes")
+        side = "below" if msg_bytes < law.min_bytes else "above"
+        notes.append(f"extrapolated {octaves:.1f} factors of 2 {side} the measured message sizes")
     return count * t, count * lo, count * hi, notes

@@ -235,9 +235,11 @@ def validated_plans(run, ctx) -> list[dict]:
         return []
     b = rows[0]
     mb = f", {plural(b['micro_batches'], 'micro-batch', 'micro-batches')}" if b.get("micro_batches") else ""
+    cores = ("; each rank on a core of its own (where a host's ranks share its cores: tracekit whatif RUN "
+             "--sweep --cores N)" if ctx.cpu_only and ctx.cores is None else "")
     return [_finding("another plan", f"{b['plan']}{mb}",
                      f"whatif predicts a step of {_ms(b['step_ms'])} ({_ms(b['step_ms_lo'])} to "
-                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured; {b['basis']}",
+                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured; {b['basis']}{cores}",
                      b["saving_ms"], f"record a few steps under {b['plan']}{mb} and compare (tracekit diff); "
                      "an alternative to the other findings, not added to them", "medium (predicted)",
                      "tracekit whatif RUN --sweep")]

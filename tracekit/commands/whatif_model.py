@@ -294,7 +294,7 @@ def predicted_rows(ctx: Context, target, colls: list[dict] | None = None) -> lis
     rows = []
     for key in sorted(set(acc) | set(meas)):
         p, m = acc.get(key), meas.get(key, {})
-        notes = set(p["notes"]) if p else {"measured, not in the model"}
+        notes = set(p["notes"]) if p else {"measured in the run; the predicted plan runs none"}
         share, why = share_for(exp_share, key)
         if p and key not in meas:
             notes.add("not run by the measured plan: " + why)
