@@ -130,7 +130,7 @@ def infer(run, rp: RunPlan, world: int) -> tuple[Plan | None, str]:
     reduce = "reduce_scatter" if "reduce_scatter" in dp_colls or backend != "gloo" else "allreduce"
     gathers, reduces = dp_colls.get("allgather", 0), dp_colls.get(reduce, 0)
     if gathers and reduces and (reduce == "reduce_scatter" or gathers >= reduces):
-        zero = 3 if dp_colls["allgather"] >= 1.5 * dp_colls[reduce] else 2
+        zero = 3 if gathers >= 1.5 * reduces else 2
         why.append(f"zero {zero} (DP groups run allgather and {reduce}: FSDP"
                    + (", gathering twice per reduce)" if zero == 3 else ", gathering once per reduce)"))
     plan = Plan(dp=deg["DP"], tp=deg["TP"], pp=deg["PP"], zero=zero, backend=backend)

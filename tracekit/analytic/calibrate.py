@@ -35,7 +35,11 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         if n:
             rows.append((r, n))
     carried = [mech for mech in FRAMEWORK if mech in machinery(plan)]
-    least = {mech: min((r.get(f"{mech}_ns", 0) / n / 1e6 for r, n in rows), default=0.0) for mech in carried}
+
+    def own_ms(r, n, mech):  # the machinery's compute on a rank per step, ms
+        return r.get(f"{mech}_ns", 0) / n / 1e6
+
+    least = {mech: min((own_ms(r, n, mech) for r, n in rows), default=0.0) for mech in carried}
     cal, works, comp, wait, window, idle, hidden = [], [], 0.0, 0.0, 0.0, 0.0, 0.0
     per_rank = plan.dp * plan.tp
     for r, n in rows:
@@ -45,7 +49,7 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         g, a = r["gemm_ns"] / n / 1e6, r["attention_ns"] / n / 1e6
         rest = max(c - g - a, 0.0)
         for mech in carried:  # the machinery's work: per collective it issues, not per element
-            own = min(r.get(f"{mech}_ns", 0) / n / 1e6, rest)  # (tracekit.analytic.step)
+            own = min(own_ms(r, n, mech), rest)  # (tracekit.analytic.step)
             rest -= own
             wait += max(own - least[mech], 0.0)
         cal.append((w, g, a, rest))

@@ -147,6 +147,15 @@ def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[
     return law, where, key is not None and key[0] == coll
 
 
+def widen_borrowed(law: netlaw.Law, own: bool, lo: float, hi: float, notes: set) -> tuple[float, float]:
+    """A prediction's interval (lo, hi), widened BORROWED_WIDEN each way where its law is another
+    collective's (not ``own``, not the prior), said in ``notes``."""
+    if own or law.kind == "prior":
+        return lo, hi
+    notes.add(f"another collective's law: the interval widened {BORROWED_WIDEN:g}x each way")
+    return lo / BORROWED_WIDEN, hi * BORROWED_WIDEN
+
+
 def _pick_law(ctx: "Context", coll: str, role: str, n: int, notes: set):
     link = _link_of(ctx, role)
     laws = ctx.netlaws
@@ -260,9 +269,7 @@ def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
                 f = busbw_factor(e.collective, n) or 0.0
                 ns, lo, hi, more = netlaw.predict(law, e.count, e.bytes / e.count, e.bytes * f)
                 notes |= set(more)
-                if not own and law.kind != "prior":  # another collective's law
-                    lo, hi = lo / BORROWED_WIDEN, hi * BORROWED_WIDEN
-                    notes.add(f"another collective's law: the interval widened {BORROWED_WIDEN:g}x each way")
+                lo, hi = widen_borrowed(law, own, lo, hi, notes)
                 if law.kind != "fit":
                     notes.add(f"law: {law.label()}")
                 t = (ns / 1e6, lo / 1e6, hi / 1e6)

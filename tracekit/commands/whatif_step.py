@@ -61,9 +61,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             return {"step_ms": None, "basis": "pipeline: no law to time a point-to-point transfer"}
         from ..analytic import netlaw
         ns, lo, hi, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
-        if not own and law.kind != "prior":  # another collective's law, as for the stage's collectives
-            lo, hi = lo / w.BORROWED_WIDEN, hi * w.BORROWED_WIDEN
-            notes.add(f"another collective's law: the interval widened {w.BORROWED_WIDEN:g}x each way")
+        lo, hi = w.widen_borrowed(law, own, lo, hi, notes)
         p2p = Part(ns / 1e6, lo / 1e6, hi / 1e6)
         basis |= notes | set(more)
     framework, prior = _framework(ctx, src, target, colls, basis)

@@ -69,7 +69,7 @@ mech AS (  -- CPU-only ranks: the records of the sharding machinery's own work, 
 nest AS (  -- CPU-only ranks that run DTensor (its redistributions recorded): an op holding an op of its own
            -- name on its thread is DTensor's dispatch, the op on the global tensor around the op on the shard
     SELECT * FROM (
-        SELECT e.rank, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns,
+        SELECT e.rank, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, s.lo, s.hi,
                lead(e.ts_ns) OVER w AS in_ts, lead(e.ts_ns + e.dur_ns) OVER w AS in_end
         FROM events e JOIN span s USING (rank)
         WHERE e.rank IN (SELECT rank FROM mech WHERE f = 0) AND e.cat = 'cpu_op' AND e.dur_ns > 0
@@ -78,8 +78,8 @@ nest AS (  -- CPU-only ranks that run DTensor (its redistributions recorded): an
     WHERE in_ts < end_ns AND in_end <= end_ns),
 shells AS (  -- the machinery's regions: FSDP's (f = 1), DTensor's redistributions and dispatch (f = 0)
     SELECT rank, t0, t1, f FROM mech
-    UNION ALL SELECT n.rank, greatest(n.ts_ns, s.lo), least(n.in_ts, s.hi), 0 FROM nest n JOIN span s USING (rank)
-    UNION ALL SELECT n.rank, greatest(n.in_end, s.lo), least(n.end_ns, s.hi), 0 FROM nest n JOIN span s USING (rank)),
+    UNION ALL SELECT rank, greatest(ts_ns, lo), least(in_ts, hi), 0 FROM nest
+    UNION ALL SELECT rank, greatest(in_end, lo), least(end_ns, hi), 0 FROM nest),
 mpts AS (
     SELECT rank, t0 AS t, f AS df, 1 - f AS dd, 0 AS dc FROM shells WHERE t1 > t0
     UNION ALL SELECT rank, t1, -f, f - 1, 0 FROM shells WHERE t1 > t0
