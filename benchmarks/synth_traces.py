@@ -142,6 +142,7 @@ class Knobs:
     jitter_us: int = 5  # the other ranks arrive (rank x 7) mod jitter_us us into the slot (0: together)
     compute: str = "overlap"  # the GEMM of each slot: overlap (first half), serial (after the comm), none
     real_buckets: bool = False  # DDP's allreduces in its real bucket sizes (else the total split evenly)
+    host_waits: bool = False  # each thread blocks in a synchronize call until the collective it launched ends
 
 
 def stable_id(*parts) -> int:
@@ -206,6 +207,9 @@ class Rank:
             {"ph": "f", "id": c, "pid": 0, "tid": 20, "ts": round(start, 3), "cat": "ac2g", "name": "ac2g",
              "bp": "e"},
         ]
+        if self.knobs.host_waits:  # an NCCL call never blocks: a thread waits only in a synchronize call
+            self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1,
+                                "tid": 1, "ts": launch + 3, "dur": round(end + 1 - (launch + 3), 3), "args": {}})
         # compute beside it: a GEMM covering the first half of the slot (overlap), or the slot's second half
         # once the collective has ended (serial), or none
         if self.knobs.compute == "overlap":
@@ -407,6 +411,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jitter-us", type=int, default=5, help="the others arrive (rank x 7) mod this, us (0: together)")
     ap.add_argument("--compute", choices=["overlap", "serial", "none"], default="overlap",
                     help="each slot's GEMM: overlapping the collective, after it, or none")
+    ap.add_argument("--host-waits", action="store_true",
+                    help="each rank's thread waits (cudaStreamSynchronize) until each collective it launched ends: "
+                         "the others' threads wait for the slow rank [default: they never block, as NCCL calls]")
     ap.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket cap (and first bucket), MiB")
     ap.add_argument("--micro-batches", type=int, default=None, help="micro-batches per step [default: 2 x pp]")
     ap.add_argument("--pipeline-us", type=float, default=None,
@@ -435,7 +442,7 @@ def main(argv=None) -> int:
     model = GPTShape(**preset)
     slow = a.ranks - 1 if a.slow_rank is None else a.slow_rank
     knobs = Knobs(slow_op=a.slow_op, slow_us=a.slow_us, jitter_us=a.jitter_us, compute=a.compute,
-                  real_buckets=bool(a.bucket_mb))
+                  real_buckets=bool(a.bucket_mb), host_waits=a.host_waits)
     write(a.out, plan, model, a.steps, slow, record_config=not a.no_config, slow_op=a.slow_op,
           hosts=Hosts(a.gpus_per_host, a.clock_offset_us, a.clock_drift_ppm, a.end_jitter_us, a.two_links, a.seed),
           knobs=knobs, pipeline_us=a.pipeline_us)

@@ -12,3 +12,15 @@ def word(n, one: str, many: str) -> str:
 def plural(n, one: str, many: str) -> str:
     """``n`` with thousands separators, then its word: '1 rank', '2 ranks', '1,024 ranks have'."""
     return f"{n:,} {word(n, one, many)}"
+
+
+def ranges(numbers) -> str:
+    """Whole numbers written with ranges of three or more, sorted: [0, 1, 2, 3, 5, 7, 8] -> '0-3, 5, 7, 8'."""
+    ns = sorted(set(int(n) for n in numbers))
+    out, lo = [], None
+    for i, n in enumerate(ns):
+        lo = n if lo is None else lo
+        if i + 1 == len(ns) or ns[i + 1] != n + 1:
+            out.append(str(lo) if lo == n else f"{lo}, {n}" if n == lo + 1 else f"{lo}-{n}")
+            lo = None
+    return ", ".join(out)

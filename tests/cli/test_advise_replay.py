@@ -54,7 +54,7 @@ def test_two_ranks_sharing_the_lateness_are_one_finding(tmp_path):
     rows = advise(run).to_pylist()
     late = [r for r in rows if "late" in r["finding"] or "straggler" in r["finding"]]
     assert len(late) == 1 and rows[0] is late[0], rows
-    assert rows[0]["finding"] == "late ranks 1, 2 (host-bound)"
+    assert rows[0]["finding"] == "late ranks 1, 2 (host idle)"  # their threads run no op before the launch
     # at every all-reduce the later of ranks 1 and 2 arrives at c + 100 + 1010 + 20, the others at c + 260:
     # 870 us late; at the median rank's pace all arrive at c + 260: 3 x 870 us a step sooner
     assert rows[0]["saving_ms"] == pytest.approx(3 * (100 + 1010 + 20 - 260) / 1e3, rel=0.02)
@@ -67,7 +67,8 @@ def test_every_finding_carries_a_saving_ranked_by_it(tmp_path):
     rows = [r for r in advise(run).to_pylist() if not r["finding"].startswith("trace hygiene")]
     assert rows and all(r["saving_ms"] is not None and r["saving_ms"] > 0 for r in rows), rows
     assert [r["saving_ms"] for r in rows] == sorted((r["saving_ms"] for r in rows), reverse=True)
-    assert all(r["replay_error_pct"] is not None for r in rows)
+    # the replay gives back the measured step by construction: its error is no check, and not printed
+    assert all("replay_error_pct" not in r for r in rows)
     (comm,) = [r for r in rows if r["finding"] == "exposed communication: allreduce"]
     # hidden, each all-reduce's 100 us transfer no longer holds the synchronize: 3 x 100 us a step
     assert comm["saving_ms"] == pytest.approx(3 * TRANSFER_US / 1e3, rel=0.02)
@@ -128,7 +129,7 @@ def test_above_the_graphs_cap_advise_says_so_and_sizes_by_its_rules(tmp_path, mo
     table = advise(run)
     note = table.schema.metadata[NOTE_KEY].decode()
     assert "built on demand" in note and "tracekit report RUN replay" in note, note
-    assert all(r["replay_error_pct"] is None for r in table.to_pylist())
+    assert "replay_error_pct" not in table.column_names
 
 
 @pytest.mark.parametrize("factor", [0.0, -1.0, float("nan"), float("inf")])

@@ -29,7 +29,7 @@ COMBINES = ("savings add up (each comes from a different part of the step: expos
             "starved time), except 'another plan', an alternative to the communication findings")
 COLUMNS = [("priority", pa.int64()), ("finding", pa.string()), ("where", pa.string()), ("evidence", pa.string()),
            ("saving_ms", pa.float64()), ("saving_pct", pa.float64()), ("change", pa.string()),
-           ("confidence", pa.string()), ("sql", pa.string()), ("replay_error_pct", pa.float64())]
+           ("confidence", pa.string()), ("sql", pa.string())]
 
 
 FIRST = ("priority", "finding", "saving_ms", "saving_pct", "change", "confidence")  # kept when space is short
@@ -291,16 +291,20 @@ def _advise(run) -> pa.Table:
     from . import advise_replay
 
     try:  # savings by replay (advise_replay); where the graph does not replay, the rules of thumb below
-        found, replay_note = advise_replay.findings(run, rp)
+        found, replay_note, job_step = advise_replay.findings(run, rp)
     except TracekitError as exc:
-        found, replay_note = None, f"no replay ({exc}): savings from the rules of docs/advise.md; {COMBINES}"
+        found, replay_note, job_step = (None, f"no replay ({exc}): savings from the rules of docs/advise.md; "
+                                        f"{COMBINES}", None)
     steps = _steps_text(run)
     if found is not None:
         for f in found:
             f["where"] += f", {steps}"
         better = validated_plans(run, ctx)
-        found = [f for f in found + better if f["saving_ms"] and f["saving_ms"] > 0]
-        found.sort(key=lambda f: -f["saving_ms"])
+        # the bound leads (with or without a saving); the rest by saving, each with one
+        lead = found[:1]
+        rest = [f for f in found[1:] + better if f["saving_ms"] and f["saving_ms"] > 0]
+        rest.sort(key=lambda f: -f["saving_ms"])
+        found = lead + rest
         measure = "" if better else advise_replay.measure_instead(rp)
         if measure:
             replay_note += "; " + measure
@@ -312,15 +316,19 @@ def _advise(run) -> pa.Table:
         if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
             found += plan_finding(run, ctx)
     found += hygiene_findings(run)
+    denominator = job_step if job_step else step["step_ms"]  # one step for every percent
     for i, f in enumerate(found):
         f["priority"] = i + 1
-        if "saving_pct" not in f:  # by replay: of the replayed job step (advise_replay); else of step_ms
-            f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
-                               else 100 * f["saving_ms"] / step["step_ms"])
-    note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, {plural(step['steps'], 'step', 'steps')}"
-            f" x {plural(step['ranks'], 'rank', 'ranks')})" if step["steps"] else
-            f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
-            f"{plural(step['ranks'], 'rank', 'ranks')})")
+        f["saving_pct"] = None if f["saving_ms"] is None or not denominator else 100 * f["saving_ms"] / denominator
+    if job_step:
+        note = (f"the job's step {job_step:,.3f} ms ({plural(step['steps'], 'step', 'steps')} x "
+                f"{plural(step['ranks'], 'rank', 'ranks')})")
+    else:
+        note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, "
+                f"{plural(step['steps'], 'step', 'steps')} x {plural(step['ranks'], 'rank', 'ranks')})"
+                if step["steps"] else
+                f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
+                f"{plural(step['ranks'], 'rank', 'ranks')})")
     note += f"; {replay_note}"
     if plan_note:
         note += f"; no plan finding: {plan_note}"

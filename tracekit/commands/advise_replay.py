@@ -6,25 +6,41 @@ from __future__ import annotations
 
 from ..errors import TracekitError
 from ..graph.split import split
-from ..words import plural
+import numpy as np
+
+from ..words import plural, ranges
 from . import counterfactual as cf
 
 SQL = ("sql/reports/_advise_cpu_leaves.sql; sql/reports/_advise_transfers.sql "
        "(graph_nodes, graph_edges: the replay, commands/counterfactual.py)")
-LATE = {  # what: (cause, what the excess is, the change to try)
-    "idle": ("host-bound", "its step thread idle (no op of its own running: asleep, loading data, blocked in "
+BOUND_SQL = "sql/reports/bound.sql (tracekit report RUN bound); the replay: commands/counterfactual.py"
+LATE = {  # cause: (its name, what the excess is, the change to try)
+    "idle": ("host idle", "its step thread idle (no op of its own running: asleep, loading data, blocked in "
              "code the profiler does not record)",
-             "find what {who} wait{s} for on the CPU before {their} collectives (data loading, a sleep or a "
-             "barrier, host contention): tracekit timeline RUN, tracekit report RUN why_late"),
-    "work": ("CPU-bound", "its step thread running ops",
+             "find what {who} wait{s} for on the CPU (data loading, a sleep or a barrier, host contention): "
+             "tracekit timeline RUN, tracekit report RUN why_late"),
+    "work": ("host-bound", "its step thread running ops",
              "{who} run{s} more CPU work per step than the others: uneven work (data, sequence lengths, "
              "experts) or a slower or busier host; tracekit report RUN why_late names the ops"),
-    "start": ("starts late", "",
+    "start": ("starts late", "its first profiled step starting later",
               "{who} start{s} {their} steps late: the delay comes before the step (data loading, the previous "
               "step's tail, {their} host); profile more steps to see it"),
     "compute": ("GPU compute-bound", "its GPU computing",
                 "{who} compute{s} longer per step: uneven work or a slower GPU (clocks, power, thermal); "
                 "tracekit diff compares their kernels"),
+}
+BOUND = {  # what bounds a rank's step (bound.sql): (the finding, the change to try)
+    "host": ("host-bound", "the host issues the work slower than the GPU runs it: fewer launches (CUDA graphs, "
+             "torch.compile with mode='reduce-overhead', fused kernels), more work per launch (larger "
+             "micro-batches), less Python per step (py-spy shows where the thread's time goes)"),
+    "host idle": ("host idle", "the step thread runs nothing the profiler records most of the step: find what "
+                  "it waits for (data loading: more DataLoader workers, pin_memory; a sleep or barrier; Python "
+                  "the profiler does not record: with_stack=True, py-spy)"),
+    "GPU": ("GPU-bound", "the GPU's queue never empties: faster kernels (tracekit report RUN breakdown names the "
+            "families: mixed precision, fusion with torch.compile, fewer and larger kernels); a faster host "
+            "would not shorten the step"),
+    "waiting": ("waiting for other ranks", "the ranks wait at collectives for others: see the late ranks "
+                "(tracekit report RUN stragglers, why_late)"),
 }
 CHANGE = {  # the change that fits a group's role
     "DP": "overlap it with the backward pass (DDP's bucketed all-reduce, FSDP prefetch), or fewer, larger "
@@ -43,30 +59,179 @@ def _role(rp, rank, row) -> tuple[str, str]:
     return ("unknown", "") if rp is None else rp.role_and_source(rank, row)
 
 
-def _finding(what, where, evidence, saving, change, confidence, err):
+def _finding(what, where, evidence, saving, change, confidence, sql=SQL):
     return {"finding": what, "where": where, "evidence": evidence, "saving_ms": saving, "change": change,
-            "confidence": confidence, "sql": SQL, "replay_error_pct": err}
+            "confidence": confidence, "sql": sql}
 
 
-def _why(run, late: list[int], excess: dict) -> str:
+def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
     """The ops that why_late finds longer on each late rank before its launches, when one explains a
-    quarter of its excess or more."""
+    quarter of its excess or more: the sentence, and per rank the op's name where it explains half or more
+    (the rank's lateness lies in that op: 'host-bound in OP')."""
     from .. import sql_files as _sql
 
     (steps,) = run.sql("SELECT greatest(count(DISTINCT step), 1) AS n FROM steps").column("n").to_pylist()
     rows = run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
-    said = []
+    said, inside = [], {}
     for r in late:
         top = next((w for w in rows if w["rank"] == r and w["kind"] != "lead-up"
                     and w["diff_ms"] >= 0.25 * excess[r] * steps), None)
         if top:
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
                         f"{top['name']} than the others before its launches")
-    return ("; " + "; ".join(said)) if said else ""
+            if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps:
+                inside[r] = top["name"]
+    return (("; " + "; ".join(said)) if said else ""), inside
 
 
-def findings(run, rp) -> tuple[list[dict], str]:
-    """The findings sized by replay, and a note: the replayed step and its error."""
+def late_finding(run, sp, step: float) -> list[dict]:
+    """One finding for the late ranks, whatever their causes: its saving is the replay with them at the
+    median rank's pace in every cause (counterfactual.ranks_at_pace), the number `tracekit whatif RUN
+    --fix-rank R ...` gives; each rank is named with its largest cause."""
+    per: dict[int, dict] = {}  # rank -> {cause: excess ms}
+    for what in cf.CAUSES:
+        late, excess = cf.late_ranks(sp, what, step)
+        for r in late:
+            per.setdefault(r, {})[what] = excess[r]
+    if not per:
+        return []
+    late = sorted(per)
+    dur, gap = cf.ranks_at_pace(sp, late)
+    saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+    if saving <= 0.0005:
+        return []
+    main = {r: max(c, key=c.get) for r, c in per.items()}
+    named, inside = _why(run, late, {r: max(per[r].values()) for r in late})
+    label = {r: LATE[main[r]][0] + (f" in {inside[r]}" if main[r] == "work" and r in inside else "")
+             for r in late}
+    who = f"rank{'s' if len(late) > 1 else ''} {ranges(late)}"
+    if len(set(label.values())) == 1:
+        title = f"late {who} ({next(iter(label.values()))})"
+    else:
+        title = f"late {who} (" + "; ".join(f"{r}: {label[r]}" for r in late) + ")"
+    causes = [w for w in cf.CAUSES if any(w in per[r] for r in late)]
+    each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms" for w in cf.CAUSES if w in per[r])
+                     for r in late)
+    flags = " ".join(f"--fix-rank {r}" for r in late)
+    multi = len(late) > 1
+    change = "; ".join(LATE[w][2].format(who=who, s="" if multi else "s", their="their" if multi else "its")
+                       for w in causes) + named
+    f = _finding(
+        title, who,
+        f"per step, against the median rank: {each}; replayed with {who} at the median rank's pace (tracekit "
+        f"whatif RUN {flags}), the job's step ends {saving:,.3f} ms sooner, the other ranks' threads keeping "
+        "their own pace", saving, change, "high" if saving >= 0.05 * step else "medium")
+    f["ranks"] = late
+    return [f]
+
+
+def bound_rows(run) -> dict[int, dict]:
+    """Per rank, bound.sql's measures summed over its steps, and the bound of the sums."""
+    from .. import sql_files as _sql
+
+    rows = run.sql(_sql.load("reports", "bound").text).to_pylist()
+    out: dict[int, dict] = {}
+    for r in rows:
+        o = out.setdefault(r["rank"], {"window_ms": 0.0, "host_busy_ms": 0.0, "host_blocked_ms": 0.0,
+                                       "host_idle_ms": 0.0, "gpu_busy_ms": None, "wait_ms": 0.0, "steps": 0})
+        for k in ("window_ms", "host_busy_ms", "host_blocked_ms", "host_idle_ms", "wait_ms"):
+            o[k] += r[k] or 0.0
+        if r["gpu_busy_ms"] is not None:
+            o["gpu_busy_ms"] = (o["gpu_busy_ms"] or 0.0) + r["gpu_busy_ms"]
+        o["steps"] += 1
+    for o in out.values():
+        w, g = o["window_ms"], o["gpu_busy_ms"]
+        host, idle, wait = o["host_busy_ms"], o["host_idle_ms"], o["wait_ms"]
+        o["bound"] = ("GPU" if g is not None and (g >= 0.9 * w or g >= max(host, idle, wait)) else
+                      "waiting" if wait >= max(host, idle) else "host idle" if idle > host else "host")
+    return out
+
+
+def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
+    """What bounds the job's step: the bound (bound.sql) that most ranks share, as a finding, with the
+    saving the trace backs: host-bound, the replay with those ranks' host work free (counterfactual.host_free,
+    an upper bound); host idle, with their host idle gone (an upper bound); GPU-bound, none (a faster host
+    would not shorten the step). Also the bound itself ('waiting': the late-rank finding tells the story)."""
+    per = bound_rows(run)
+    if not per:
+        return [], None, per
+    by: dict[str, list[int]] = {}
+    for r, o in per.items():
+        by.setdefault(o["bound"], []).append(r)
+    kind = max(by, key=lambda k: (len(by[k]), k != "waiting"))
+    ranks = sorted(by[kind])
+    gpu = [o for o in per.values() if o["gpu_busy_ms"] is not None]
+    n_all = len(per)
+
+    def pct(key, of=None):
+        of = of or list(per.values())
+        tot = sum(o["window_ms"] for o in of)
+        return 100 * sum(o[key] or 0.0 for o in of) / tot if tot else 0.0
+
+    mine = [per[r] for r in ranks]
+    where = "every rank" if len(ranks) == n_all and n_all > 1 else (
+        "the rank" if n_all == 1 else f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)} of {n_all}")
+    gpus = f"GPUs busy {pct('gpu_busy_ms', gpu):.0f} %" if gpu else "no GPU: CPU training"
+    evidence = (f"of the step ({where}): the step thread busy with its own ops {pct('host_busy_ms', mine):.0f} %, "
+                f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
+                f"{pct('host_idle_ms', mine):.0f} %; "
+                + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, " if gpu else "")
+                + f"waiting at collectives {pct('wait_ms', mine):.0f} % (tracekit report RUN bound)")
+    name, change = BOUND[kind]
+    title = f"{name} on {where} ({gpus})"
+    saving = None
+    if kind == "host" and gpu:
+        dur, gap = cf.host_free(sp, ranks)
+        saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+        evidence += (f"; replayed with their host work and launches free, the job's step ends {saving:,.3f} ms "
+                     "sooner: an upper bound of what a faster host (fewer launches) saves")
+    elif kind == "host idle":
+        dur = sp.graph.dur_ns.copy()
+        dur[sp.host_idle & np.isin(sp.graph.rank, np.asarray(ranks, dtype=np.int64))] = 0
+        saving = step - cf.job_step_ms(sp.replay(durations=dur))
+        evidence += (f"; replayed with their host idle gone, the job's step ends {saving:,.3f} ms sooner: an upper "
+                     "bound")
+    elif kind == "host":  # CPU training: the host is the compute; no counterfactual of the trace sizes it
+        change = ("the step is the CPU's own work (CPU training): more cores per rank, fewer ranks per host, or a "
+                  "GPU")
+    if saving is not None and saving <= 0.0005:
+        saving = None
+    f = _finding(title, where, evidence, saving, change, "high" if len(ranks) == n_all else "medium", BOUND_SQL)
+    f["bound"], f["ranks"] = kind, ranks
+    return [f], kind, per
+
+
+def comm_group_findings(sp, rp, step: float) -> list[dict]:
+    out = []
+    for gi, grp in enumerate(sp.groups):
+        hidden = step - cf.job_step_ms(sp.replay(durations=cf.comm_changed(sp, gi, "hidden")))
+        if hidden <= 0.001:
+            continue
+        rank0 = min(grp["ranks"])
+        role, how = _role(rp, rank0, grp)
+        shown = f"{role}, {how}" if how else "role unknown: the trace and config do not say"
+        ranks = ",".join(map(str, sorted(grp["ranks"])))
+        change = CHANGE.get(role, CHANGE["unknown"])
+        if grp.get("unmatched"):
+            evidence = (f"replayed with its kernels of no duration the step ends {hidden:,.3f} ms sooner: an upper "
+                        "bound, since without the other ranks of its instances the kernel time holds both the "
+                        "transfer and the waiting for them (ingest every rank to separate them)")
+            conf = "low"
+        else:
+            best = step - cf.job_step_ms(sp.replay(durations=cf.comm_changed(sp, gi, "best")))
+            if best >= 0.5 * hidden:
+                change = (f"its instances vary in speed: at the group's best measured bus bandwidth it would save "
+                          f"{best:,.3f} ms (check what slows the others: link, contention, clocks); or " + change)
+            evidence = (f"replayed with its transfers hidden the step ends {hidden:,.3f} ms sooner (an upper bound "
+                        f"of overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner")
+            conf = "medium"
+        out.append(_finding(f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
+                            f"{grp['collective']}, ranks {ranks}", evidence, hidden, change, conf))
+    return out
+
+
+def findings(run, rp) -> tuple[list[dict], str, float]:
+    """The findings sized by replay (the bound first), a note, and the job's step (ms) the savings are of."""
     from ..graph.shared import too_big
 
     big = too_big(run)
@@ -74,57 +239,28 @@ def findings(run, rp) -> tuple[list[dict], str]:
         raise TracekitError(big)
     sp = split(run)
     base = sp.replay()
-    step = cf.job_step_ms(base)
-    err = cf.replay_error_pct(base)
-    out = []
-    for what, (cause, excess_is, change) in LATE.items():
-        late, excess = cf.late_ranks(sp, what, step)
-        if not late:
-            continue
-        dur, gap = cf.at_pace(sp, what, late)
-        saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
-        if saving <= 0:
-            continue
-        names = ", ".join(map(str, late))
-        named = _why(run, late, excess)
-        who = f"rank{'s' if len(late) > 1 else ''} {names}"
-        each = "; ".join(f"rank {r} {excess[r]:,.3f} ms" for r in late)
-        out.append(_finding(
-            f"late {who} ({cause})", who,
-            (f"{excess_is} longer than the median rank's, per step: {each}" if what != "start" else
-             f"its first profiled step starts later than the median rank's: {each}")
-            + f"; replayed at the median rank's pace, the step ends {saving:,.3f} ms sooner",
-            saving, change.format(who=who, s="" if len(late) > 1 else "s", their="their" if len(late) > 1 else "its")
-            + named,
-            "high" if saving >= 0.05 * step else "medium", err))
-    for gi, grp in enumerate(sp.groups):
-        hidden = step - cf.job_step_ms(sp.replay(durations=cf.comm_changed(sp, gi, "hidden")))
-        if hidden <= 0.001:
-            continue
-        best = step - cf.job_step_ms(sp.replay(durations=cf.comm_changed(sp, gi, "best")))
-        rank0 = min(grp["ranks"])
-        role, how = _role(rp, rank0, grp)
-        shown = f"{role}, {how}" if how else "role unknown: the trace and config do not say"
-        ranks = ",".join(map(str, sorted(grp["ranks"])))
-        change = CHANGE.get(role, CHANGE["unknown"])
-        if best >= 0.5 * hidden:
-            change = (f"its instances vary in speed: at the group's best measured bus bandwidth it would save "
-                      f"{best:,.3f} ms (check what slows the others: link, contention, clocks); or " + change)
-        out.append(_finding(
-            f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
-            f"{grp['collective']}, ranks {ranks}",
-            f"replayed with its transfers hidden the step ends {hidden:,.3f} ms sooner (an upper bound of "
-            f"overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner",
-            hidden, change, "medium", err))
-    note = (f"savings by replay: the job's step (from one step's last work on any rank to the next one's, "
-            f"mean over steps) replayed "
-            f"{step:,.3f} ms, measured {cf.measured_job_step_ms(base):,.3f} ms"
-            + (f", largest replay error {err:.2f} % (a rank's step)" if err is not None else "")
-            + "; each saving is that replay minus the replay with the cause removed; they do not add up "
-              "(fixing one changes what the others cost)")
+    step = cf.measured_job_step_ms(base)
+    late = late_finding(run, sp, step)
+    bound, kind, per = bound_finding(run, sp, step)
+    rest = late + comm_group_findings(sp, rp, step)
+    rest.sort(key=lambda f: -(f["saving_ms"] or 0))
+    # the bound leads; where ranks wait for late ones, the late ranks are the story, and the bound says no
+    # more when it names only late ranks
+    waits = any(o["bound"] == "waiting" for o in per.values())
+    if late and (kind == "waiting" or waits):
+        lead, rest = late, [f for f in rest if f is not late[0]]
+        if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):
+            rest = rest + bound
+    else:
+        lead = bound
+    out = lead + rest
     for f in out:
-        f["saving_pct"] = 100 * f["saving_ms"] / step if step else None
-    return out, note
+        f.pop("bound", None)
+        f.pop("ranks", None)
+    note = ("savings by replay of the job's step (from one step's last work on any rank to the next one's, mean "
+            "over steps; the percentages are of it); each saving is the replay with the finding's cause removed "
+            "against the measured step; they do not add up (fixing one changes what the others cost)")
+    return out, note, step
 
 
 def measure_instead(rp) -> str:

@@ -246,6 +246,71 @@ def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
     return sorted(r for r, v in ms.items() if v >= floor), ms
 
 
+CAUSES = ("start", "idle", "work", "compute")  # what a late rank's excess can lie in (at_pace's ``what``)
+
+
+def ranks_at_pace(sp: Split, ranks, durations=None, gaps=None):
+    """Durations and gaps with ``ranks`` at the pace of the median rank in every cause (their start, host
+    idle, step-thread work and GPU compute; at_pace): what ``whatif --fix-rank`` replays and what advise's
+    late-rank finding saves. The other ranks keep every measured time of their own: their threads move
+    only where the graph holds them (a sync on their GPU, a Gloo collective they wait in)."""
+    g = sp.graph
+    dur = g.dur_ns.copy() if durations is None else durations.copy()
+    gap = sp.base_gaps() if gaps is None else gaps.copy()
+    ranks = sorted(set(int(r) for r in ranks))
+    if not ranks:
+        return dur, gap
+    for what in CAUSES:
+        dur, gap = at_pace(sp, what, ranks, durations=dur, gaps=gap)
+    return dur, gap
+
+
+def host_free(sp: Split, ranks, durations=None, gaps=None):
+    """Durations and gaps with the host work of ``ranks`` free: every CPU thread's time between its nodes
+    (its ops) and every runtime call (launches) of no duration; host idle, blocking waits and the GPU's
+    work kept. What the step would be if the host issued its work at once: the bound of any change that
+    makes the host faster (CUDA graphs, torch.compile, fewer launches), an upper bound of its saving."""
+    g = sp.graph
+    dur = g.dur_ns.copy() if durations is None else durations.copy()
+    gap = sp.base_gaps() if gaps is None else gaps.copy()
+    mine = np.isin(g.rank, np.asarray(sorted(set(int(r) for r in ranks)), dtype=np.int64))
+    cpu_edge = (g.edge_kind == "thread") & mine[g.dst] & ~sp.host_idle[g.dst] & (g.kind[g.dst] != "transfer")
+    gap[cpu_edge] = np.minimum(gap[cpu_edge], 0)
+    dur[mine & (g.kind == "call")] = 0
+    return dur, gap
+
+
+def thread_bound_violations(sp: Split, rep, fixed=()) -> list[tuple[int, int, float, float]]:
+    """The ranks (not in ``fixed``) whose step thread, in the counterfactual replay ``rep``, ends a step
+    sooner than its own time allows: a thread that was never blocked keeps its measured pace, so its step
+    can end no sooner than measured less the time it spent blocked (sync nodes, a Gloo wait's span). Each
+    (rank, step, replayed end - start, the bound), ms; empty when the counterfactual respects the trace."""
+    g = sp.graph
+    main = sp.chain_main & (g.rank >= 0) & (g.step >= 0)
+    # a blocking call: its call node (piece 0, the node id before) to its wait's end (piece 1, held by the GPU)
+    blocked = np.zeros(len(g.node_id), dtype=np.int64)
+    pos = {int(i): p for p, i in enumerate(g.node_id)}
+    for p in np.flatnonzero(main & (g.kind == "sync")):
+        c = pos.get(int(g.node_id[p]) - 1, p)
+        blocked[p] = g.ts_ns[p] + g.dur_ns[p] - g.ts_ns[c]
+    into = np.flatnonzero((g.edge_kind == "thread") & (g.kind[g.dst] == "wait"))
+    blocked[g.dst[into]] += np.maximum(g.ts_ns[g.dst[into]] - (g.ts_ns[g.src[into]] + g.dur_ns[g.src[into]]
+                                                               + g.gap_ns[into]), 0)
+    fixed = set(int(r) for r in fixed)
+    out = []
+    for (r, st) in sorted({(int(a), int(b)) for a, b in zip(g.rank[main], g.step[main], strict=True)}):
+        if r in fixed:
+            continue
+        m = np.flatnonzero(main & (g.rank == r) & (g.step == st))
+        t0 = g.ts_ns[m].min()
+        meas = (g.ts_ns[m] + g.dur_ns[m]).max() - t0
+        new = (rep.start_ns[m] + (rep.end_ns[m] - rep.start_ns[m])).max() - rep.start_ns[m].min()
+        bound = meas - blocked[m].sum()
+        if new < bound - 1000:  # (a microsecond of rounding)
+            out.append((r, st, new / 1e6, bound / 1e6))
+    return out
+
+
 def comm_changed(sp: Split, group: int | None, mode: str, factor: float = 1.0, durations=None):
     """Transfer durations of a group (None: every group): 'best' at the group's best bus bandwidth,
     'hidden' of no duration (overlapped), 'speedup' divided by factor."""
@@ -283,9 +348,17 @@ def _roles(run, groups) -> dict[str, set]:
     return out
 
 
+def one_rank_refusal(run, what: str) -> str:
+    """Why a counterfactual of other ranks or of transfers cannot be replayed on a run of one rank."""
+    return (f"{run.name}: {what} needs the other ranks of the job: with one rank traced, its collectives' "
+            "kernel time holds both the transfer and the waiting for ranks the run does not have, which the "
+            "trace cannot separate; ingest every rank's trace (tracekit whatif RUN --overlap GROUP gives an "
+            "upper bound of hiding a group's collectives)")
+
+
 def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
     """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
-    ranks of ``fix_ranks`` at the median rank's pace (host idle, CPU work and GPU compute), every transfer
+    ranks of ``fix_ranks`` at the median rank's pace (ranks_at_pace: start, host idle, CPU work and GPU compute), every transfer
     ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
     from ..table_meta import NOTE_KEY
 
@@ -294,6 +367,8 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
                             "fast)")
     sp = split(run)
     known = set(int(r) for r in sp.ranks)
+    if (fix_ranks or comm_speedup) and len(known) < 2:
+        raise TracekitError(one_rank_refusal(run, "--fix-rank" if fix_ranks else "--comm-speedup"))
     bad = [r for r in fix_ranks if r not in known]
     if bad:
         raise TracekitError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
@@ -313,10 +388,7 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
                                 + " (tracekit report RUN collectives)")
     overlap = tuple(dict.fromkeys(named))
     base = sp.replay()
-    dur, gap = sp.graph.dur_ns.copy(), sp.base_gaps()
-    for what in ("start", "idle", "work", "compute"):
-        if fix_ranks:
-            dur, gap = at_pace(sp, what, sorted(set(fix_ranks)), durations=dur, gaps=gap)
+    dur, gap = ranks_at_pace(sp, fix_ranks)
     if comm_speedup:
         dur = comm_changed(sp, None, "speedup", comm_speedup, durations=dur)
     for gi, grp in enumerate(sp.groups):
@@ -337,12 +409,10 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
                 "rank's pace"] if fix_ranks else []) + \
               ([f"transfers {comm_speedup:g}x faster"] if comm_speedup else []) + \
               [f"group {g} overlapped (its transfers hidden)" for g in overlap]
-    err = replay_error_pct(base)
     note = (f"{'; '.join(changes) or 'no change'}: the job's step (one step's last work to the next one's, mean "
-            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, replayed {job_step_ms(base):,.3f} ms, "
-            f"predicted {job_step_ms(new):,.3f} ms"
-            + (f"; the replay's largest error {err:.2f} % (a rank's step)" if err is not None else "")
-            + "; per rank: its own step, mean over steps")
+            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, predicted {job_step_ms(new):,.3f} ms "
+            f"({job_step_ms(new) - job_step_ms(base):+,.3f} ms); per rank: its own step, mean over steps")
     schema = pa.schema([("rank", pa.int64()), ("measured_ms", pa.float64()), ("replayed_ms", pa.float64()),
                         ("predicted_ms", pa.float64()), ("change_ms", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata({NOTE_KEY: note.encode()})
+

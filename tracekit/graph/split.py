@@ -6,12 +6,18 @@ of them is one fixed gap. A counterfactual needs to know what that gap holds, so
 are split here at the thread's idle intervals (no leaf op of its own for IDLE_MIN_NS or more,
 ``_advise_cpu_leaves.sql``):
 
-- an idle interval during which one of the rank's collectives on another thread (a Gloo worker's)
+- an idle interval during which one of the rank's Gloo collectives on another thread (a Gloo worker's)
   completes (its last rank arrives before
   the interval ends, or up to TOLERANCE_NS after: the recorded ends of Gloo ops lag; its transfer ends
-  after the interval begins) is **waiting** for that collective: a node of no duration at the interval's
-  end, held by the transfer (a `held` edge; gap: the measured lag, negative when the op's recorded end comes
-  later), so it moves with the transfer;
+  after the interval begins) is **waiting** for that collective up to its completion: a node of no duration,
+  held by the transfer (a `held` edge; gap: the measured lag, negative when the op's recorded end comes
+  later), so it moves with the transfer; where the thread resumes more than TOLERANCE_NS after the
+  collective's recorded end, the rest of the interval is **host idle** (a sleep after the previous
+  all_reduce ended is the host's, not a wait);
+- only a Gloo collective holds an idle thread: an NCCL/RCCL transfer runs on a GPU stream and never blocks
+  the thread that launched it, so on GPU ranks an idle interval is host idle whatever completes in it. A
+  GPU rank's thread waits only where the trace shows it blocked: a synchronize call or a blocking copy (a
+  `sync` node of the graph, held by the GPU op it waited for) or a c10d wait op;
 - any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
   node whose duration is the interval;
 - the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
@@ -48,9 +54,10 @@ class Split:
     host_idle: np.ndarray    # bool per node: a host idle node
     work_edge: np.ndarray    # bool per edge: a step-thread edge whose gap is the thread's work
     start_edge: np.ndarray   # bool per edge: the job's origin -> a rank's first step start (gap: its lag)
-    transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer)
+    transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer, nor an unmatched comm kernel)
     busbw: np.ndarray        # per node: the transfer's instance bus bandwidth (nan: unknown)
-    groups: list             # per group index: (group_label, collective, pg_name, pg_desc, group_size, ranks)
+    groups: list             # per group index: {group_label, collective, pg_name, pg_desc, group_size, ranks,
+                             # unmatched: some of its kernels are in no matched instance}
     ranks: np.ndarray        # the ranks
 
     def replay(self, durations=None, gaps=None):
@@ -132,6 +139,7 @@ def split(run) -> Split:
     edges = run.sql("SELECT src, dst, kind, gap_ns FROM graph_edges")
     leaves = run.sql(_sql.load("reports", "_advise_cpu_leaves").text)
     transfers = run.sql(_sql.load("reports", "_advise_transfers").text)
+    unmatched = run.sql(_sql.load("reports", "_advise_unmatched").text)
 
     nid = _col(nodes, "node_id", np.int64)
     rank = _col(nodes, "rank", np.int64, -1)
@@ -169,7 +177,11 @@ def split(run) -> Split:
     t_idx = np.flatnonzero(kind == "transfer")
     t_end = ts[t_idx] + dur[t_idx]
     t_arr = np.array([ts[pos[int(nid[i]) - 1]] if int(nid[i]) - 1 in pos else ts[i] for i in t_idx], dtype=np.int64)
-    flying = ~on_main[t_idx] | is_async[t_idx]  # in flight while the step thread goes on
+    # a thread waits only where the trace shows it blocked: a Gloo collective (on a CPU worker thread, or
+    # the thread's own async op) holds it while in flight; an NCCL/RCCL transfer runs on a GPU stream and
+    # never blocks the thread that launched it (a synchronize call does, and is a sync node of its own)
+    on_cpu = np.array([str(c).startswith("cpu/") for c in chain[t_idx]], dtype=bool)
+    flying = on_cpu & (~on_main[t_idx] | is_async[t_idx])  # in flight while the step thread goes on
     inflight = {int(r): _union(np.stack([t_arr[flying & (rank[t_idx] == r)],
                                          np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
                 for r in np.unique(rank[t_idx])}
@@ -197,21 +209,33 @@ def split(run) -> Split:
             # the rank's collectives whose last rank arrived before the thread resumed and whose transfer
             # ended after it went idle: it was waiting for one of them
             tol = min(TOLERANCE_NS, jb - ja)
-            mine = (rank[t_idx] == r) & ~on_main[t_idx] & (ts[t_idx] <= jb + tol) & (t_end >= ja) & (t_arr < jb)
+            mine = (rank[t_idx] == r) & on_cpu & ~on_main[t_idx] & (ts[t_idx] <= jb + tol) & (t_end >= ja) \
+                & (t_arr < jb)
             # an async op of this thread (a Gloo isend/irecv) completes when its last rank arrives
-            mine_async = (rank[t_idx] == r) & is_async[t_idx] & (ts[t_idx] >= ja) & (ts[t_idx] <= jb) & (t_arr < ja)
+            mine_async = (rank[t_idx] == r) & on_cpu & is_async[t_idx] & (ts[t_idx] >= ja) & (ts[t_idx] <= jb) \
+                & (t_arr < ja)
             k = len(nid) + len(new_nodes)
             if mine.any() or mine_async.any():
                 if mine.any():
                     w = t_idx[mine][np.argmax(t_end[mine])]
-                    held = (w, int(jb - (ts[w] + dur[w])))
+                    done = int(ts[w] + dur[w])  # the op's recorded end
+                    held = w
                 else:
                     w = t_idx[mine_async][np.argmax(ts[t_idx][mine_async])]
-                    held = (hub_of[int(w)], int(jb - ts[w]))
-                new_nodes.append((r, st, "wait", "waiting for " + str(name[w]), None, int(jb), 0))
-                new_edges.append((held[0], k, "held", held[1]))
+                    done = int(ts[w])  # its last rank's arrival
+                    held = hub_of[int(w)]
+                # the thread waits until the collective completes (its recorded end lags by up to
+                # TOLERANCE_NS); what the interval holds after that is the host's own idle (a sleep after
+                # the previous step's all_reduce ended is not waiting for it)
+                until = int(jb) if jb - done <= TOLERANCE_NS else max(done, int(ja))
+                new_nodes.append((r, st, "wait", "waiting for " + str(name[w]), None, until, 0))
+                new_edges.append((held, k, "held", until - done))
                 new_edges.append((prev, k, "thread", int(ja - prev_end)))
-                prev, prev_end = k, int(jb)
+                prev, prev_end = k, until
+                if until < jb:
+                    new_nodes.append((r, st, "idle", "host idle", "host idle", until, int(jb - until)))
+                    new_edges.append((k, k + 1, "thread", 0))
+                    prev, prev_end = k + 1, int(jb)
             else:
                 new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
                 new_edges.append((prev, k, "thread", int(ja - prev_end)))
@@ -276,7 +300,9 @@ def split(run) -> Split:
     tgroup = np.full(n_all, -1, dtype=np.int64)
     busbw = np.full(n_all, np.nan)
     groups, gidx = [], {}
-    for row in transfers.to_pylist():
+    # (a collective kernel no matched instance holds: its time is the transfer and the waiting for ranks the
+    # run lacks; its group is marked 'unmatched', and hiding it bounds a saving from above)
+    for row, matched in [(r, True) for r in transfers.to_pylist()] + [(r, False) for r in unmatched.to_pylist()]:
         p = pos.get(int(row["node_id"]))
         if p is None:
             continue
@@ -285,10 +311,11 @@ def split(run) -> Split:
             gidx[key] = len(groups)
             groups.append({"group_label": row["group_label"], "collective": row["collective"],
                            "pg_name": row["pg_name"], "pg_desc": row["pg_desc"], "group_size": row["group_size"],
-                           "ranks": set()})
+                           "ranks": set(), "unmatched": False})
         groups[gidx[key]]["ranks"].add(row["rank"])
+        groups[gidx[key]]["unmatched"] |= not matched
         tgroup[p] = gidx[key]
-        if row["transfer_busbw_gbps"]:
+        if matched and row["transfer_busbw_gbps"]:
             busbw[p] = row["transfer_busbw_gbps"]
     return Split(graph=g, chain_main=all_main, host_idle=host, work_edge=work, start_edge=g.edge_kind == "start",
                  transfer_group=tgroup,

@@ -1,0 +1,98 @@
+-- bound: what bounds each rank's step: its host (the thread of its ProfilerSteps busy with its own ops, or
+-- idle in code the profiler does not record), its GPU (kernels queued back to back) or waiting for another
+-- rank at a collective. From the trace's own semantics (docs/definitions.md, "What bounds a step"):
+-- an NCCL/RCCL call never blocks the thread that issues it, so a GPU rank's thread waits only where the
+-- trace shows it blocked (a synchronize call, a copy that waited for its GPU op, a c10d wait op); a Gloo
+-- rank's thread blocks in its collectives (their waiting is step_breakdown's 'waiting at a collective').
+-- Each measure is a part of the rank's step window (step_windows); they overlap in time (a host launches
+-- while its GPU computes), so they do not add up: the bound is the one that fills most of the window, and
+-- the GPU wherever its kernels fill GPU_BOUND_SHARE (0.9) of it (the queue never empties: a faster host
+-- would not shorten the step).
+-- @stage report
+-- @summary per rank and step: what bounds it (host, host idle, GPU, waiting) and the share of each
+-- @first rank, step, window_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
+-- @most window_ms
+-- @uses step_windows, step_breakdown, steps, events, _graph_calls, gpu_kernels
+-- @column rank: global rank
+-- @column step: ProfilerStep number
+-- @column window_ms: the step's window on the rank (step_windows: its CPU start to the next step's), ms
+-- @column bound: what fills most of the window: host (the step thread's own ops), host idle (the step thread runs no recorded op), GPU (kernels, copies and transfers; or any rank whose GPU is busy 90 % of the window or more), waiting (the GPU, or a Gloo rank's thread, waits at a collective for another rank)
+-- @column host_busy_ms: a GPU rank: the step thread inside its ops (their union), less the time it was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm), within the window, ms
+-- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
+-- @column host_idle_ms: a GPU rank: the step thread inside no op of its own (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'), within the window, ms
+-- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
+-- @column wait_ms: waiting for another rank at a collective, nothing else running (step_breakdown: idle 'waiting at a collective'), ms
+-- @column host_busy_pct: host_busy_ms / window_ms, %
+-- @column host_idle_pct: host_idle_ms / window_ms, %
+-- @column gpu_busy_pct: gpu_busy_ms / window_ms, %
+-- @column wait_pct: wait_ms / window_ms, %
+-- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
+WITH st AS (  -- the step thread of each rank: the thread of its ProfilerSteps
+    SELECT DISTINCT s.rank, e.pid, e.tid
+    FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
+                               AND e.name = 'ProfilerStep#' || s.step),
+ops AS (
+    SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
+    FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
+    WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
+top AS (  -- the union of the thread's ops (records need not nest: an isend's stays open past its op)
+    SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
+        SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
+                      OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
+        FROM (SELECT *, max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
+                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+              FROM ops))
+    GROUP BY rank, island),
+blocking AS (
+    SELECT o.rank, o.ts_ns, o.end_ns FROM ops o
+    LEFT JOIN _graph_calls c ON c.rank = o.rank AND c.event_index = o.event_index
+    WHERE c.wait_index IS NOT NULL OR o.name ILIKE '%wait_tensor%' OR o.name ILIKE 'c10d::wait%'
+       OR o.name = 'aten::wait'),
+blocked AS (  -- their union
+    SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
+        SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
+                      OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
+        FROM (SELECT *, max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
+                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+              FROM blocking))
+    GROUP BY rank, island),
+thread AS (
+    SELECT w.rank, w.step,
+           coalesce(sum(least(t.end_ns, w.end_ns) - greatest(t.ts_ns, w.ts_ns)) FILTER (WHERE t.rank IS NOT NULL), 0)
+               AS ops_ns
+    FROM step_windows w LEFT JOIN top t ON t.rank = w.rank AND t.end_ns > w.ts_ns AND t.ts_ns < w.end_ns
+    GROUP BY ALL),
+held AS (
+    SELECT w.rank, w.step,
+           coalesce(sum(least(b.end_ns, w.end_ns) - greatest(b.ts_ns, w.ts_ns)) FILTER (WHERE b.rank IS NOT NULL), 0)
+               AS blocked_ns
+    FROM step_windows w LEFT JOIN blocked b ON b.rank = w.rank AND b.end_ns > w.ts_ns AND b.ts_ns < w.end_ns
+    GROUP BY ALL),
+parts AS (
+    SELECT rank, step, any_value(timeline_ns) AS window_ns,
+           coalesce(sum(ns) FILTER (WHERE part IN ('compute', 'memory', 'comm')), 0) AS busy_ns,
+           coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'waiting at a collective'), 0) AS wait_ns,
+           coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'starved'), 0) AS starved_ns
+    FROM step_breakdown WHERE step <> -1 GROUP BY ALL),
+gpu AS (SELECT DISTINCT rank FROM gpu_kernels),
+m AS (  -- a GPU rank: its thread's time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's partition
+        -- of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running)
+    SELECT p.rank, p.step, p.window_ns,
+           CASE WHEN g.rank IS NULL THEN p.busy_ns ELSE t.ops_ns - h.blocked_ns END AS host_ns,
+           CASE WHEN g.rank IS NULL THEN 0 ELSE h.blocked_ns END AS blocked_ns,
+           CASE WHEN g.rank IS NULL THEN p.starved_ns ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
+           CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns
+    FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
+    LEFT JOIN gpu g ON g.rank = p.rank)
+SELECT rank, step, window_ns / 1e6 AS window_ms,
+       CASE WHEN gpu_ns >= 0.9 * window_ns THEN 'GPU'
+            WHEN coalesce(gpu_ns, 0) >= greatest(host_ns, idle_ns, wait_ns) THEN 'GPU'
+            WHEN wait_ns >= greatest(host_ns, idle_ns) THEN 'waiting'
+            WHEN idle_ns > host_ns THEN 'host idle'
+            ELSE 'host' END AS bound,
+       host_ns / 1e6 AS host_busy_ms, blocked_ns / 1e6 AS host_blocked_ms, idle_ns / 1e6 AS host_idle_ms,
+       gpu_ns / 1e6 AS gpu_busy_ms, wait_ns / 1e6 AS wait_ms,
+       100.0 * host_ns / nullif(window_ns, 0) AS host_busy_pct, 100.0 * idle_ns / nullif(window_ns, 0) AS host_idle_pct,
+       100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct, 100.0 * wait_ns / nullif(window_ns, 0) AS wait_pct
+FROM m
+ORDER BY rank, step
