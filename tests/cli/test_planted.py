@@ -48,8 +48,9 @@ def test_advise_names_the_slow_rank_and_what_it_costs(tmp_path):
     assert rows[0]["finding"].startswith("host idle on every rank")
     top = next(f for f in rows if f["finding"].startswith("late"))
     assert top["finding"] == "late rank 3 (host-bound in DataLoader.fetch)" and "DataLoader.fetch" in top["change"]
-    # every thread waits (cudaStreamSynchronize) for each all-reduce it launched: rank r arrives (7 r) mod 5 us after rank 0 (the generator's jitter), rank 3 SLOW_US after it, at every
-    # allreduce; at the pace of the median rank rank 3 arrives no later than the others, so each allreduce
+    # every thread waits (cudaStreamSynchronize) for each all-reduce it launched: rank r arrives (7 r) mod
+    # 5 us after rank 0 (the generator's jitter), rank 3 SLOW_US after it, at every allreduce; at the pace
+    # of the median rank rank 3 arrives no later than the others, so each allreduce
     # starts when the latest of ranks 0-2 arrives: SLOW_US - 4 us sooner
     latest_other = max((7 * r) % 5 for r in range(3))
     expected_ms = (synth.SLOW_US - latest_other) * per_step(run, "allreduce", 3) / 1e3

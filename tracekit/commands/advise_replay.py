@@ -4,10 +4,10 @@ beside it. docs/advise.md says what each cause removed means."""
 
 from __future__ import annotations
 
-from ..errors import TracekitError
-from ..graph.split import split
 import numpy as np
 
+from ..errors import TracekitError
+from ..graph.split import split
 from ..words import plural, ranges
 from . import counterfactual as cf
 

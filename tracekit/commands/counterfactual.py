@@ -358,8 +358,8 @@ def one_rank_refusal(run, what: str) -> str:
 
 def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
     """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
-    ranks of ``fix_ranks`` at the median rank's pace (ranks_at_pace: start, host idle, CPU work and GPU compute), every transfer
-    ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
+    ranks of ``fix_ranks`` at the median rank's pace (ranks_at_pace: start, host idle, CPU work and GPU
+    compute), every transfer ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
     from ..table_meta import NOTE_KEY
 
     if comm_speedup is not None and not (math.isfinite(comm_speedup) and comm_speedup > 0):
