@@ -88,16 +88,30 @@ def late_finding(run, sp, step: float) -> list[dict]:
     """One finding for the late ranks, whatever their causes: its saving is the replay with them at the
     median rank's pace in every cause (counterfactual.ranks_at_pace), the number `tracekit whatif RUN
     --fix-rank R ...` gives; each rank is named with its largest cause."""
-    per: dict[int, dict] = {}  # rank -> {cause: excess ms}
+    per: dict[int, dict] = {}  # rank -> {cause: excess ms} where late in it
     for what in cf.CAUSES:
         late, excess = cf.late_ranks(sp, what, step)
         for r in late:
             per.setdefault(r, {})[what] = excess[r]
     if not per:
         return []
+
+    def saving_of(ranks) -> float:
+        dur, gap = cf.ranks_at_pace(sp, ranks)
+        return step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+
+    # a rank is named only where the saving needs it: the least late first, each left out where the others
+    # at the pace save as much without it, within the floor or 5 % of the saving (a healthy rank of two idles
+    # as it waits for the other's cause to end, or works in FSDP's hooks: its excess is mostly the other's
+    # lateness, not its own)
+    floor = max(cf.LATE_MIN_MS, cf.LATE_MIN_SHARE * step)
     late = sorted(per)
-    dur, gap = cf.ranks_at_pace(sp, late)
-    saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+    saving = saving_of(late)
+    for r in sorted(late, key=lambda q: sum(per[q].values())):
+        if len(late) > 1 and saving_of([q for q in late if q != r]) >= saving - max(floor, 0.05 * saving):
+            late = [q for q in late if q != r]
+            saving = saving_of(late)
+    per = {r: per[r] for r in late}
     if saving <= 0.0005:
         return []
     main = {r: max(c, key=c.get) for r, c in per.items()}
@@ -126,25 +140,10 @@ def late_finding(run, sp, step: float) -> list[dict]:
 
 
 def bound_rows(run) -> dict[int, dict]:
-    """Per rank, bound.sql's measures summed over its steps, and the bound of the sums."""
+    """Per rank, what bounds its steps (bound.sql over its steps: the rule lives there)."""
     from .. import sql_files as _sql
 
-    rows = run.sql(_sql.load("reports", "bound").text).to_pylist()
-    out: dict[int, dict] = {}
-    for r in rows:
-        o = out.setdefault(r["rank"], {"window_ms": 0.0, "host_busy_ms": 0.0, "host_blocked_ms": 0.0,
-                                       "host_idle_ms": 0.0, "gpu_busy_ms": None, "wait_ms": 0.0, "steps": 0})
-        for k in ("window_ms", "host_busy_ms", "host_blocked_ms", "host_idle_ms", "wait_ms"):
-            o[k] += r[k] or 0.0
-        if r["gpu_busy_ms"] is not None:
-            o["gpu_busy_ms"] = (o["gpu_busy_ms"] or 0.0) + r["gpu_busy_ms"]
-        o["steps"] += 1
-    for o in out.values():
-        w, g = o["window_ms"], o["gpu_busy_ms"]
-        host, idle, wait = o["host_busy_ms"], o["host_idle_ms"], o["wait_ms"]
-        o["bound"] = ("GPU" if g is not None and (g >= 0.9 * w or g >= max(host, idle, wait)) else
-                      "waiting" if wait >= max(host, idle) else "host idle" if idle > host else "host")
-    return out
+    return {r["rank"]: r for r in run.sql(_sql.load("reports", "bound").text, {"by": "rank"}).to_pylist()}
 
 
 def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
@@ -244,10 +243,11 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
     bound, kind, per = bound_finding(run, sp, step)
     rest = late + comm_group_findings(sp, rp, step)
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
-    # the bound leads; where ranks wait for late ones, the late ranks are the story, and the bound says no
-    # more when it names only late ranks
-    waits = any(o["bound"] == "waiting" for o in per.values())
-    if late and (kind == "waiting" or waits):
+    # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU
+    # training, the late ranks are the story, and the bound says no more when it names only late ranks
+    # (on CPU training the host is the compute: its bound is no cure, the late ranks are)
+    waits = any(o["bound"] == "waiting" or o["gpu_busy_ms"] is None for o in per.values())
+    if late and waits and 2 * len(late[0]["ranks"]) <= len(per):
         lead, rest = late, [f for f in rest if f is not late[0]]
         if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):
             rest = rest + bound

@@ -5,18 +5,23 @@
 -- trace shows it blocked (a synchronize call, a copy that waited for its GPU op, a c10d wait op); a Gloo
 -- rank's thread blocks in its collectives (their waiting is step_breakdown's 'waiting at a collective').
 -- Each measure is a part of the rank's step window (step_windows); they overlap in time (a host launches
--- while its GPU computes), so they do not add up: the bound is the one that fills most of the window, and
--- the GPU wherever its kernels fill GPU_BOUND_SHARE (0.9) of it (the queue never empties: a faster host
--- would not shorten the step).
+-- while its GPU computes), so they do not add up. On a GPU rank the GPU runs the step: it is the bound
+-- where its kernels fill 80 % of the window or more (the queue hardly empties: a faster host would not
+-- shorten the step); else its idle time says why: waiting for another rank at a collective where that
+-- is at least its starved time (nothing queued), else its host, busy (host) or idle (host idle), whichever
+-- the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
+-- its waiting and its idle, else the larger of those.
 -- @stage report
 -- @summary per rank and step: what bounds it (host, host idle, GPU, waiting) and the share of each
+-- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, window_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most window_ms
 -- @uses step_windows, step_breakdown, steps, events, _graph_calls, gpu_kernels
 -- @column rank: global rank
--- @column step: ProfilerStep number
+-- @column step: ProfilerStep number (NULL with --by rank)
+-- @column steps: the steps the row sums, count
 -- @column window_ms: the step's window on the rank (step_windows: its CPU start to the next step's), ms
--- @column bound: what fills most of the window: host (the step thread's own ops), host idle (the step thread runs no recorded op), GPU (kernels, copies and transfers; or any rank whose GPU is busy 90 % of the window or more), waiting (the GPU, or a Gloo rank's thread, waits at a collective for another rank)
+-- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
 -- @column host_busy_ms: a GPU rank: the step thread inside its ops (their union), less the time it was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: the step thread inside no op of its own (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'), within the window, ms
@@ -81,18 +86,28 @@ m AS (  -- a GPU rank: its thread's time against its GPU's; a CPU-only (Gloo) ra
            CASE WHEN g.rank IS NULL THEN p.busy_ns ELSE t.ops_ns - h.blocked_ns END AS host_ns,
            CASE WHEN g.rank IS NULL THEN 0 ELSE h.blocked_ns END AS blocked_ns,
            CASE WHEN g.rank IS NULL THEN p.starved_ns ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
-           CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns
+           CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns
     FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
-    LEFT JOIN gpu g ON g.rank = p.rank)
-SELECT rank, step, window_ns / 1e6 AS window_ms,
-       CASE WHEN gpu_ns >= 0.9 * window_ns THEN 'GPU'
-            WHEN coalesce(gpu_ns, 0) >= greatest(host_ns, idle_ns, wait_ns) THEN 'GPU'
-            WHEN wait_ns >= greatest(host_ns, idle_ns) THEN 'waiting'
-            WHEN idle_ns > host_ns THEN 'host idle'
-            ELSE 'host' END AS bound,
+    LEFT JOIN gpu g ON g.rank = p.rank),
+r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
+    SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
+           sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
+           sum(starved_ns) AS starved_ns, count(*) AS steps
+    FROM m GROUP BY ALL)
+SELECT rank, step, steps, window_ns / 1e6 AS window_ms,
+       CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
+           CASE WHEN gpu_ns >= 0.8 * window_ns THEN 'GPU'
+                WHEN wait_ns >= starved_ns THEN 'waiting'
+                WHEN host_ns >= idle_ns THEN 'host'
+                ELSE 'host idle' END
+       ELSE  -- a CPU-only rank: its thread computes, waits at collectives or idles
+           CASE WHEN host_ns >= greatest(wait_ns, idle_ns) THEN 'host'
+                WHEN wait_ns >= idle_ns THEN 'waiting'
+                ELSE 'host idle' END
+       END AS bound,
        host_ns / 1e6 AS host_busy_ms, blocked_ns / 1e6 AS host_blocked_ms, idle_ns / 1e6 AS host_idle_ms,
        gpu_ns / 1e6 AS gpu_busy_ms, wait_ns / 1e6 AS wait_ms,
        100.0 * host_ns / nullif(window_ns, 0) AS host_busy_pct, 100.0 * idle_ns / nullif(window_ns, 0) AS host_idle_pct,
        100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct, 100.0 * wait_ns / nullif(window_ns, 0) AS wait_pct
-FROM m
+FROM r
 ORDER BY rank, step
