@@ -1,0 +1,182 @@
+"""What bounds a GPU job's step, and counterfactuals that respect it, on hand-built GPU timelines whose answers
+are worked out below from the events' times (us), not from the code (issue 37). The rule under test: an NCCL
+call never blocks the thread that issued it; a thread waits only where the trace shows it blocked (a
+synchronize call), so fixing a late rank cannot move another rank's thread sooner than its own work allows."""
+
+import pytest
+
+import tracekit
+from tests.conftest import dist, write_trace
+from tests.tracegen import cpu_op, kernel, step
+
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+GEMM = "ampere_sgemm_128x64_nn"
+ARGS = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+        "Group size": 3, "Process Group Name": "0", "Process Group Description": "default_pg",
+        "Process Group Ranks": "[0, 1, 2]"}
+
+
+def _ingest(tmp_path, per_rank):
+    (tmp_path / "t").mkdir()
+    for r, evs in per_rank.items():
+        write_trace(tmp_path / "t" / f"rank{r}.json", evs, header=dist(r, world=len(per_rank)))
+    return tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+
+
+def _work(evs, t0, n, per):
+    """n ops of per us from t0, each launching a 5 us GEMM 1 us in (the host issues tiny kernels: host-bound)."""
+    for i in range(n):
+        t = t0 + i * per
+        evs.append(cpu_op("aten::linear", t, per - 1))
+        evs += kernel(GEMM, t + 3, 5, launch=(t + 1, 1))
+
+
+def _allreduce(evs, t_op, kernel_start, kernel_end):
+    evs.append(cpu_op("c10d::allreduce_", t_op, 5))
+    evs += kernel(NCCL, kernel_start, kernel_end - kernel_start, stream=20, launch=(t_op + 1, 1), **ARGS)
+
+
+def host_bound_job(tmp_path):
+    """Every rank's thread busy all step launching 5 us kernels (GPU busy ~10 %); rank 2 a little slower.
+    Ranks 0, 1: work [0, 500); allreduce 1 (op [500, 505), its kernel from 503); idle [505, 600) (Python
+    the profiler does not record); work [600, 1000); allreduce 2 (op [1000, 1005), kernel from 1003); step
+    [0, 1010). Rank 2: work [0, 590); allreduce 1 at 590 (kernel from 593); 10 us gap; work [605, 1005);
+    allreduce 2 at 1005 (kernel from 1008); step [0, 1015). Allreduce 1 transfers [593, 613) (its last rank,
+    2, arrives at 593), allreduce 2 [1008, 1028): the job's step ends at 1028 (rank 2's GPU)."""
+    evs = {r: [] for r in range(3)}
+    for r in (0, 1):
+        e = evs[r]
+        e.append(step(1, 0, 1010))
+        _work(e, 0, 10, 50)
+        _allreduce(e, 500, 503, 613)
+        _work(e, 600, 10, 40)
+        _allreduce(e, 1000, 1003, 1028)
+    e = evs[2]
+    e.append(step(1, 0, 1015))
+    _work(e, 0, 10, 59)
+    _allreduce(e, 590, 593, 613)
+    _work(e, 605, 10, 40)
+    _allreduce(e, 1005, 1008, 1028)
+    return _ingest(tmp_path, evs)
+
+
+def test_fixing_a_rank_of_a_host_bound_job_saves_only_what_the_others_threads_allow(tmp_path):
+    """Ranks 0 and 1 issue allreduce 2 at 1001 (its kernel from 1003) by their own threads' time, which no
+    collective holds (an NCCL call never blocks): with rank 2 at their pace, allreduce 2 still transfers from
+    1003, so the job's step ends at 1023 at the soonest: 5 us saved of 1028, never more. (The Gloo rule read
+    ranks 0 and 1's idle [505, 600), in which allreduce 1 completes, as waiting for it: fixing rank 2 moved
+    their threads 80 us sooner and 'saved' about 95 us.)"""
+    from tracekit.commands import counterfactual as cf
+
+    run = host_bound_job(tmp_path)
+    sp = cf.split(run)
+    base = sp.replay()
+    assert cf.measured_job_step_ms(base) == pytest.approx(1.028, abs=1e-6)
+    dur, gap = cf.ranks_at_pace(sp, [2])
+    fixed = sp.replay(durations=dur, gaps=gap)
+    saving = cf.measured_job_step_ms(base) - cf.job_step_ms(fixed)
+    assert -1e-6 <= saving <= 0.005 + 1e-6, saving
+    # and no thread of ranks 0 and 1 ends its step sooner than its own time (none of it blocked) allows
+    assert cf.thread_bound_violations(sp, fixed, fixed=[2]) == []
+    # idle is host idle on a GPU rank: no wait node held by a transfer
+    assert not (sp.graph.kind == "wait").any()
+
+
+def test_a_host_bound_job_is_named_so_first(tmp_path):
+    """Every rank's thread runs its own ops 90 % of its step or more (the idle 95 us of ranks 0 and 1 aside)
+    while its GPU computes 50 us of kernels and two transfers of 20 us: host-bound on every rank. Launches
+    free, every rank's GPU could run its 10 + 10 kernels and both allreduces back to back (the first
+    allreduce's kernels from 503 on ranks 0-1, the last rank's from 593 on rank 2: the graph keeps the
+    host idle of ranks 0 and 1), so the saving is an upper bound, and positive."""
+    from tracekit.commands.advise import advise
+
+    run = host_bound_job(tmp_path)
+    bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert {r: b["bound"] for r, b in bound.items()} == {0: "host", 1: "host", 2: "host"}
+    # ranks 0, 1: ops 10 x 49 + 5 + 10 x 39 + 5 = 890 us busy; the step's window runs to the end of the
+    # last GPU op it launched (allreduce 2, at 1028): 138 us idle
+    assert bound[0]["window_ms"] == pytest.approx(1.028, abs=1e-6)
+    assert bound[0]["host_busy_ms"] == pytest.approx(0.890, abs=1e-6)
+    assert bound[0]["host_idle_ms"] == pytest.approx(1.028 - 0.890, abs=1e-6)
+    top = advise(run).to_pylist()[0]
+    assert top["finding"].startswith("host-bound on every rank (GPUs busy"), top
+    assert top["saving_ms"] is not None and 0 < top["saving_ms"] < 1.028
+    assert "CUDA graphs" in top["change"]
+
+
+def starved_rank_job(tmp_path):
+    """Ranks 0, 1 GPU-bound: 10 calls [5i, 5i+4] launch 90 us GEMMs at 5i+1, which run back to back [2 + 90i,
+    92 + 90i); the allreduce launched at 51 runs after them on the same stream, from 902; cudaDeviceSynchronize
+    [55, 1524); step [0, 1525). Rank 2 starved: ops [150i, 150i+149] launch its GEMMs at 150i+1, which run
+    [150i+3, 150i+93) (its GPU idle 60 us of every 150); allreduce op [1500, 1505), kernel from 1503;
+    synchronize [1505, 1524); step [0, 1525). The allreduce's last rank arrives at 1503: it transfers
+    [1503, 1523); ranks 0 and 1 wait 601 us."""
+    evs = {r: [] for r in range(3)}
+    for r in (0, 1):
+        e = evs[r]
+        e.append(step(1, 0, 1525))
+        for i in range(10):
+            e.append(cpu_op("aten::mm", 5 * i, 4))
+            e += kernel(GEMM, 2 + 90 * i, 90, stream=7, launch=(5 * i + 1, 1))
+        e.append(cpu_op("c10d::allreduce_", 50, 4))
+        e += kernel(NCCL, 902, 1523 - 902, stream=7, launch=(51, 1), **ARGS)
+        e.append(cpu_op("cudaDeviceSynchronize", 55, 1524 - 55, cat="cuda_runtime"))
+    e = evs[2]
+    e.append(step(1, 0, 1525))
+    for i in range(10):
+        e.append(cpu_op("aten::mm", 150 * i, 149))
+        e += kernel(GEMM, 150 * i + 3, 90, stream=7, launch=(150 * i + 1, 1))
+    e.append(cpu_op("c10d::allreduce_", 1500, 5))
+    e += kernel(NCCL, 1503, 20, stream=7, launch=(1501, 1), **ARGS)
+    e.append(cpu_op("cudaDeviceSynchronize", 1505, 1524 - 1505, cat="cuda_runtime"))
+    return _ingest(tmp_path, evs)
+
+
+def test_one_starved_rank_among_gpu_bound_ones(tmp_path):
+    """Ranks 0 and 1 wait (their GPUs idle 601 us at the allreduce, 4 us otherwise); rank 2's GPU starves
+    (idle 605 us, none of it waiting) while its thread is busy: host. At the others' pace rank 2 launches
+    its GEMMs within 55 us, so its GPU runs them back to back as theirs do [~3, ~903): the allreduce
+    transfers from ~903, the synchronizes return ~20 us later and every step ends 600 us sooner
+    (1525 - 925 us; rank 2's launches land a microsecond or two off the others')."""
+    from tracekit.commands.advise import advise
+
+    run = starved_rank_job(tmp_path)
+    bound = {r["rank"]: r["bound"] for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert bound == {0: "waiting", 1: "waiting", 2: "host"}
+    top = advise(run).to_pylist()[0]
+    assert top["finding"] == "late rank 2 (host-bound in aten::mm)", top  # its excess lies in its aten::mm
+    assert top["saving_ms"] == pytest.approx(0.600, abs=0.005)
+
+
+def gpu_bound_rank(tmp_path):
+    """One rank, two streams: 20 ops [6i, 6i+5] launch 12.5 us kernels at 6i+1, even i on stream 7, odd on
+    stream 8; each starts 1 us after its launch or when its stream frees: stream 7 runs [2, 127), stream 8
+    [8, 133). The thread's last launch is at 115; cudaDeviceSynchronize [120, 133.5); step [0, 134)."""
+    evs = [step(1, 0, 134)]
+    free = {7: 0.0, 8: 0.0}
+    for i in range(20):
+        s = 7 if i % 2 == 0 else 8
+        start = max(6 * i + 2, free[s])
+        free[s] = start + 12.5
+        evs.append(cpu_op("aten::mm", 6 * i, 5))
+        evs += kernel(GEMM, start, 12.5, stream=s, launch=(6 * i + 1, 1))
+    evs.append(cpu_op("cudaDeviceSynchronize", 120, 13.5, cat="cuda_runtime"))
+    assert free == {7: 127.0, 8: 133.0}
+    return _ingest(tmp_path, {0: evs})
+
+
+def test_a_gpu_bound_rank_reads_as_gpu_bound(tmp_path):
+    """The GPU runs a kernel from 2 to 133 of the 134 us step: GPU-bound, and the critical path is the
+    stream's kernels (stream 8: 10 x 12.5 = 125 us of compute), not the thread's launches (its first
+    kernel's launch at 7: about 8 us of launch/CPU before it)."""
+    from tracekit.commands.advise import advise
+
+    run = gpu_bound_rank(tmp_path)
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["bound"] == "GPU" and b["gpu_busy_ms"] == pytest.approx(0.131, abs=1e-6)
+    path = tracekit.report(run, "critical_path").to_pylist()
+    compute = sum(r["ms"] for r in path if str(r["cause"]).startswith("compute"))
+    cpu = sum(r["ms"] for r in path if r["cause"] == "launch/CPU")
+    assert compute == pytest.approx(0.125, abs=1e-6) and cpu <= 0.009, path
+    top = advise(run).to_pylist()[0]
+    assert top["finding"] == "GPU-bound on the rank (GPUs busy 98 %)" and top["saving_ms"] is None, top
