@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .analytic import GPTShape, Plan, check_fits, from_recorded
-from .analytic.roles import ROLES, group_role, role_of_desc
+from .analytic.roles import ROLES, group_role, role_of_desc, roles_from_phases
 from .errors import TracekitError
 
 GROUPS_SQL = """
@@ -27,12 +27,18 @@ class RunPlan:
     source: str  # one sentence: where the plan comes from
     names: dict[int, dict[str, str]] = field(default_factory=dict)  # rank -> {pg_name: role} recorded
     model_source: str = ""  # where the model comes from (a preset, --config, the recorded config), when known
+    traced: dict = field(default_factory=dict)  # (pg_name, pg_desc, group_size) -> (role, why): from the trace
+
+    def _traced(self, pg_name, pg_desc, group_size):
+        return self.traced.get((None if pg_name is None else str(pg_name), pg_desc or None, group_size))
 
     def role(self, rank, pg_name, pg_desc, group_size, collective) -> str:
         """DP, TP or PP for a collective's group, else 'unknown'."""
         named = self.names.get(rank, {}).get(str(pg_name)) if pg_name is not None else None
         if named is None and pg_name is not None and not self.names.get(rank):
             named = next((r for m in self.names.values() for n, r in m.items() if n == str(pg_name)), None)
+        if named is None and not role_of_desc(pg_desc):
+            named = (self._traced(pg_name, pg_desc, group_size) or (None,))[0]
         return group_role(named, pg_desc, group_size, collective, self.plan)
 
     def role_and_source(self, rank, row) -> tuple[str, str]:
@@ -43,6 +49,9 @@ class RunPlan:
             return named, "recorded in the traces' config"
         if role_of_desc(row["pg_desc"]):
             return role_of_desc(row["pg_desc"]), "from the group's description"
+        traced = self._traced(row["pg_name"], row["pg_desc"], row["group_size"])
+        if traced and row["collective"] not in ("alltoall", "alltoallv", "send", "recv", "sendrecv"):
+            return traced
         role = self.role(rank, row["pg_name"], row["pg_desc"], row["group_size"], row["collective"])
         if row["collective"] in ("alltoall", "alltoallv") and role == "unknown":
             return "EP", "inferred: all-to-all is the expert (or embedding) exchange"
@@ -77,10 +86,17 @@ def resolve(run, config: dict | None = None, shape: GPTShape | None = None) -> R
             rec_shape, _ = from_recorded({**given, "plan": {}})
         else:
             raise TracekitError(f"{where} needs a 'model' object (and may have a 'plan')")
-    out = RunPlan(world, shape or rec_shape, rec_plan, f"plan from {where}", names)
+    out = RunPlan(world, shape or rec_shape, rec_plan, f"plan from {where}", names, traced=_traced_roles(run))
     if rec_plan is None:
         out.plan, out.source = infer(run, out, world)
     return out
+
+
+def _traced_roles(run) -> dict:
+    from . import sql_files as _sql
+
+    rows = run.sql(_sql.load("reports", "_group_phases").text).to_pylist()
+    return {(None if k[0] is None else str(k[0]), k[1], k[2]): v for k, v in roles_from_phases(rows).items()}
 
 
 def infer(run, rp: RunPlan, world: int) -> tuple[Plan | None, str]:
@@ -94,7 +110,8 @@ def infer(run, rp: RunPlan, world: int) -> tuple[Plan | None, str]:
     p2p = any(r["collective"] in ("send", "recv") for r in rows)
     sizes: dict[str, set] = {}
     for r in rows:
-        role = role_of_desc(r["pg_desc"]) or ("PP" if r["collective"] in ("send", "recv") else None)
+        role = (role_of_desc(r["pg_desc"]) or ("PP" if r["collective"] in ("send", "recv") else None)
+                or (rp._traced(r["pg_name"], r["pg_desc"], r["group_size"]) or (None,))[0])
         if role and r["group_size"] and not (role == "PP" and r["collective"] in ("send", "recv")):
             sizes.setdefault(role, set()).add(r["group_size"])
     if any(len(s) > 1 for s in sizes.values()):

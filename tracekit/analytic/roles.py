@@ -48,3 +48,31 @@ def group_role(named: str | None, pg_desc: str | None, group_size: int | None, c
         if len(fits) == 1:
             return fits[0]
     return "unknown"
+
+
+FORWARD_SHARE = 0.25  # a group whose all-reduces run this share of the time outside the backward, or more: TP
+
+
+def roles_from_phases(rows) -> dict[tuple, tuple[str, str]]:
+    """The role of each process group (key: pg_name, pg_desc, group_size) that where its collectives are
+    launched tells (rows: sql/reports/_group_phases.sql), with the reason in words: launched under a
+    tensor-parallel op (Megatron's ...ParallelRegion, Column/RowParallelLinear, DTensor's Redistribute): TP;
+    all-reduces or reduce-scatters in the forward pass as well as the backward (a quarter of them or more,
+    two at least): TP, since data parallelism reduces gradients in the backward only (a loss all-reduced
+    for logging is one); all of them in the backward: DP. Other groups are left out."""
+    by: dict[tuple, list] = {}
+    for r in rows:
+        by.setdefault((r["pg_name"], r["pg_desc"], r["group_size"]), []).append(r)
+    out = {}
+    for key, rs in by.items():
+        tp = next((r for r in rs if r["tp_op"]), None)
+        red = [r for r in rs if r["collective"] in ("allreduce", "reduce_scatter")]
+        fwd, bwd, n = (sum(r[k] for r in red) for k in ("forward", "backward", "n"))
+        if tp:
+            out[key] = ("TP", f"inferred from the trace: its {tp['collective']}s are launched under {tp['tp_op']}")
+        elif n and fwd >= 2 and bwd >= 1 and fwd >= FORWARD_SHARE * n:
+            out[key] = ("TP", f"inferred from the trace: {fwd} of its {n} reductions (all ranks) run in the forward "
+                              "pass, not only the backward as data parallelism's do")
+        elif n and bwd == n:
+            out[key] = ("DP", f"inferred from the trace: its {n} reductions (all ranks) run in the backward pass")
+    return out
