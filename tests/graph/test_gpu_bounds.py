@@ -95,7 +95,7 @@ def test_a_host_bound_job_is_named_so_first(tmp_path):
     assert {r: b["bound"] for r, b in bound.items()} == {0: "host", 1: "host", 2: "host"}
     # ranks 0, 1: ops 10 x 49 + 5 + 10 x 39 + 5 = 890 us busy; the step's window runs to the end of the
     # last GPU op it launched (allreduce 2, at 1028): 138 us idle
-    assert bound[0]["window_ms"] == pytest.approx(1.028, abs=1e-6)
+    assert bound[0]["timeline_ms"] == pytest.approx(1.028, abs=1e-6)
     assert bound[0]["host_busy_ms"] == pytest.approx(0.890, abs=1e-6)
     assert bound[0]["host_idle_ms"] == pytest.approx(1.028 - 0.890, abs=1e-6)
     top = advise(run).to_pylist()[0]

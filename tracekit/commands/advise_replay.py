@@ -164,7 +164,7 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
 
     def pct(key, of=None):
         of = of or list(per.values())
-        tot = sum(o["window_ms"] for o in of)
+        tot = sum(o["timeline_ms"] for o in of)
         return 100 * sum(o[key] or 0.0 for o in of) / tot if tot else 0.0
 
     mine = [per[r] for r in ranks]

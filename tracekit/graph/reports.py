@@ -6,12 +6,27 @@ import pyarrow as pa
 
 from ..table_meta import NOTE_KEY
 from .critical import critical_path, thread_gap_note
-from .from_run import build, path_replay
+from .from_run import path_replay
 
 
 def replay_rows(run, params: dict) -> pa.Table:
-    """tracekit report RUN replay: per rank and step, measured against replayed."""
-    return build(run).replay().steps()
+    """tracekit report RUN replay: per rank and step, measured against replayed on the graph whose step
+    threads are split (graph/split.py: the graph whatif and advise replay, so the three agree), and the
+    replay with durations only (every positive gap and every slack 0: what the graph's dependencies alone
+    explain)."""
+    import numpy as np
+
+    from .split import split
+
+    sp = split(run)
+    rep = sp.replay()
+    table = rep.steps()
+    bare = sp.graph.replay(gaps=np.minimum(sp.graph.gap_ns, 0)).steps()
+    by = {(r, s): v for r, s, v in zip(bare.column("rank").to_pylist(), bare.column("step").to_pylist(),
+                                        bare.column("replayed_ms").to_pylist(), strict=True)}
+    col = [by.get((r, s)) for r, s in zip(table.column("rank").to_pylist(), table.column("step").to_pylist(),
+                                           strict=True)]
+    return table.append_column("durations_only_ms", pa.array(col, pa.float64()))
 
 
 def critical_path_rows(run, params: dict) -> pa.Table:

@@ -14,23 +14,23 @@
 -- @stage report
 -- @summary per rank and step: what bounds it (host, host idle, GPU, waiting) and the share of each
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
--- @first rank, step, window_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
--- @most window_ms
+-- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
+-- @most timeline_ms
 -- @uses step_windows, step_breakdown, steps, events, _graph_calls, gpu_kernels
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
--- @column steps: the steps the row sums, count
--- @column window_ms: the step's window on the rank (step_windows: its CPU start to the next step's), ms
+-- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
+-- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
 -- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
 -- @column host_busy_ms: a GPU rank: the step thread inside its ops (their union), less the time it was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: the step thread inside no op of its own (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
--- @column wait_ms: waiting for another rank at a collective, nothing else running (step_breakdown: idle 'waiting at a collective'), ms
--- @column host_busy_pct: host_busy_ms / window_ms, %
--- @column host_idle_pct: host_idle_ms / window_ms, %
--- @column gpu_busy_pct: gpu_busy_ms / window_ms, %
--- @column wait_pct: wait_ms / window_ms, %
+-- @column wait_ms: idle waiting for another rank at a collective (clean matched instances), no compute running (step_breakdown's 'waiting at a collective'), ms
+-- @column host_busy_pct: host_busy_ms / timeline_ms, %
+-- @column host_idle_pct: host_idle_ms / timeline_ms, %
+-- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
+-- @column wait_pct: wait_ms / timeline_ms, %
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the step thread of each rank: the thread of its ProfilerSteps
     SELECT DISTINCT s.rank, e.pid, e.tid
@@ -94,7 +94,7 @@ r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
            sum(starved_ns) AS starved_ns, count(*) AS steps
     FROM m GROUP BY ALL)
-SELECT rank, step, steps, window_ns / 1e6 AS window_ms,
+SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
            CASE WHEN gpu_ns >= 0.8 * window_ns THEN 'GPU'
                 WHEN wait_ns >= starved_ns THEN 'waiting'

@@ -1,7 +1,11 @@
--- replay: each rank's step replayed on the run's dependency graph (graph_nodes, graph_edges) with the
--- measured durations, beside the step as the trace shows it (tracekit/graph; docs/replay.md).
+-- replay: each rank's step replayed on the run's dependency graph (graph_nodes, graph_edges; its step threads
+-- split as whatif and advise split them, graph/split.py) with the measured durations, beside the step as the
+-- trace shows it (tracekit/graph; docs/replay.md). The replay keeps every measured gap (a thread's time
+-- between the graph's nodes), so it gives back the measured step wherever the edges hold: error_pct is no
+-- check of a model, it says where the graph does not hold (a GPU op that waited for something the trace does
+-- not record: unexplained_ms). durations_only_ms is what the graph's dependencies alone explain: every positive gap 0.
 -- @stage report
--- @summary per rank and step: the step measured and replayed on the dependency graph, and the error
+-- @summary per rank and step: the step measured and replayed on the dependency graph, with durations only
 -- @python tracekit.graph.reports:replay_rows
 -- @first rank, step, measured_ms, replayed_ms, error_pct
 -- @uses graph_nodes, graph_edges
@@ -9,6 +13,7 @@
 -- @column step: ProfilerStep number
 -- @column measured_ms: from the rank's ProfilerStep start to the end of its last work of the step (its CPU step end, or a GPU op launched in it, or its transfer of a collective of the step), ms (aligned clock)
 -- @column replayed_ms: the same span in the replay, ms
--- @column error_pct: 100 · (replayed_ms − measured_ms) / measured_ms, %
+-- @column error_pct: 100 · (replayed_ms − measured_ms) / measured_ms: 0 wherever the graph holds (the replay keeps the measured gaps), not an accuracy, %
 -- @column unexplained_ms: the time the rank's GPU ops of the step waited beyond their slack allowance (50 us each) for something the trace does not record, which the replay does not reproduce (graph_unexplained), ms
+-- @column durations_only_ms: the same span replayed with every positive gap and every slack 0 (each node at the end of its predecessors, a launch's negative gap kept: the CPU's time between nodes free), ms
 SELECT NULL
