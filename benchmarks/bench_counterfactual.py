@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import tracekit  # noqa: E402
 from benchmarks import synth_traces as synth  # noqa: E402
-from tracekit.commands import counterfactual as cf  # noqa: E402
+from tracekit.graph import counterfactual as cf  # noqa: E402
 
 
 def least(fn, repeat: int) -> float:

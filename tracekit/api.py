@@ -224,7 +224,7 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG.
     ``sweep``: every valid plan for ``world`` ranks ranked by predicted step; ``cores``: CPU runs, the cores
     a host's ranks share; ``schedule``: the pipeline schedule to simulate.
-    ``fix_ranks``, ``comm_speedup``, ``overlap``: instead, a counterfactual replay (commands/counterfactual.py):
+    ``fix_ranks``, ``comm_speedup``, ``overlap``: instead, a counterfactual replay (graph/counterfactual.py):
     each rank's step measured, replayed and replayed with those ranks at the median rank's pace, transfers
     that many times faster, those groups' collectives hidden."""
     from .commands import whatif as w
@@ -242,7 +242,7 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
         if mixed:
             raise TracekitError(f"{', '.join(mixed)} with --fix-rank/--comm-speedup/--overlap: a counterfactual "
                                 "replays the run's own plan; give the plan or model flags in a whatif of their own")
-        from .commands.counterfactual import predict
+        from .commands.whatif_replay import predict
         return predict(r, tuple(fix_ranks), comm_speedup, tuple(overlap))
     if fit or plot:
         pts = w.points(r)

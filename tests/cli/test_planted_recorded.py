@@ -59,7 +59,7 @@ def test_the_rank_not_planted_has_no_work_to_remove(scheme, tmp_path):
     other rank's (two ranks), and the noise of each segment is not an excess (before the cap on the
     rank's excess over whole steps, planted-fsdp-slow's healthy rank 0 lost 20 ms a step). Truth: the
     planted rank, planted.json."""
-    from tracekit.commands import counterfactual as cf
+    from tracekit.graph import counterfactual as cf
 
     truth = TRUTH["schemes"][scheme]["slow"]
     run = tracekit.ingest([TRACES / truth["shipped"]["dir"]], tmp_path / "run", jobs=1)

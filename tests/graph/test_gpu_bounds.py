@@ -66,7 +66,7 @@ def test_fixing_a_rank_of_a_host_bound_job_saves_only_what_the_others_threads_al
     1003, so the job's step ends at 1023 at the soonest: 5 us saved of 1028, never more. (The Gloo rule read
     ranks 0 and 1's idle [505, 600), in which allreduce 1 completes, as waiting for it: fixing rank 2 moved
     their threads 80 us sooner and 'saved' about 95 us.)"""
-    from tracekit.commands import counterfactual as cf
+    from tracekit.graph import counterfactual as cf
 
     run = host_bound_job(tmp_path)
     sp = cf.split(run)

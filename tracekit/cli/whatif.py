@@ -51,7 +51,7 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
       tracekit whatif run/ --fix-rank 1          (a replay of the run's own dependencies: each rank's step)
       tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
-    if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay (commands/counterfactual.py)
+    if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay (graph/counterfactual.py)
         emit(tracekit.whatif(run, fit=fit, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap, **params),
              fmt, output,
              title="whatif — counterfactual replay: each rank's step, predicted beside measured")

@@ -1,19 +1,19 @@
-"""advise's findings sized by replay: each finding's saving is the job's replayed step as is minus its
-replayed step with the finding's cause removed (commands/counterfactual.py), with the replay's error
-beside it. docs/advise.md says what each cause removed means."""
+"""advise's findings: what bounds the job's step (bound.sql), then the findings sized by replay: each saving
+is the job's measured step minus its replayed step with the finding's cause removed
+(graph/counterfactual.py). docs/advise.md says what each cause removed means."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TracekitError
+from ..graph import counterfactual as cf
 from ..graph.split import split
 from ..words import plural, ranges
-from . import counterfactual as cf
 
 SQL = ("sql/reports/_advise_cpu_leaves.sql; sql/reports/_advise_transfers.sql "
-       "(graph_nodes, graph_edges: the replay, commands/counterfactual.py)")
-BOUND_SQL = "sql/reports/bound.sql (tracekit report RUN bound); the replay: commands/counterfactual.py"
+       "(graph_nodes, graph_edges: the replay, graph/counterfactual.py)")
+BOUND_SQL = "sql/reports/bound.sql (tracekit report RUN bound); the replay: graph/counterfactual.py"
 LATE = {  # cause: (its name, what the excess is, the change to try)
     "idle": ("host idle", "its step thread idle (no op of its own running: asleep, loading data, blocked in "
              "code the profiler does not record)",

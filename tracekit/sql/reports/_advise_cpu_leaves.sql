@@ -2,7 +2,7 @@
 -- the aligned clock, each marked whether it is a leaf (no op nested inside it). Time inside no op is time
 -- the thread ran nothing the profiler records (asleep, blocked, unrecorded code); time inside an op but
 -- in none of its leaves, while one of the rank's collectives is in flight, is an op blocked on it (FSDP's
--- all-gather waits in its own code). The counterfactual replay (commands/counterfactual.py) splits both
+-- all-gather waits in its own code). The counterfactual replay (graph/counterfactual.py) splits both
 -- from the work. Ops that wait for a collective (wait_tensor, c10d::wait, aten::wait) are left out: their
 -- time is waiting, not work. Each ProfilerStep's start and end are leaf rows of no duration, so that the
 -- time before a step's first op counts.

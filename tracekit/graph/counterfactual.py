@@ -1,5 +1,6 @@
-"""Counterfactual replays: the run's dependency graph (tracekit.graph) replayed with one cause removed, on
-the graph whose step threads are split into work, host idle and waiting (tracekit/graph/split.py).
+"""Counterfactual replays: the run's dependency graph replayed with one cause removed, on the graph whose
+step threads are split into work, host idle and waiting (split.py): a library of graph operations that
+advise (commands/advise_replay.py) and whatif's replays (commands/whatif_replay.py) share.
 
 The counterfactuals (docs/advise.md): late ranks at the pace of the median rank (its start, or its host
 idle, CPU work or GPU compute brought to the lower median over ranks segment by segment, by at most its
@@ -11,14 +12,11 @@ work to the next one's, the mean over the profiled steps.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-import pyarrow as pa
 
 from ..errors import TracekitError
-from ..graph import Graph
-from ..graph.split import Split, split
+from .model import Graph
+from .split import Split, split  # noqa: F401 (split: the graph the counterfactuals change)
 
 LATE_MIN_MS = 0.01  # a rank is late by this much or more per step (and by LATE_MIN_SHARE of the step)
 LATE_MIN_SHARE = 0.01
@@ -328,91 +326,3 @@ def comm_changed(sp: Split, group: int | None, mode: str, factor: float = 1.0, d
             f = np.where(np.isfinite(bw), bw / best, 1.0)
             dur[m] = np.round(dur[m] * f).astype(np.int64)
     return dur
-
-
-# --- tracekit whatif RUN --fix-rank / --comm-speedup / --overlap ------------------------------------------
-
-def _roles(run, groups) -> dict[str, set]:
-    """role -> the labels of the groups that play it (recorded, described or inferred: run_plan)."""
-    from ..run_plan import resolve
-
-    try:
-        rp = resolve(run)
-    except TracekitError:
-        return {}
-    out: dict[str, set] = {}
-    for g in groups:
-        role, _ = rp.role_and_source(min(g["ranks"]), g)
-        if role != "unknown":
-            out.setdefault(role, set()).add(g["group_label"])
-    return out
-
-
-def one_rank_refusal(run, what: str) -> str:
-    """Why a counterfactual of other ranks or of transfers cannot be replayed on a run of one rank."""
-    return (f"{run.name}: {what} needs the other ranks of the job: with one rank traced, its collectives' "
-            "kernel time holds both the transfer and the waiting for ranks the run does not have, which the "
-            "trace cannot separate; ingest every rank's trace (tracekit whatif RUN --overlap GROUP gives an "
-            "upper bound of hiding a group's collectives)")
-
-
-def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
-    """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
-    ranks of ``fix_ranks`` at the median rank's pace (ranks_at_pace: start, host idle, CPU work and GPU
-    compute), every transfer ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
-    from ..table_meta import NOTE_KEY
-
-    if comm_speedup is not None and not (math.isfinite(comm_speedup) and comm_speedup > 0):
-        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a finite factor above 0 (2: transfers twice as "
-                            "fast)")
-    sp = split(run)
-    known = set(int(r) for r in sp.ranks)
-    if (fix_ranks or comm_speedup) and len(known) < 2:
-        raise TracekitError(one_rank_refusal(run, "--fix-rank" if fix_ranks else "--comm-speedup"))
-    bad = [r for r in fix_ranks if r not in known]
-    if bad:
-        raise TracekitError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
-                            f"{', '.join(map(str, sorted(known)))}")
-    labels = sorted({g["group_label"] for g in sp.groups})
-    roles = _roles(run, sp.groups)
-    named = []
-    for name in overlap:  # a group's label, or a role (DP, TP, PP, EP) standing for its groups
-        if name in labels:
-            named.append(name)
-        elif name.upper() in roles:
-            named += sorted(roles[name.upper()])
-        else:
-            raise TracekitError(f"{run.name}: no group {name!r} with matched collectives; groups: "
-                                f"{', '.join(labels) or 'none'}"
-                                + (f"; roles: {', '.join(sorted(roles))}" if roles else "")
-                                + " (tracekit report RUN collectives)")
-    overlap = tuple(dict.fromkeys(named))
-    base = sp.replay()
-    dur, gap = ranks_at_pace(sp, fix_ranks)
-    if comm_speedup:
-        dur = comm_changed(sp, None, "speedup", comm_speedup, durations=dur)
-    for gi, grp in enumerate(sp.groups):
-        if grp["group_label"] in overlap:
-            dur = comm_changed(sp, gi, "hidden", durations=dur)
-    new = sp.replay(durations=dur, gaps=gap)
-    a, b = base.steps(), new.steps()
-    rows = []
-    for r in sorted(known):
-        m = np.asarray(a.column("rank").to_numpy()) == r
-        meas = np.asarray(a.column("measured_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
-        rep = np.asarray(a.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
-        pred = np.asarray(b.column("replayed_ms").to_numpy(zero_copy_only=False), dtype=float)[m]
-        if len(meas):
-            rows.append({"rank": r, "measured_ms": float(meas.mean()), "replayed_ms": float(rep.mean()),
-                         "predicted_ms": float(pred.mean()), "change_ms": float(pred.mean() - rep.mean())})
-    changes = ([f"rank{'s' if len(fix_ranks) > 1 else ''} {', '.join(map(str, fix_ranks))} at the median "
-                "rank's pace"] if fix_ranks else []) + \
-              ([f"transfers {comm_speedup:g}x faster"] if comm_speedup else []) + \
-              [f"group {g} overlapped (its transfers hidden)" for g in overlap]
-    note = (f"{'; '.join(changes) or 'no change'}: the job's step (one step's last work to the next one's, mean "
-            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, predicted {job_step_ms(new):,.3f} ms "
-            f"({job_step_ms(new) - job_step_ms(base):+,.3f} ms); per rank: its own step, mean over steps")
-    schema = pa.schema([("rank", pa.int64()), ("measured_ms", pa.float64()), ("replayed_ms", pa.float64()),
-                        ("predicted_ms", pa.float64()), ("change_ms", pa.float64())])
-    return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata({NOTE_KEY: note.encode()})
-
