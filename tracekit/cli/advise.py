@@ -14,11 +14,12 @@ from .options import chosen_columns, emit, output_options, run_argument
               help="Print the SQL behind finding N (to rerun it with tracekit sql RUN).")
 @output_options
 def advise_cmd(run, show_sql, fmt, output):
-    """What to change first: findings ranked by the time each would save per step (ms and % of the
-    step), each with where, the evidence, the change to try and how sure it is. Exposed communication
-    per group and collective and its cause (latency-bound, serialized with compute, bandwidth below the
-    link), a straggler rank, pipeline bubbles, another plan (tracekit whatif), then trace hygiene
-    (doctor). Savings add up except 'another plan' (an alternative). Rules: docs/advise.md.
+    """What to change first: what bounds the job's step (its GPUs, its hosts busy or idle, or ranks
+    waiting for late ones), then findings ranked by the time each would save per step (ms and % of the
+    job's step), each with where, the evidence, the change to try and how sure it is: late ranks,
+    exposed communication per group and collective, another plan (tracekit whatif), then trace hygiene
+    (doctor). Each saving is the job's step replayed without its cause: they do not add up (fixing one
+    changes what the others cost). Rules: docs/advise.md.
 
     \b
     Example:
