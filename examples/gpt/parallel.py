@@ -18,7 +18,12 @@ def _train_step(model, opt, args):
     # compiled, the collectives become functional ops in its graphs
     forward = torch.compile(model, backend=args.compile) if args.compile else model
 
+    if getattr(args, "in_optimizer", None):  # a planted straggler inside the optimizer's recorded step
+        opt.register_step_pre_hook(lambda *_: args.in_optimizer())
+
     def step(x, y):
+        if getattr(args, "before_forward", None):  # a planted straggler at the step's start
+            args.before_forward()
         loss = lm_loss(forward(x), y)
         if args.before_backward:  # a planted straggler (train.py --delay, --slow)
             args.before_backward()

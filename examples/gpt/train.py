@@ -15,7 +15,8 @@
         --trace-dir traces/ddp-delay
 
 --delay RANK:MS plants a host-bound straggler: that rank sleeps MS on its CPU before each step's backward
-(before each pipeline step under pp). --slow RANK:MS plants a compute-bound one: that rank multiplies
+(before each pipeline step under pp; several ranks: 1,2:MS; --plant-at forward or optimizer puts it before
+the forward or inside the optimizer's step). --slow RANK:MS plants a compute-bound one: that rank multiplies
 matrices for MS before each backward. examples/planted/record.py records both against plain runs.
 
 --compile runs the model through torch.compile (inductor; --compile aot_eager skips code generation):
@@ -57,26 +58,30 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=int, default=2, help="profiled (active) steps")
     ap.add_argument("--compile", nargs="?", const="inductor",
                     help="torch.compile the model with this backend (inductor if none given; not pp)")
-    ap.add_argument("--delay", type=rank_ms, help="RANK:MS: that rank sleeps MS before each backward")
-    ap.add_argument("--slow", type=rank_ms, help="RANK:MS: that rank computes MS of matmuls before each backward")
+    ap.add_argument("--delay", type=rank_ms, help="RANK[,RANK...]:MS: those ranks sleep MS before each backward")
+    ap.add_argument("--slow", type=rank_ms, help="RANK[,RANK...]:MS: those ranks compute MS of matmuls before each "
+                                                  "backward")
+    ap.add_argument("--plant-at", choices=("backward", "forward", "optimizer"), default="backward",
+                    help="where --delay/--slow's work goes: before the backward, before the forward (the step's "
+                         "start), or inside the optimizer's step (a pre-hook: inside its recorded op)")
     return ap.parse_args(argv)
 
 
-def rank_ms(text: str) -> tuple[int, float]:
-    rank, sep, ms = text.partition(":")
+def rank_ms(text: str) -> tuple[frozenset, float]:
+    ranks, sep, ms = text.partition(":")
     try:
         if sep:
-            return int(rank), float(ms)
+            return frozenset(int(r) for r in ranks.split(",")), float(ms)
     except ValueError:
         pass
-    raise argparse.ArgumentTypeError(f"{text!r}: expected RANK:MS, e.g. 1:150")
+    raise argparse.ArgumentTypeError(f"{text!r}: expected RANK[,RANK...]:MS, e.g. 1:150 or 1,2:150")
 
 
 def planted_cause(args, rank: int):
-    """The work a planted straggler does before each backward, or None on the other ranks."""
-    if args.delay and args.delay[0] == rank:
+    """The work a planted straggler does (where --plant-at says), or None on the other ranks."""
+    if args.delay and rank in args.delay[0]:
         return lambda: time.sleep(args.delay[1] / 1e3)
-    if args.slow and args.slow[0] == rank:
+    if args.slow and rank in args.slow[0]:
         a = torch.randn(384, 384)  # a few ms a product: few events
 
         def burn():
@@ -101,7 +106,10 @@ def setup():
 def main(argv=None) -> int:
     args = parse_args(argv)
     rank, world, device = setup()
-    args.before_backward = planted_cause(args, rank)
+    cause = planted_cause(args, rank)
+    args.before_backward = cause if args.plant_at == "backward" else None
+    args.before_forward = cause if args.plant_at == "forward" else None
+    args.in_optimizer = cause if args.plant_at == "optimizer" else None
     cfg = GPTConfig(n_layer=args.layers, n_head=args.heads, n_embd=args.hidden, vocab_size=args.vocab,
                     block_size=args.seq)
     step_fn, plan, groups = build_scheme(args, cfg, world, device)  # -> (step, plan, {role: group})

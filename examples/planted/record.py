@@ -4,6 +4,10 @@
     OMP_NUM_THREADS=1 nice -n 5 python examples/planted/record.py --out planted-runs --repeats 4 \\
         --ship examples/traces          # and copy one recording of each planted run into examples/traces
 
+    OMP_NUM_THREADS=1 nice -n 5 python examples/planted/record.py --out planted-cases --repeats 3 --ms 300 \\
+        --cases --ship examples/traces   # more plants: before the forward, inside the optimizer's step, two
+                                         # stragglers of four, each against its plain twin (CASES)
+
 Each recording is one line of examples/gpt/train.py under torchrun, 2 ranks, Gloo on CPU, 4 profiled steps:
 
     python -m torch.distributed.run --nproc_per_node 2 examples/gpt/train.py --parallel SCHEME --steps 4 \\
@@ -40,12 +44,61 @@ SCHEMES = ("ddp", "fsdp", "tp", "pp")
 PLANTED_RANK = 1
 
 
+# more plants (--cases): where the sleep goes, and two stragglers of four; each against a plain twin of its
+# world size. name: (ranks, the planted ranks, train.py's extra arguments; MS stands for --ms)
+CASES = {
+    "ddp-plain": (2, (), []),
+    "ddp-delay-forward": (2, (1,), ["--delay", "1:MS", "--plant-at", "forward"]),
+    "ddp-delay-optimizer": (2, (1,), ["--delay", "1:MS", "--plant-at", "optimizer"]),
+    "ddp4-plain": (4, (), []),
+    "ddp4-delay-two": (4, (1, 2), ["--delay", "1,2:MS"]),
+}
+
+
 def command(scheme: str, variant: str, ms: float, trace_dir: pathlib.Path) -> list[str]:
+    if variant in CASES:  # (scheme: ddp)
+        ranks, _, extra = CASES[variant]
+        return ([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks), str(TRAIN),
+                 "--parallel", "ddp", "--steps", "4", "--trace-dir", str(trace_dir)]
+                + [a.replace("MS", f"{ms:g}") for a in extra])
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(TRAIN),
            "--parallel", scheme, "--steps", "4", "--trace-dir", str(trace_dir)]
     if variant != "plain":
         cmd += [f"--{variant}", f"{PLANTED_RANK}:{ms:g}"]
     return cmd
+
+
+def record_cases(out: pathlib.Path, ship: str | None, repeats: int, ms: float) -> dict:
+    """--cases: each of CASES recorded ``repeats`` times, interleaved; a plant's cost against its plain
+    twin of the same world size (the medians' difference, and the range over pairs of recordings)."""
+    recs: dict = {name: [] for name in CASES}
+    for repeat in range(repeats):
+        for name in CASES:
+            recs[name].append(record(out, "cases", name, ms, repeat))
+    summary = {"planted_ms": ms, "cases": {}}
+    for name, (ranks, planted, _) in CASES.items():
+        medians = [r["median_ms"] for r in recs[name]]
+        row = {"ranks": ranks, "planted_ranks": list(planted), "median_ms": round(statistics.median(medians), 3),
+               "least_ms": min(medians), "greatest_ms": max(medians), "recordings": recs[name]}
+        if planted:
+            twin = summary["cases"]["ddp-plain" if ranks == 2 else "ddp4-plain"]
+            row["cost_ms"] = round(row["median_ms"] - twin["median_ms"], 3)
+            row["cost_least_ms"] = round(row["least_ms"] - twin["greatest_ms"], 3)
+            row["cost_greatest_ms"] = round(row["greatest_ms"] - twin["least_ms"], 3)
+            if ship:
+                rec = closest(recs[name], row["median_ms"])
+                dest = pathlib.Path(ship) / f"planted-{name}"
+                shutil.rmtree(dest, ignore_errors=True)
+                shutil.copytree(out / rec["dir"], dest)
+                row["shipped"] = {"dir": dest.name, "median_ms": rec["median_ms"]}
+        summary["cases"][name] = row
+        print(f"{name}: median {row['median_ms']:.1f} ms" + (f", costs {row['cost_ms']:.1f} ms a step (pairs: "
+              f"{row['cost_least_ms']:.1f} to {row['cost_greatest_ms']:.1f})" if planted else ""), flush=True)
+    text = json.dumps(summary, indent=1) + "\n"
+    (out / "cases.json").write_text(text)
+    if ship:
+        (pathlib.Path(ship) / "planted-cases.json").write_text(text)
+    return summary
 
 
 def step_ms(trace_dir: pathlib.Path) -> list[float]:
@@ -118,9 +171,14 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="plain,delay,slow")
     ap.add_argument("--ship", help="copy each planted variant's most typical recording here as planted-SCHEME-VARIANT")
     ap.add_argument("--ship-plain", default="", help="schemes whose plain recording is shipped too")
+    ap.add_argument("--cases", action="store_true", help="record CASES instead (more plants against plain twins; "
+                                                         "--ship writes planted-cases.json)")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.cases:
+        record_cases(out, args.ship, args.repeats, args.ms)
+        return 0
     schemes, variants = args.schemes.split(","), args.variants.split(",")
     recs: dict = {s: {v: [] for v in variants} for s in schemes}
     for repeat in range(args.repeats):

@@ -67,7 +67,8 @@ def _finding(what, where, evidence, saving, change, confidence, sql=SQL):
 def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
     """The ops that why_late finds longer on each late rank before its launches, when one explains a
     quarter of its excess or more: the sentence, and per rank the op's name where it explains half or more
-    (the rank's lateness lies in that op: 'host-bound in OP')."""
+    (the rank's lateness lies in that op: 'host-bound in OP'); else the op of its step thread that takes
+    half its excess or more longer than on the median rank (_step_thread_ops.sql)."""
     from .. import sql_files as _sql
 
     (steps,) = run.sql("SELECT greatest(count(DISTINCT step), 1) AS n FROM steps").column("n").to_pylist()
@@ -81,6 +82,28 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
                         f"{top['name']} than the others before its launches")
             if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps:
                 inside[r] = top["name"]
+    # where why_late's lead-ups miss it (an op after the step's last collective: the optimizer's step), the
+    # op of the step thread whose time per step exceeds the other ranks' median by half the excess or more,
+    # the shortest such (the innermost)
+    ops = None
+    for r in late:
+        if r in inside or not excess.get(r):
+            continue
+        if ops is None:
+            ops = {}
+            for row in run.sql(_sql.load("reports", "_step_thread_ops").text).to_pylist():
+                ops.setdefault(row["name"], {})[row["rank"]] = row["ms_per_step"]
+        ranks = {int(q) for by in ops.values() for q in by}
+        cands = []
+        for name, by in ops.items():
+            others = sorted(by.get(q, 0.0) for q in ranks if q != r)
+            diff = by.get(r, 0.0) - (others[(len(others) - 1) // 2] if others else 0.0)
+            if diff >= 0.5 * excess[r]:
+                cands.append((by.get(r, 0.0), name, diff))
+        if cands:
+            _, name, diff = min(cands)
+            inside[r] = name
+            said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank")
     return (("; " + "; ".join(said)) if said else ""), inside
 
 

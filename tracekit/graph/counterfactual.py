@@ -26,7 +26,8 @@ LATE_MIN_SHARE = 0.01
 
 def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     """The job's step, ms: per step, from the end of the previous step's last work on any rank to the end of
-    its own (a step whose previous one was not profiled: from its earliest rank's ProfilerStep start); the
+    its own (a step whose previous one was not profiled: from its latest rank's ProfilerStep start, so that
+    what the ranks did before the profile, a warm-up step's tail on one of them, is not counted in it); the
     mean over steps, which over consecutive steps is the first step's start to the last one's end over
     their number. A saving so measured is how much sooner the job gets through its steps: a change that
     lets one rank start its steps earlier while the last work ends as late saves nothing."""
@@ -34,10 +35,10 @@ def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     steps, inv = np.unique(g.step[in_step], return_inverse=True)
     last = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last, inv, end[in_step])
-    first = np.full(len(steps), np.iinfo(np.int64).max, dtype=np.int64)
+    first = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
     starts = g.kind[in_step] == "step_start"
-    np.minimum.at(first, inv[starts], start[in_step][starts])
-    ok = first < np.iinfo(np.int64).max
+    np.maximum.at(first, inv[starts], start[in_step][starts])
+    ok = first > np.iinfo(np.int64).min
     if not ok.any():
         return 0.0
     steps, first, last = steps[ok], first[ok], last[ok]
