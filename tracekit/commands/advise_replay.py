@@ -36,9 +36,9 @@ BOUND = {  # what bounds a rank's step (bound.sql): (the finding, the change to 
     "host idle": ("host idle", "the step thread runs nothing the profiler records most of the step: find what "
                   "it waits for (data loading: more DataLoader workers, pin_memory; a sleep or barrier; Python "
                   "the profiler does not record: with_stack=True, py-spy)"),
-    "GPU": ("GPU-bound", "the GPU's queue never empties: faster kernels (tracekit report RUN breakdown names the "
-            "families: mixed precision, fusion with torch.compile, fewer and larger kernels); a faster host "
-            "would not shorten the step"),
+    "GPU": ("GPU-bound", "the GPU runs most of the step (its queue seldom empties): faster kernels (tracekit report "
+            "RUN breakdown names the families: mixed precision, fusion with torch.compile, fewer and larger "
+            "kernels); a faster host would not shorten the step"),
     "waiting": ("waiting for other ranks", "the ranks wait at collectives for others: see the late ranks "
                 "(tracekit report RUN stragglers, why_late)"),
 }
