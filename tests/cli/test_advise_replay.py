@@ -141,3 +141,19 @@ def test_a_speedup_that_is_not_a_finite_positive_factor_is_refused(tmp_path, fac
     run = shared_lateness_job(tmp_path)
     with pytest.raises(TracekitError, match="give a finite factor above 0"):
         tracekit.whatif(run, comm_speedup=factor)
+
+
+def test_advise_and_whatif_give_one_saving_for_one_change(tmp_path):
+    """The late ranks' finding names the whatif command that replays the same change, and the two print
+    the same saving (issue 37, item 6: advise's 111 ms against whatif's 130.5 and 124.1 for the same ranks)."""
+    import re
+
+    from tracekit.commands.advise import advise
+    from tracekit.table_meta import note_of
+
+    run = shared_lateness_job(tmp_path)
+    (late,) = [r for r in advise(run).to_pylist() if r["finding"].startswith("late")]
+    assert "tracekit whatif RUN --fix-rank 1 --fix-rank 2" in late["evidence"]
+    note = note_of(tracekit.whatif(run, fix_ranks=[1, 2]))
+    change = float(re.search(r"predicted [\d,.]+ ms \(([-+][\d,.]+) ms\)", note).group(1).replace(",", ""))
+    assert -change == pytest.approx(late["saving_ms"], abs=0.0005)
