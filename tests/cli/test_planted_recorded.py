@@ -67,3 +67,28 @@ def test_the_rank_not_planted_has_no_work_to_remove(scheme, tmp_path):
     healthy = [int(r) for r in sp.ranks if int(r) != TRUTH["planted_rank"]]
     dur, gap = cf.at_pace(sp, "work", healthy)
     assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(cf.job_step_ms(sp.replay()))
+
+
+CASES_FILE = TRACES / "planted-cases.json"
+# how each case is planted (examples/planted/record.py CASES): a sleep outside any op is host idle; a sleep in
+# the optimizer's step pre-hook is inside its recorded op; two ranks of four sleep at once
+CASE_FINDING = {"ddp-delay-forward": "late rank 1 (host idle)",
+                "ddp-delay-optimizer": "late rank 1 (host-bound in Optimizer.step#SGD.step)",
+                "ddp4-delay-two": "late ranks 1, 2 (host idle)"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(CASE_FINDING))
+def test_more_plants_are_named_and_sized(case, tmp_path):
+    """Issue 37, item 5: a sleep before the forward (the previous step's all-reduce ending inside the step
+    read it as waiting one step in four), inside a recorded op (read as uneven work, and its saving split
+    in two findings), and two stragglers of four ranks; each against its plain twin (planted-cases.json:
+    the difference of the median steps, and its range over pairs of recordings)."""
+    from tracekit.commands.advise import advise
+
+    truth = json.loads(CASES_FILE.read_text())["cases"][case]
+    run = tracekit.ingest([TRACES / truth["shipped"]["dir"]], tmp_path / "run", jobs=1)
+    rows = advise(run).to_pylist()
+    assert rows[0]["finding"] == CASE_FINDING[case], rows[0]
+    assert rows[0]["saving_ms"] == pytest.approx(truth["cost_ms"], rel=0.15), (rows[0]["saving_ms"], truth["cost_ms"])
+    assert not [r for r in rows[1:] if r["finding"].startswith("late")]  # one finding, one saving

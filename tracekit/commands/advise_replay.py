@@ -137,7 +137,13 @@ def late_finding(run, sp, step: float) -> list[dict]:
     per = {r: per[r] for r in late}
     if saving <= 0.0005:
         return []
-    main = {r: max(c, key=c.get) for r, c in per.items()}
+    # each rank's largest cause; a late start only where no cause in the step is half as large (a rank whose
+    # optimizer sleeps starts its next step late by as much: the start is the step's consequence)
+    main = {}
+    for r, c in per.items():
+        inner = {w: v for w, v in c.items() if w != "start"}
+        best = max(inner, key=inner.get) if inner else "start"
+        main[r] = best if best != "start" and inner[best] >= 0.5 * c.get("start", 0.0) else "start"
     named, inside = _why(run, late, {r: max(per[r].values()) for r in late})
     label = {r: LATE[main[r]][0] + (f" in {inside[r]}" if main[r] == "work" and r in inside else "")
              for r in late}
