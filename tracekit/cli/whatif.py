@@ -12,10 +12,8 @@ from .options import emit, model_options, output_options, plan_options, run_argu
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
 @model_options(None)
-@plan_options({})
+@plan_options({}, ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend", "schedule"))
 @click.option("--world", type=int, default=None, help="plan for this many ranks [default: the run's]")
-@click.option("--schedule", type=click.Choice(["gpipe", "1f1b", "interleaved"]), default=None,
-              help="pipeline schedule to simulate [default: the run's, else 1f1b]")
 @click.option("--sweep", is_flag=True, help="Every valid plan for the world size, ranked by predicted step.")
 @click.option("--cores", type=int, default=None,
               help="CPU runs: cores a host's ranks share [default: a processor per rank, as GPUs]")
