@@ -35,9 +35,10 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
     them the run's own figures: measured_* for its own plan, source_* for another plan (the run's, not the
     plan's). The note column says where each law was measured and what is extrapolated. The plan
     defaults to the run's (recorded, from --config, or inferred from its process groups: stderr says
-    which); plan flags change it (--tp 4 alone: dp takes the rest). --fix-rank, --comm-speedup and
-    --overlap instead replay the run's own dependency graph with that cause changed: each rank's step
-    measured, replayed and predicted.
+    which); plan flags change it (--tp 4 alone: dp takes the rest). The interval of a plan the run did
+    not measure is calibrated: 80 % of them hold the measured step (docs/model.md, "Intervals").
+    --fix-rank, --comm-speedup and --overlap instead replay the run's own dependency graph with that cause
+    changed: each rank's step measured, replayed and predicted.
 
     \b
     Example:
