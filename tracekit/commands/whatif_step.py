@@ -11,6 +11,7 @@ import dataclasses
 
 from ..analytic.calibrate import contention, source
 from ..analytic.compute import FRAMEWORK, machinery
+from ..analytic.config import PLAN_FIELDS
 from ..analytic.step import Part, calibrated, predict_step
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
@@ -84,9 +85,9 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
 
 
 def same_plan(a, b) -> bool:
-    """The same plan but for the backend and DDP's buckets (the run's own, where ``b`` is the run's)."""
-    keys = ("dp", "tp", "pp", "zero", "sequence_parallel", "ep", "schedule")
-    return b is not None and all(getattr(a, k) == getattr(b, k) for k in keys)
+    """The same plan in every field the command line may change (PLAN_FIELDS) but the backend (the run's
+    own, where ``b`` is the run's; DDP's buckets are not a plan the user asks for)."""
+    return b is not None and all(getattr(a, f.name) == getattr(b, f.name) for f in PLAN_FIELDS if f.name != "backend")
 
 
 FRAMEWORK_PRIOR_MS = {"fsdp": 2.8, "dtensor": 1.4}  # the machinery's own CPU work per collective it issues,
