@@ -31,7 +31,7 @@ CONTENTION = 0.15  # and by this share where its ranks share a host's cores diff
 # 1.92x of the measured step, so compute's interval spans 1/2 to 2.5x there
 TP_CHANGE = (0.5, 2.5)
 # What an interval of a plan the run did not measure means: 80 % of such predictions hold the plan's measured
-# step. The parts' ends added (below) were too wide where the parts are uncertain (across tp: hi/lo up to 42)
+# step. The parts' ends added (below) were too wide where the parts are uncertain (across tp: hi/lo up to 86)
 # and too tight where they are not (a pipeline from a pipeline: hi/lo 1.02, missing by 10 %): the interval is
 # the parts' one narrowed to this power of its ends' ratios to the point, and at least this share either way.
 # Fitted to the shipped sweeps (examples/traces/sweep and sweep-small, each plan predicted from each other:
