@@ -66,6 +66,10 @@ class PlanField:
     type: type
     help: str
     choices: tuple | None = None
+    needs: str | None = None
+    """a bool's degree that must exceed 1 for it to mean anything (the sweep tries it there)"""
+    said: str | None = None
+    """a bool's words in a plan's description, where it is on"""
 
     @property
     def flag(self) -> str:
@@ -86,7 +90,7 @@ PLAN_FIELDS = (
     PlanField("ep", int, "expert parallelism: experts split over the dp ranks (ep = dp)"),
     PlanField("zero", int, "0 DDP, 1 ZeRO-1, 2 FSDP without reshard, 3 FSDP/ZeRO-3", (0, 1, 2, 3)),
     PlanField("sequence_parallel", bool, "Megatron sequence parallelism (with tp > 1); --no-sequence-parallel: "
-              "without it, from a run that has it"),
+              "without it, from a run that has it", needs="tp", said="sequence parallel"),
     PlanField("backend", str, "collective backend: gloo carries reduce_scatter as allreduce", ("gloo", "nccl")),
     PlanField("schedule", str, "pipeline schedule to simulate [default: the run's, else 1f1b]", SCHEDULES),
 )

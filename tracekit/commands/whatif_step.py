@@ -8,6 +8,7 @@ exposed), the bubble of the simulated schedule, waiting. The step is the slowest
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from ..analytic.calibrate import contention, source
 from ..analytic.compute import FRAMEWORK, machinery
@@ -144,8 +145,7 @@ def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Pa
 
 def describe(target) -> str:
     s = f"dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
-    if target.sequence_parallel:
-        s += ", sequence parallel"
+    s += "".join(f", {f.said}" for f in PLAN_FIELDS if f.type is bool and getattr(target, f.name))
     if target.pp > 1:
         s += f", {target.schedule}"
     return s + (f", ep {target.ep}" if target.ep > 1 else "")
@@ -158,20 +158,24 @@ def global_batch(shape, plan) -> int:
 
 def candidates(shape, world: int, like, batch: int) -> list[tuple]:
     """Every plan for ``world`` ranks the model allows at ``batch`` sequences per step: dp x tp x pp, ZeRO
-    0-3 (with dp > 1), sequence parallelism (with tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
+    0-3 (with dp > 1), each bool of PLAN_FIELDS off and on where its degree exceeds 1 (sequence parallelism:
+    tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
     micro-batch size what the batch leaves: (plan, micro-batch size, micro-batches)."""
     from ..analytic import check_fits
 
     out = []
+    flags = [f for f in PLAN_FIELDS if f.type is bool]  # each tried on and off where its degree exceeds 1
     for base in w.plans_that_fit(shape, world, like):
         for zero in ((0, 1, 2, 3) if base.dp > 1 else (0,)):
-            for sp in ((False, True) if base.tp > 1 else (False,)):
+            for on in itertools.product(*(((False, True) if getattr(base, f.needs) > 1 else (False,))
+                                          for f in flags)):
                 for mbs in ((2, 4, 8) if base.pp > 1 else (1,)):
                     if base.pp > 1 and zero > 1:
                         continue  # FSDP with pipelining: not in the model's examples
                     if batch % (base.dp * mbs):
                         continue  # the batch does not split into whole micro-batches
-                    p = dataclasses.replace(base, zero=zero, sequence_parallel=sp, schedule=like.schedule)
+                    p = dataclasses.replace(base, zero=zero, schedule=like.schedule,
+                                            **{f.name: v for f, v in zip(flags, on, strict=True)})
                     size = batch // (base.dp * mbs)
                     try:
                         check_fits(dataclasses.replace(shape, micro_batch=size), p, world)
