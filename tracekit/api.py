@@ -223,22 +223,26 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     ``config``: a dict or the path of a JSON file. ``fit``: the fitted laws (latency + traffic / bus
     bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG.
     ``sweep``: every valid plan for ``world`` ranks ranked by predicted step; ``cores``: CPU runs, the cores
-    a host's ranks share; ``schedule``: the pipeline schedule to simulate.
+    a host's ranks share; ``schedule``: the pipeline schedule to simulate. A plan field left None is the
+    run's own; ``sequence_parallel=False`` asks for the plan without it (the run's is not carried to tp 1).
     ``fix_ranks``, ``comm_speedup``, ``overlap``: instead, a counterfactual replay (graph/counterfactual.py):
     each rank's step measured, replayed and replayed with those ranks at the median rank's pace, transfers
     that many times faster, those groups' collectives hidden."""
+    from .analytic.config import PLAN_FIELDS
     from .commands import whatif as w
     from .errors import TracekitError
 
+    args = locals()
+    changes = {f.name: args[f.name] for f in PLAN_FIELDS}  # None: the run's own; False is a value
     r = _run(run)
     if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay of the run's own dependencies
         given = {"--config": config, "--preset": preset, "--world": world, "--fit": fit or None, "--plot": plot,
                  "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab, "--seq": seq,
                  "--micro-batch": micro_batch, "--micro-batches": micro_batches, "--dtype": dtype,
-                 "--experts": experts, "--top-k": top_k, "--dp": dp, "--tp": tp, "--pp": pp, "--ep": ep,
-                 "--zero": zero, "--sequence-parallel": sequence_parallel or None, "--backend": backend,
-                 "--schedule": schedule, "--sweep": sweep or None, "--cores": cores}
-        mixed = [k for k, v in given.items() if v is not None]
+                 "--experts": experts, "--top-k": top_k,
+                 **{f.spelled(changes[f.name]): changes[f.name] for f in PLAN_FIELDS},
+                 "--sweep": sweep or None, "--cores": cores}
+        mixed = [k.split(" ")[0] for k, v in given.items() if v is not None]
         if mixed:
             raise TracekitError(f"{', '.join(mixed)} with --fix-rank/--comm-speedup/--overlap: a counterfactual "
                                 "replays the run's own plan; give the plan or model flags in a whatif of their own")
@@ -259,8 +263,6 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     model_fields = {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
                     "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype,
                     "experts": experts, "top_k": top_k}
-    changes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "zero": zero,
-               "sequence_parallel": sequence_parallel or None, "backend": backend, "schedule": schedule}
     try:
         return w.whatif(r, config=_config(config), preset=preset, model=model_fields, changes=changes, world=world,
                         cores=cores, sweep=sweep)

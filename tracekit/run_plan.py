@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .analytic import GPTShape, Plan, check_fits, from_recorded
+from .analytic.config import PLAN_FIELDS
 from .analytic.roles import ROLES, group_role, role_of_desc, roles_from_phases
 from .errors import TracekitError
 
@@ -176,22 +177,27 @@ def model_with(base: GPTShape | None, preset: str | None = None, changes: dict |
 
 
 def plan_with(own: Plan | None, world: int, changes: dict | None = None, shape: GPTShape | None = None) -> Plan | None:
-    """The plan asked for: ``changes`` (plan flags) over the run's own plan. Given tp and/or pp without dp,
-    dp takes the rest of the world."""
+    """The plan asked for: ``changes`` (plan flags; None: the run's own) over the run's own plan. Given tp
+    and/or pp without dp, dp takes the rest of the world. The run's sequence parallelism is not carried to
+    a plan without tensor parallelism (it shards over the tensor-parallel ranks: at tp 1 there is nothing to
+    shard); asked for there, it is refused."""
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
     if not changes:
         return own
     base = {"dp": 1, "tp": 1, "pp": 1, "zero": 0, "backend": "nccl"} if own is None else {
-        "dp": own.dp, "tp": own.tp, "pp": own.pp, "ep": own.ep, "zero": own.zero,
-        "sequence_parallel": own.sequence_parallel,
-        "backend": own.backend}
+        f.name: getattr(own, f.name) for f in PLAN_FIELDS if f.name != "schedule"}
     base.update(changes)
+    if base.get("tp") == 1 and "sequence_parallel" not in changes:
+        base["sequence_parallel"] = False
     if "dp" not in changes and ("tp" in changes or "pp" in changes):
         tp_pp = base["tp"] * base["pp"]
         if tp_pp < 1 or world % tp_pp:
             if shape is not None:  # a plan that cannot run the model says so first
                 check_fits(shape, Plan(**{**base, "dp": 1}))
+            kept = [f"{k} {base[k]}" for k in ("tp", "pp") if k not in changes and base[k] > 1]
+            hint = (f"{' and '.join(kept)} {'is' if len(kept) == 1 else 'are'} the run's: give --tp/--pp too; "
+                    if kept else "")
             raise TracekitError(f"impossible plan: tp {base['tp']} x pp {base['pp']} = {tp_pp} does not divide "
-                                f"{world} ranks (--world N plans for another number of ranks)")
+                                f"{world} ranks ({hint}--world N plans for another number of ranks)")
         base["dp"] = world // tp_pp
     return Plan(**base)

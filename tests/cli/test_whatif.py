@@ -220,3 +220,64 @@ def test_sweep_ranks_every_plan_by_its_step(capsys):
     # parallelism, pp 2 with 2, 4 and 8 micro-batches
     assert len(plans) == 4 + 2 + 3
     assert all(r["step_ms_lo"] <= r["step_ms"] <= r["step_ms_hi"] for r in rows)
+
+
+SWEEP = ROOT / "examples" / "traces" / "sweep"
+# each plan of the shipped sweep (2 ranks), asked from the tensor- and sequence-parallel recording by flags
+FROM_TP_SP = {"ddp": ["--tp", "1", "--dp", "2"], "zero1": ["--tp", "1", "--dp", "2", "--zero", "1"],
+              "zero2": ["--tp", "1", "--dp", "2", "--zero", "2"], "fsdp": ["--tp", "1", "--dp", "2", "--zero", "3"],
+              "tp": ["--no-sequence-parallel"], "tp-sp": [],
+              "pp-mb2": ["--tp", "1", "--pp", "2", "--micro-batches", "2"],
+              "pp-mb4": ["--tp", "1", "--pp", "2", "--micro-batch", "4", "--micro-batches", "4"]}
+
+
+def _collectives(rows: list[dict], prefix: str) -> dict:
+    """(group, collective) -> (count, bytes) per step. DDP's gradient all-reduce (a DP all-reduce where the
+    DP group gathers nothing) by its bytes alone: its buckets follow bucket_cap_mb, which the DDP
+    recordings record and a tensor-parallel one does not."""
+    got = {(r["group"], r["collective"]): (r[f"{prefix}count"], r[f"{prefix}bytes"])
+           for r in rows[1:] if r[f"{prefix}count"] is not None}
+    if ("DP", "allreduce") in got and ("DP", "allgather") not in got:
+        got[("DP", "allreduce")] = (None, got[("DP", "allreduce")][1])
+    return got
+
+
+@pytest.mark.parametrize("plan", sorted(FROM_TP_SP))
+def test_every_plan_can_be_asked_from_a_sequence_parallel_run(tmp_path, capsys, plan):
+    """Issue 38: from a TP + sequence-parallel run, --tp 1 refused ("needs tp > 1") and nothing turned
+    sequence parallelism off, so 7 of the sweep's 8 two-rank plans could not be asked. Each is asked by its
+    flags, and the collectives predicted are the ones that plan's own recording ran (its measured counts and
+    bytes per step, from the traces)."""
+    tracekit.ingest([SWEEP / "tp-sp"], tmp_path / "tp-sp", jobs=1)
+    own = tracekit.ingest([SWEEP / plan], tmp_path / plan, jobs=1)
+    assert main(["whatif", str(tmp_path / "tp-sp"), *FROM_TP_SP[plan], "--format", "json"]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    recorded = whatif(own).to_pylist()
+    assert _collectives(asked, "") == _collectives(recorded, "measured_")
+    assert asked[0]["step_ms"] > 0
+
+
+def test_the_api_honours_sequence_parallel_false(tmp_path):
+    """``sequence_parallel=False`` was dropped (``or None``): the run's sequence parallelism stayed."""
+    run = tracekit.ingest([SWEEP / "tp-sp"], tmp_path / "tp-sp", jobs=1)
+    tp = tracekit.ingest([SWEEP / "tp"], tmp_path / "tp", jobs=1)
+    rows = tracekit.whatif(run, sequence_parallel=False).to_pylist()
+    assert _collectives(rows, "") == _collectives(whatif(tp).to_pylist(), "measured_")
+    assert _collectives(rows, "") != _collectives(whatif(run).to_pylist(), "measured_")
+
+
+def test_a_degree_kept_from_the_run_is_named_where_the_plan_cannot_fit(capsys):
+    """From a tp 2 run on 2 ranks, --pp 2 keeps tp 2: 4 ranks. The refusal says that tp 2 is the run's
+    (it named only --world)."""
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "tp"), "--pp", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "tp 2 x pp 2 = 4 does not divide 2 ranks (tp 2 is the run's: give --tp/--pp too;" in err
+
+
+def test_a_counterfactual_refuses_a_plan_field_by_its_flag():
+    """A replay runs the run's own plan: sequence_parallel=False (dropped before, as None) is refused, by
+    the flag that gives it."""
+    from tracekit.errors import TracekitError
+
+    with pytest.raises(TracekitError, match="^--no-sequence-parallel with --fix-rank"):
+        tracekit.whatif(tracekit.open(ROOT / "examples" / "traces" / "tp"), fix_ranks=(1,), sequence_parallel=False)

@@ -7,7 +7,9 @@ The truth is measured.csv, which examples/traces/sweep/record.py wrote from the 
 events (each plan recorded 3 times, interleaved; a plan's step is the least of its recordings' medians;
 spread_pct: how much its largest median exceeds it). Issue 32 asks for >= 90 % of the pairs whose steps
 differ by more than their spread ordered right and every step within 25 %; the figures asserted are the
-ones reached (docs/model.md, "Predicted against recorded", explains the misses).
+ones reached (docs/model.md, "Predicted against recorded", explains the misses). Issue 38 states what an
+interval of a plan the run did not measure means (80 % of them hold the measured step) and checks it on
+both sweeps together (docs/model.md, "Intervals").
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ WITHIN_25 = 0.92
 # 137 of 150 ordered right (the model before the framework's work was measured apart: 113), 56 of 100 steps
 # within 25 % (before: 39); its proposals' sizes are within their recordings' spread, not 25 %: the sign only
 SMALL = ROOT / "examples" / "traces" / "sweep-small"
-BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 5, 0.25), SMALL: (0.90, 0.55, 3, None)}
+BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 4, 0.25), SMALL: (0.90, 0.55, 4, None)}
 
 
 def _measured(sweep=SWEEP) -> tuple[dict, int]:
@@ -50,38 +52,85 @@ def _measured(sweep=SWEEP) -> tuple[dict, int]:
     return {r["plan"]: (float(r["step_ms"]), float(r["spread_pct"]) / 100) for r in rows}, int(rows[0]["cores"])
 
 
+@pytest.fixture(scope="module")
+def predicted(tmp_path_factory) -> dict:
+    """sweep -> (s, t) -> the step row predicting plan t from the recording of plan s (step_ms, step_ms_lo,
+    step_ms_hi), and the pairs whose prediction is not the run's measurement (a law or machinery never
+    measured, or another micro-batch size)."""
+    out = {}
+    for sweep in (SWEEP, SMALL):
+        _meas, cores = _measured(sweep)
+        rows, unmeasured = {}, set()
+        for s in PLANS:
+            run = tracekit.ingest([sweep / s], tmp_path_factory.mktemp(sweep.name) / s, jobs=1)
+            for t, (kw, model) in PLANS.items():
+                plan = Plan(**kw, backend="gloo")
+                row = w.whatif(run, plan, model={"micro_batch": 8, "micro_batches": 2, **model}, world=plan.world,
+                               cores=cores).to_pylist()[0]
+                rows[(s, t)] = row
+                if "never measured" in row["note"] or {**dict(micro_batch=8), **PLANS[s][1]}.get("micro_batch") \
+                        != {**dict(micro_batch=8), **model}.get("micro_batch"):
+                    unmeasured.add((s, t))
+        out[sweep] = (rows, unmeasured)
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sweep", [SWEEP, SMALL], ids=["sweep", "sweep-small"])
-def test_every_plan_predicted_from_every_other(tmp_path, sweep):
+def test_every_plan_predicted_from_every_other(predicted, sweep):
     order_right, within_25, proposals, size = BARS[sweep]
-    meas, cores = _measured(sweep)
+    meas, _cores = _measured(sweep)
     assert set(meas) == set(PLANS)
-    pred, lo, hi, unmeasured = {}, {}, {}, set()
-    for s in PLANS:
-        run = tracekit.ingest([sweep / s], tmp_path / s, jobs=1)
-        for t, (kw, model) in PLANS.items():
-            plan = Plan(**kw, backend="gloo")
-            row = w.whatif(run, plan, model={"micro_batch": 8, "micro_batches": 2, **model}, world=plan.world,
-                           cores=cores).to_pylist()[0]
-            pred[(s, t)] = row["step_ms"]
-            lo[(s, t)], hi[(s, t)] = row["step_ms_lo"], row["step_ms_hi"]
-            if "never measured" in row["note"] or {**dict(micro_batch=8), **PLANS[s][1]}.get("micro_batch") != \
-                    {**dict(micro_batch=8), **model}.get("micro_batch"):
-                unmeasured.add((s, t))
+    rows, unmeasured = predicted[sweep]
+    pred = {k: r["step_ms"] for k, r in rows.items()}
+    lo = {k: r["step_ms_lo"] for k, r in rows.items()}
+    hi = {k: r["step_ms_hi"] for k, r in rows.items()}
     within = [abs(pred[k] / meas[k[1]][0] - 1) <= 0.25 for k in pred]
     pairs = [(s, a, b) for s in PLANS for a, b in itertools.combinations(PLANS, 2)
              if abs(meas[a][0] / meas[b][0] - 1) > max(meas[a][1], meas[b][1])]
     right = [(pred[(s, a)] < pred[(s, b)]) == (meas[a][0] < meas[b][0]) for s, a, b in pairs]
     assert sum(right) / len(right) >= order_right
     assert sum(within) / len(within) >= within_25
-    # the rule advise follows (whatif_step.better_plans): another plan proposed only where the run's own
-    # plan, predicted from the run, holds its measured step within its interval, the other plan's whole
-    # interval lies below that measured step, and the run measured each of its collectives at its
-    # micro-batch size. Every such proposal measured faster (sweep: 5 of 5, four 4-rank runs -> 2-rank plans
-    # and fsdp -> ddp; sweep-small: 3 of 3), its saving (the run's measured step less the plan's predicted one)
-    # within 25 % of the measured difference on the quiet sweep
-    proposed = [(s, t) for (s, t), h in hi.items()
-                if s != t and h < meas[s][0] and lo[(s, s)] <= meas[s][0] <= hi[(s, s)] and (s, t) not in unmeasured]
+    # the rule advise follows (whatif_step.better_plans): another plan only where the run's own plan,
+    # predicted from the run, holds its measured step within its interval and within 15 % (OWN_WITHIN), the
+    # other plan's whole interval
+    # lies below that measured step, and the run measured each of its collectives at its micro-batch size;
+    # of those, the best (least predicted step) and none whose interval overlaps the best one's (the model
+    # cannot tell which is faster). Every such proposal measured faster (sweep: fsdp -> ddp, tp-sp -> tp,
+    # tp2-dp2 -> tp, pp2-dp2 -> ddp; sweep-small: zero2 -> ddp, fsdp -> ddp, tp2-dp2 -> tp, pp2-dp2 -> ddp),
+    # its saving (the run's measured step less the plan's predicted one) within 25 % of the measured
+    # difference on the quiet sweep
+    proposed = []
+    for s in PLANS:
+        own = lo[(s, s)] <= meas[s][0] <= hi[(s, s)] and abs(pred[(s, s)] / meas[s][0] - 1) <= 0.15
+        ok = sorted((pred[(s, t)], t) for t in PLANS if s != t and hi[(s, t)] < meas[s][0] and own
+                    and (s, t) not in unmeasured)
+        proposed += [(s, t) for p, t in ok if t == ok[0][1] or lo[(s, t)] > hi[(s, ok[0][1])]]
     assert len(proposed) >= proposals and all(meas[t][0] < meas[s][0] for s, t in proposed)
     if size is not None:
         assert all(abs((meas[s][0] - pred[(s, t)]) / (meas[s][0] - meas[t][0]) - 1) <= size for s, t in proposed)
+
+
+@pytest.mark.slow
+def test_intervals_of_plans_not_measured_hold_the_measured_step_80_percent_of_the_time(predicted):
+    """Issue 38: what an interval means. Of the predictions of a plan the run did not measure (each plan from
+    each other, both sweeps: 180), 80 % hold the plan's measured step (measured.csv: the least of its
+    recordings' medians) within their interval, the tight ones (narrower than 1.5x) too, within 5 points.
+    Before the calibration (analytic.step.CALIBRATED) 171 of 180 held it (95 %: too wide to choose by, hi/lo
+    up to 42x) and 5 of the 8 tight ones (a pipeline from a pipeline, 150-153 ms against 168)."""
+    held, tight, widths = [], [], []
+    for sweep in (SWEEP, SMALL):
+        meas, _cores = _measured(sweep)
+        rows, _unmeasured = predicted[sweep]
+        for (s, t), r in rows.items():
+            if s == t:
+                continue
+            ok = r["step_ms_lo"] <= meas[t][0] <= r["step_ms_hi"]
+            held.append(ok)
+            widths.append(r["step_ms_hi"] / r["step_ms_lo"])
+            if widths[-1] < 1.5:
+                tight.append(ok)
+    assert len(held) == 180 and len(tight) >= 30
+    assert 0.75 <= sum(held) / len(held) <= 0.85
+    assert 0.75 <= sum(tight) / len(tight) <= 0.85
+    assert max(widths) < 8  # the widest before: 86x

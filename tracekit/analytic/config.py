@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 
 from ..comms.dtypes import dtype_bytes
 from ..errors import TracekitError
+from .pipeline import SCHEDULES
 
 
 @dataclass(kw_only=True)
@@ -55,6 +56,46 @@ class GPTShape:
         return dtype_bytes(self.dtype)
 
 
+@dataclass(frozen=True)
+class PlanField:
+    """A field of Plan that the command line and the API may change (PLAN_FIELDS): its type, the values it
+    may take (None: any the type allows) and its help. The CLI's options (tracekit.cli.options.plan_options),
+    the API's refusal of a mixture (tracekit.api.whatif), the plan a run's plan is changed into
+    (run_plan.plan_with) and Plan's own validation read it."""
+    name: str
+    type: type
+    help: str
+    choices: tuple | None = None
+    needs: str | None = None
+    """a bool's degree that must exceed 1 for it to mean anything (the sweep tries it there)"""
+    said: str | None = None
+    """a bool's words in a plan's description, where it is on"""
+
+    @property
+    def flag(self) -> str:
+        """The command line's spelling: --sequence-parallel (a bool: and --no-sequence-parallel)."""
+        return "--" + self.name.replace("_", "-")
+
+    def spelled(self, value) -> str:
+        """The flag that gives ``value``: ``--zero 2``, ``--sequence-parallel``, ``--no-sequence-parallel``."""
+        if self.type is bool:
+            return self.flag if value else "--no-" + self.flag[2:]
+        return f"{self.flag} {value}"
+
+
+PLAN_FIELDS = (
+    PlanField("dp", int, "data-parallel degree"),
+    PlanField("tp", int, "tensor-parallel degree"),
+    PlanField("pp", int, "pipeline stages"),
+    PlanField("ep", int, "expert parallelism: experts split over the dp ranks (ep = dp)"),
+    PlanField("zero", int, "0 DDP, 1 ZeRO-1, 2 FSDP without reshard, 3 FSDP/ZeRO-3", (0, 1, 2, 3)),
+    PlanField("sequence_parallel", bool, "Megatron sequence parallelism (with tp > 1); --no-sequence-parallel: "
+              "without it, from a run that has it", needs="tp", said="sequence parallel"),
+    PlanField("backend", str, "collective backend: gloo carries reduce_scatter as allreduce", ("gloo", "nccl")),
+    PlanField("schedule", str, "pipeline schedule to simulate [default: the run's, else 1f1b]", SCHEDULES),
+)
+
+
 @dataclass(kw_only=True)
 class Plan:
     dp: int = 1
@@ -84,14 +125,12 @@ class Plan:
         for name in ("dp", "tp", "pp", "ep"):
             if getattr(self, name) < 1:
                 raise TracekitError(f"plan {name} must be ≥ 1, not {getattr(self, name)}")
-        if self.zero not in (0, 1, 2, 3):
-            raise TracekitError(f"plan zero must be 0, 1, 2 or 3, not {self.zero}")
-        if self.schedule not in ("gpipe", "1f1b", "interleaved"):
-            raise TracekitError(f"plan schedule must be gpipe, 1f1b or interleaved, not {self.schedule!r}")
+        for f in PLAN_FIELDS:
+            if f.choices is not None and getattr(self, f.name) not in f.choices:
+                *most, last = (str(c) for c in f.choices)
+                raise TracekitError(f"plan {f.name} must be {', '.join(most)} or {last}, not {getattr(self, f.name)!r}")
         if self.chunks < 1:
             raise TracekitError(f"plan chunks must be ≥ 1, not {self.chunks}")
-        if self.backend not in ("gloo", "nccl"):
-            raise TracekitError(f"plan backend must be gloo or nccl, not {self.backend!r}")
 
     @property
     def world(self) -> int:

@@ -84,21 +84,23 @@ def model_options(default_preset: str | None):
     return deco
 
 
-def plan_options(defaults: dict):
-    """--dp/--tp/--pp/--zero/--sequence-parallel/--backend (declared once for model and whatif);
-    ``defaults``: their defaults (None: not given)."""
+def plan_options(defaults: dict, names: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "sequence_parallel",
+                                                            "backend")):
+    """One option per field of tracekit.analytic.PLAN_FIELDS in ``names`` (declared once for model and
+    whatif): an int or a choice, a bool as --flag/--no-flag; ``defaults``: their defaults (None: not given,
+    the run's own)."""
+    from ..analytic.config import PLAN_FIELDS
+
     def deco(f):
-        f = click.option("--backend", type=click.Choice(["nccl", "gloo"]), default=defaults.get("backend"),
-                         show_default=defaults.get("backend") is not None)(f)
-        f = click.option("--sequence-parallel", "sequence_parallel", is_flag=True, default=None)(f)
-        f = click.option("--zero", type=click.IntRange(0, 3), default=defaults.get("zero"),
-                         show_default=defaults.get("zero") is not None,
-                         help="0 DDP, 1 ZeRO-1, 2 FSDP without reshard, 3 FSDP/ZeRO-3")(f)
-        f = click.option("--ep", type=int, default=defaults.get("ep"), show_default=defaults.get("ep") is not None,
-                         help="expert parallelism: experts split over the dp ranks (ep = dp)")(f)
-        for name in ("pp", "tp", "dp"):
-            f = click.option(f"--{name}", type=int, default=defaults.get(name),
-                             show_default=defaults.get(name) is not None)(f)
+        for field in reversed([p for p in PLAN_FIELDS if p.name in names]):
+            default = defaults.get(field.name)
+            if field.type is bool:
+                f = click.option(f"{field.flag}/--no-{field.flag[2:]}", field.name, default=None, help=field.help)(f)
+                continue
+            kind = click.Choice([str(c) for c in field.choices]) if field.type is str and field.choices else (
+                click.IntRange(min(field.choices), max(field.choices)) if field.choices else field.type)
+            f = click.option(field.flag, field.name, type=kind, default=default, show_default=default is not None,
+                             help=field.help)(f)
         return f
     return deco
 

@@ -12,10 +12,8 @@ from .options import emit, model_options, output_options, plan_options, run_argu
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
 @model_options(None)
-@plan_options({})
+@plan_options({}, ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend", "schedule"))
 @click.option("--world", type=int, default=None, help="plan for this many ranks [default: the run's]")
-@click.option("--schedule", type=click.Choice(["gpipe", "1f1b", "interleaved"]), default=None,
-              help="pipeline schedule to simulate [default: the run's, else 1f1b]")
 @click.option("--sweep", is_flag=True, help="Every valid plan for the world size, ranked by predicted step.")
 @click.option("--cores", type=int, default=None,
               help="CPU runs: cores a host's ranks share [default: a processor per rank, as GPUs]")
@@ -37,9 +35,10 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
     them the run's own figures: measured_* for its own plan, source_* for another plan (the run's, not the
     plan's). The note column says where each law was measured and what is extrapolated. The plan
     defaults to the run's (recorded, from --config, or inferred from its process groups: stderr says
-    which); plan flags change it (--tp 4 alone: dp takes the rest). --fix-rank, --comm-speedup and
-    --overlap instead replay the run's own dependency graph with that cause changed: each rank's step
-    measured, replayed and predicted.
+    which); plan flags change it (--tp 4 alone: dp takes the rest). The interval of a plan the run did
+    not measure is calibrated: 80 % of them hold the measured step (docs/model.md, "Intervals").
+    --fix-rank, --comm-speedup and --overlap instead replay the run's own dependency graph with that cause
+    changed: each rank's step measured, replayed and predicted.
 
     \b
     Example:

@@ -82,14 +82,14 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         rows = ws.sweep(ctx, world)
         batch = ws.global_batch(rp.shape, rp.plan) * world // rp.world
         note = (f"{where}; {laws_at}; every plan for {world} ranks at {batch} sequences per step, ranked by "
-                "predicted step")
+                f"predicted step; versus_best: {ws.NOT_SEPARABLE} where its interval overlaps the best's")
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
             {NOTE_KEY: note.encode(),
-             FIRST_KEY: b"place,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,basis"})
+             FIRST_KEY: b"place,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,versus_best,basis"})
     check_fits(rp.shape, target, world)
     colls = stage_collectives(ctx, target)
     st = ws.step(ctx, target, colls)
-    own = _same_plan(target, rp.plan) and world == rp.world and ctx.src_shape == rp.shape
+    own = ws.same_plan(target, rp.plan) and world == rp.world and ctx.src_shape == rp.shape
     first = {"group": f"step (stage {st.get('stage', 0)})" if target.pp > 1 else "step", "collective": None,
              "step_ms": st["step_ms"], "step_ms_lo": st.get("step_ms_lo"), "step_ms_hi": st.get("step_ms_hi"),
              "measured_step_ms": ctx.meas.step_ms,
@@ -107,12 +107,7 @@ SWEEP_SCHEMA = pa.schema([("place", pa.int64()), ("plan", pa.string()), ("micro_
                           ("micro_batches", pa.int64()),
                           ("step_ms", pa.float64()), ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()),
                           ("compute_ms", pa.float64()), ("exposed_ms", pa.float64()), ("bubble_ms", pa.float64()),
-                          ("wait_ms", pa.float64()), ("basis", pa.string())])
-
-
-def _same_plan(a, b) -> bool:
-    keys = ("dp", "tp", "pp", "zero", "sequence_parallel", "ep", "schedule")
-    return all(getattr(a, k) == getattr(b, k) for k in keys)
+                          ("wait_ms", pa.float64()), ("versus_best", pa.string()), ("basis", pa.string())])
 
 
 def _step_note(st: dict, run_name: str) -> str:

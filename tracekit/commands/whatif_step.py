@@ -8,10 +8,12 @@ exposed), the bubble of the simulated schedule, waiting. The step is the slowest
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from ..analytic.calibrate import contention, source
 from ..analytic.compute import FRAMEWORK, machinery
-from ..analytic.step import Part, predict_step
+from ..analytic.config import PLAN_FIELDS
+from ..analytic.step import Part, calibrated, predict_step
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
 from . import whatif_model as w
@@ -74,11 +76,19 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
     worst = max(stages, key=lambda s: s.step.ms)
     basis |= set(worst.notes)
-    return {"step_ms": worst.step.ms, "step_ms_lo": max(s.step.lo for s in stages),
-            "step_ms_hi": max(s.step.hi for s in stages), "stage": worst.stage,
+    lo, hi = max(s.step.lo for s in stages), max(s.step.hi for s in stages)
+    if not (same_plan(target, rp.plan) and shape == (ctx.src_shape or rp.shape)):
+        lo, hi = calibrated(worst.step.ms, lo, hi)  # a plan the run did not measure: 80 % hold its step
+    return {"step_ms": worst.step.ms, "step_ms_lo": lo, "step_ms_hi": hi, "stage": worst.stage,
             "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
             "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
             "unmeasured_law": borrowed}
+
+
+def same_plan(a, b) -> bool:
+    """The same plan in every field the command line may change (PLAN_FIELDS) but the backend (the run's
+    own, where ``b`` is the run's; DDP's buckets are not a plan the user asks for)."""
+    return b is not None and all(getattr(a, f.name) == getattr(b, f.name) for f in PLAN_FIELDS if f.name != "backend")
 
 
 FRAMEWORK_PRIOR_MS = {"fsdp": 2.8, "dtensor": 1.4}  # the machinery's own CPU work per collective it issues,
@@ -135,8 +145,7 @@ def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Pa
 
 def describe(target) -> str:
     s = f"dp {target.dp} x tp {target.tp} x pp {target.pp}, zero {target.zero}"
-    if target.sequence_parallel:
-        s += ", sequence parallel"
+    s += "".join(f", {f.said}" for f in PLAN_FIELDS if f.type is bool and getattr(target, f.name))
     if target.pp > 1:
         s += f", {target.schedule}"
     return s + (f", ep {target.ep}" if target.ep > 1 else "")
@@ -149,20 +158,24 @@ def global_batch(shape, plan) -> int:
 
 def candidates(shape, world: int, like, batch: int) -> list[tuple]:
     """Every plan for ``world`` ranks the model allows at ``batch`` sequences per step: dp x tp x pp, ZeRO
-    0-3 (with dp > 1), sequence parallelism (with tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
+    0-3 (with dp > 1), each bool of PLAN_FIELDS off and on where its degree exceeds 1 (sequence parallelism:
+    tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
     micro-batch size what the batch leaves: (plan, micro-batch size, micro-batches)."""
     from ..analytic import check_fits
 
     out = []
+    flags = [f for f in PLAN_FIELDS if f.type is bool]  # each tried on and off where its degree exceeds 1
     for base in w.plans_that_fit(shape, world, like):
         for zero in ((0, 1, 2, 3) if base.dp > 1 else (0,)):
-            for sp in ((False, True) if base.tp > 1 else (False,)):
+            for on in itertools.product(*(((False, True) if getattr(base, f.needs) > 1 else (False,))
+                                          for f in flags)):
                 for mbs in ((2, 4, 8) if base.pp > 1 else (1,)):
                     if base.pp > 1 and zero > 1:
                         continue  # FSDP with pipelining: not in the model's examples
                     if batch % (base.dp * mbs):
                         continue  # the batch does not split into whole micro-batches
-                    p = dataclasses.replace(base, zero=zero, sequence_parallel=sp, schedule=like.schedule)
+                    p = dataclasses.replace(base, zero=zero, schedule=like.schedule,
+                                            **{f.name: v for f, v in zip(flags, on, strict=True)})
                     size = batch // (base.dp * mbs)
                     try:
                         check_fits(dataclasses.replace(shape, micro_batch=size), p, world)
@@ -185,7 +198,25 @@ def sweep(ctx, world: int) -> list[dict]:
     rows.sort(key=lambda r: (r["step_ms"] is None, r["step_ms"] or 0.0))
     for i, r in enumerate(rows, 1):
         r["place"] = i
+    mark_separable(rows)
     return rows
+
+
+NOT_SEPARABLE = "not separable from the best"
+
+
+def mark_separable(rows: list[dict]) -> None:
+    """Set each ranked row's ``versus_best``: "best" for the first (the least predicted step), NOT_SEPARABLE
+    for a plan whose interval overlaps the best one's (the model cannot tell which is faster), else None."""
+    best = rows[0] if rows and rows[0]["step_ms"] is not None else None
+    for r in rows:
+        r["versus_best"] = None
+        if best is None or r["step_ms"] is None:
+            continue
+        if r is best:
+            r["versus_best"] = "best"
+        elif r.get("step_ms_lo") is None or best.get("step_ms_hi") is None or r["step_ms_lo"] <= best["step_ms_hi"]:
+            r["versus_best"] = NOT_SEPARABLE
 
 
 def better_plans(run, *, config: dict | None = None, cores: int | None = None, ctx=None) -> list[dict]:
@@ -193,7 +224,8 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     step interval lies wholly below the run's measured step, each of whose collectives the run measured
     (no law borrowed from another collective, no prior) at the run's micro-batch size: rows with plan,
     micro_batch, micro_batches, step_ms, step_ms_lo, step_ms_hi, measured_step_ms, saving_ms (measured -
-    predicted) and basis, best first. Empty where the run has no model or plan to predict from, or no plan
+    predicted) and basis, best first; a plan whose interval overlaps the best one's is left out (not
+    separable from it). Empty where the run has no model or plan to predict from, or no plan
     is surely better. ``ctx``: the run's context when the caller has it already (advise), instead of
     computing it again."""
     if ctx is None:
@@ -219,7 +251,9 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
                     "step_ms_lo": r["step_ms_lo"], "step_ms_hi": r["step_ms_hi"],
                     "measured_step_ms": ctx.meas.step_ms, "saving_ms": ctx.meas.step_ms - r["step_ms"],
                     "basis": r["basis"]})
-    return out
+    # the best of them, and none the model cannot tell from it (their intervals overlap): which of those is
+    # faster is not known, and advise proposes the best alone (the sweep marks them: mark_separable)
+    return out[:1] + [r for r in out[1:] if r["step_ms_lo"] > out[0]["step_ms_hi"]]
 
 
 def explains_own_step(ctx) -> bool:
@@ -228,7 +262,15 @@ def explains_own_step(ctx) -> bool:
     a large part of the step, so another plan's prediction can stand against the measured step. On the
     planted pipeline delay (rank 1 sleeps 300 ms a step) the run's own plan was predicted at 244 ms
     (226-272) against 341 measured, and a 2-rank ZeRO-2 plan at 170 ms was proposed as saving 170 ms: the
-    saving of the sleep, which no plan removes."""
+    saving of the sleep, which no plan removes. And its point within OWN_WITHIN of the measured step."""
     own = step(ctx, ctx.rp.plan)
-    lo, hi = own.get("step_ms_lo"), own.get("step_ms_hi")
-    return lo is not None and hi is not None and lo <= ctx.meas.step_ms <= hi
+    lo, hi, ms = own.get("step_ms_lo"), own.get("step_ms_hi"), own.get("step_ms")
+    return (lo is not None and hi is not None and lo <= ctx.meas.step_ms <= hi
+            and abs(ms / ctx.meas.step_ms - 1) <= OWN_WITHIN)
+
+
+OWN_WITHIN = 0.15  # explains_own_step: the run's own plan predicted within this share of its measured step
+# (issue 38's bar for the shipped examples). Its interval alone let a run whose own step the model missed
+# by 19 % propose: planted-fsdp-slow's own plan at 326 ms (228-550) against 404 measured, and DDP, predicted
+# at 264 ms (220-324) once intervals were calibrated, as saving 141 ms where the same plant under DDP measures
+# 75 ms less (planted.json). The sweeps' own plans: 0.87-1.09 of their measured steps
