@@ -13,6 +13,7 @@ from ..words import plural, ranges
 
 SQL = ("sql/reports/_advise_cpu_leaves.sql; sql/reports/_advise_transfers.sql "
        "(graph_nodes, graph_edges: the replay, graph/counterfactual.py)")
+PRUNE_MAX = 16  # late ranks checked one by one (a replay each) up to this many; more are named as found
 BOUND_SQL = "sql/reports/bound.sql (tracekit report RUN bound); the replay: graph/counterfactual.py"
 LATE = {  # cause: (its name, what the excess is, the change to try)
     "idle": ("host idle", "its step thread idle (no op of its own running: asleep, loading data, blocked in "
@@ -130,7 +131,7 @@ def late_finding(run, sp, step: float) -> list[dict]:
     floor = max(cf.LATE_MIN_MS, cf.LATE_MIN_SHARE * step)
     late = sorted(per)
     saving = saving_of(late)
-    for r in sorted(late, key=lambda q: sum(per[q].values())):
+    for r in sorted(late, key=lambda q: sum(per[q].values())) if len(late) <= PRUNE_MAX else ():
         if len(late) > 1 and saving_of([q for q in late if q != r]) >= saving - max(floor, 0.05 * saving):
             late = [q for q in late if q != r]
             saving = saving_of(late)
