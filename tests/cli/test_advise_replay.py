@@ -157,3 +157,23 @@ def test_advise_and_whatif_give_one_saving_for_one_change(tmp_path):
     note = note_of(tracekit.whatif(run, fix_ranks=[1, 2]))
     change = float(re.search(r"predicted [\d,.]+ ms \(([-+][\d,.]+) ms\)", note).group(1).replace(",", ""))
     assert -change == pytest.approx(late["saving_ms"], abs=0.0005)
+
+
+def test_advise_prints_one_step_and_takes_every_percent_of_it(tmp_path):
+    """Issue 37, item 8: advise's note gave the mean timeline of a rank's step and the replayed job step,
+    and its percents were of one or the other. The job's step by hand: 2 steps of 3 iterations of
+    (100 + 1010 + 20 + 100 + 10) us, the second step's last 10 us after its work (1230 x 6 - 10) / 2."""
+    import re
+
+    from tracekit.commands.advise import advise
+    from tracekit.table_meta import note_of
+
+    table = advise(shared_lateness_job(tmp_path))
+    note = note_of(table)
+    steps = re.findall(r"([\d,]+\.\d+) ms", note.split(";")[0])
+    assert len(steps) == 1 and "the job's step" in note, note
+    job = float(steps[0].replace(",", ""))
+    assert job == pytest.approx(3 * 1240 / 1e3, abs=0.001)
+    for r in table.to_pylist():
+        if r["saving_ms"] is not None:
+            assert r["saving_pct"] == pytest.approx(100 * r["saving_ms"] / job, rel=1e-3)
