@@ -65,7 +65,7 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
         return Run(paths[0], size_buckets=size_buckets)
     from . import cache
 
-    out = cache.dir_for(paths)
+    out = cache.own_dir_for(paths)
     # the same traces opened by two processes at once: the second waits for the first's fill
     _ingest(paths, out, wait_s=cache.FILL_WAIT_S, **ingest_options)
     cache.touch(out)
