@@ -19,6 +19,7 @@ from .layout.manifest import open_manifest
 from .layout.versions import pin
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
+from .sandbox import DEFAULT_TIMEOUT_S
 from .words import plural
 
 
@@ -42,6 +43,8 @@ class Run:
         self._db: duckdb.DuckDBPyConnection | None = None  # connected on first use (an ingest need not)
         self._created: set[str] = set()
         self._cursors: set = set()  # those of batches() still being read
+        self._children: set = set()  # the processes of a read-only Run's queries still running (sql_process)
+        self._limits: tuple | None = None  # a read-only Run's (memory_mb, timeout) for those processes
 
     @property
     def _con(self) -> duckdb.DuckDBPyConnection:
@@ -115,12 +118,21 @@ class Run:
         self._con.execute(_sql.rule(name).text)
         self._created.add(name)
 
-    def read_only(self, memory_mb: int | None = None) -> "Run":
-        """Close the doors for SQL from an untrusted prompt (``tracekit sql`` does this unless --unsafe):
-        only SELECT statements (and EXPLAIN of one); no file outside the run can be read, no extension
-        installed or loaded, a memory limit, spills in a private directory, the configuration locked so
-        that no statement can open them again (see tracekit.sandbox). ``Run.sql()`` on a Run not made
-        read-only runs any statement: it is the Python API, for SQL you trust."""
+    def read_only(self, memory_mb: int | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> "Run":
+        """Close the doors for SQL from an untrusted prompt, as ``tracekit sql`` does unless --unsafe: only
+        SELECT statements (and EXPLAIN of one); no file outside the run can be read, no extension installed
+        or loaded, spills in a private directory, the configuration locked so that no statement can open
+        them again (see tracekit.sandbox). ``.sql()`` and ``.batches()`` then run each query in a process of
+        its own held to ``memory_mb`` (default 2048) and ``timeout`` seconds (None or 0: no limit), as the
+        command's (sql_process): this process's memory is not the query's to cap. ``.con`` stays in this
+        process, with DuckDB's memory limit only. ``Run.sql()`` on a Run not made read-only runs any
+        statement: it is the Python API, for SQL you trust."""
+        self.lock_down(memory_mb)
+        self._limits = (memory_mb, timeout)
+        return self
+
+    def lock_down(self, memory_mb: int | None = None) -> "Run":
+        """The read-only limits on this Run's own connection (the query runs in this process)."""
         import weakref
 
         from . import sandbox
@@ -133,6 +145,9 @@ class Run:
         return self
 
     def sql(self, query: str, params=None) -> pa.Table:
+        if self._limits:
+            schema, batches = self.batches(query, params=params)
+            return pa.Table.from_batches(list(batches), schema=schema)
         rel = self._relation(query, params)
         if rel is None:  # a statement without a result (CREATE VIEW ...)
             return pa.table({})
@@ -141,13 +156,20 @@ class Run:
         except duckdb.Error as exc:
             raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
-    def batches(self, query: str, rows: int = 65536):
+    def batches(self, query: str, rows: int = 65536, params=None):
         """The result of ``query`` as Arrow record batches of ``rows`` rows, read as they are consumed (a
         result bigger than memory streams through): (schema, iterator of pyarrow.RecordBatch). It runs on
-        a cursor of its own: the Run answers other queries meanwhile."""
+        a cursor of its own: the Run answers other queries meanwhile (on a read-only Run: in a limited
+        process of its own)."""
+        if self._limits:
+            from .sandbox import check_statements
+            from .sql_process import batches
+
+            check_statements(query)  # (here too: refused without starting a process)
+            return batches(self, query, params, *self._limits)
         cur = self._con.cursor()
         self._cursors.add(cur)
-        rel = self._relation(query, con=cur)
+        rel = self._relation(query, params=params, con=cur)
         if rel is None:
             return pa.schema([]), iter(())
         try:
@@ -207,6 +229,8 @@ class Run:
             self._db.interrupt()
         for cur in list(self._cursors):
             cur.interrupt()
+        for child in list(self._children):
+            child.kill()
 
     def close(self) -> None:
         if getattr(self, "_release", None):
