@@ -239,9 +239,9 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
     report's note (what it left out) goes to stderr, so that the data on stdout stays machine-readable."""
     table = pick_columns(table, columns)
     note = note_of(table)
-    if note:
+    if note:  # (it may quote names from the traces: shown, never obeyed, as in the table)
         import sys
-        print(note, file=sys.stderr)
+        print(safe_text(note), file=sys.stderr)
     if fmt == "parquet":
         import sys
 
