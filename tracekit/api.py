@@ -230,6 +230,10 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     from .commands import whatif as w
     from .errors import TracekitError
 
+    for flag, value, what in (("--world", world, "the number of ranks the plan is for"),
+                              ("--cores", cores, "the cores a host's ranks share")):
+        if value is not None and value < 1:
+            raise TracekitError(f"{flag} {value}: give {what}, at least 1")
     r = _run(run)
     if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay of the run's own dependencies
         given = {"--config": config, "--preset": preset, "--world": world, "--fit": fit or None, "--plot": plot,
