@@ -314,3 +314,15 @@ def test_a_reader_keeps_its_version_through_many_reingests_and_orphans_go(tmp_pa
     old.close()
     tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
     assert os.listdir(tmp_path / "r" / "versions") == [live(tmp_path / "r").name]
+
+
+def test_advise_on_a_zero_length_step_says_there_is_no_step_time(tmp_path, capsys):
+    """Issue 40, item 10: a run whose only ProfilerStep lasts 0 ns (its one kernel too) has no step time to
+    measure savings against: advise ended in a TypeError (exit 70). It says so, and finds nothing."""
+    from tests.tracegen import kernel, step
+    write_trace(tmp_path / "rank0.json", [step(1, 100, 0), *kernel("gemm", 100, 0)], header=dist(0, world=1))
+    assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == []  # no finding
+    assert err.startswith("no step time: no rank's profiled step or timeline lasts any time (a ProfilerStep of "
+                          "0 ns alone)")

@@ -305,7 +305,7 @@ def _advise(run) -> pa.Table:
         if measure:
             replay_note += "; " + measure
     else:
-        found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+        found = comm_findings(run, rp, laws, step["step_ms"] or 0) + straggler_finding(run) + pipeline_finding(run, rp)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
         found.sort(key=lambda f: -(f["saving_ms"] or 0))
@@ -317,7 +317,9 @@ def _advise(run) -> pa.Table:
         if "saving_pct" not in f:  # by replay: of the replayed job step (advise_replay); else of step_ms
             f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
                                else 100 * f["saving_ms"] / step["step_ms"])
-    note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, {plural(step['steps'], 'step', 'steps')}"
+    note = ("no step time: no rank's profiled step or timeline lasts any time (a ProfilerStep of 0 ns alone); "
+            "savings are not a share of anything" if step["step_ms"] is None else
+            f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, {plural(step['steps'], 'step', 'steps')}"
             f" x {plural(step['ranks'], 'rank', 'ranks')})" if step["steps"] else
             f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
             f"{plural(step['ranks'], 'rank', 'ranks')})")
