@@ -6,6 +6,7 @@ rules than this tracekit's is refused, with the command that derives them again 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
@@ -21,6 +22,8 @@ from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
 from .sandbox import DEFAULT_TIMEOUT_S
 from .words import plural
+
+_NEED_EVENTS = "raw events, the dependency graph: replay, critical_path, advise's savings"
 
 
 class Run:
@@ -63,7 +66,8 @@ class Run:
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
             # which a report reading the stored facts never needs
-            bind_tables(self._db, self.version)
+            with self._damaged("its traces or process groups table", "ingest the traces again with --force"):
+                bind_tables(self._db, self.version)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
         return self._db
@@ -100,16 +104,19 @@ class Run:
         if name in self._created:
             return
         if name == "events":
+            self._check_every_rank_has_events()
             try:
                 bind_events(self._con, self.version)
             except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
                 raise RunError(f"{self.name}: the run's events files are not here ({self.version}/events); what "
-                               "needs them (raw events, the dependency graph: replay, critical_path, advise's "
-                               "savings) cannot answer: copy the whole run, or ingest the traces again") from None
+                               f"needs them ({_NEED_EVENTS}) cannot answer: copy the whole run, or ingest the traces "
+                               "again") from None
             self._created.add(name)
             return
         if stored(name):
-            bind_fact(self._con, self.version, name)
+            with self._damaged(f"its {name} facts", "derive the facts again from its events with `tracekit ingest "
+                                                    f"--rederive {self.name}`"):
+                bind_fact(self._con, self.version, name)
             self._created.add(name)
             return
         for dep in uses(name):  # what its header declares: rules, stored facts and events (tables are there already)
@@ -117,6 +124,33 @@ class Run:
                 self._ensure_view(dep)
         self._con.execute(_sql.rule(name).text)
         self._created.add(name)
+
+    def _check_every_rank_has_events(self) -> None:
+        """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would
+        make the graph replay that rank from nothing, with no word why."""
+        from .layout.paths import EVENTS_DIR, rank_dir, rank_parts
+
+        if not os.path.isdir(os.path.join(self.version, EVENTS_DIR)):
+            return  # (no events at all: a copy of the run without them, said where they are bound)
+        for (rank,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
+            try:
+                present = bool(rank_parts(self.version, rank))
+            except OSError:
+                present = False
+            if not present:
+                raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
+                               f"what needs them ({_NEED_EVENTS}) cannot answer: ingest the traces again with --force")
+
+    @contextlib.contextmanager
+    def _damaged(self, what: str, fix: str):
+        """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and
+        the command that makes it again."""
+        try:
+            yield
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            why = str(exc).splitlines()[0].replace(self.version + os.sep, "")
+            raise RunError(f"{self.name}: {what} cannot be read ({why}): a file of the run was changed or removed "
+                           f"since tracekit wrote it; {fix}") from None
 
     def read_only(self, memory_mb: int | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> "Run":
         """Close the doors for SQL from an untrusted prompt, as ``tracekit sql`` does unless --unsafe: only
