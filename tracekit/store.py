@@ -127,17 +127,15 @@ class Run:
 
     def _check_every_rank_has_events(self) -> None:
         """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would
-        make the graph replay that rank from nothing, with no word why."""
-        from .layout.paths import EVENTS_DIR, rank_dir, rank_parts
+        make the graph replay that rank from nothing, with no word why. (One listing, whatever the ranks.)"""
+        from .layout.paths import EVENTS_DIR, rank_dir
 
-        if not os.path.isdir(os.path.join(self.version, EVENTS_DIR)):
+        try:
+            present = set(os.listdir(os.path.join(self.version, EVENTS_DIR)))
+        except OSError:
             return  # (no events at all: a copy of the run without them, said where they are bound)
         for (rank,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
-            try:
-                present = bool(rank_parts(self.version, rank))
-            except OSError:
-                present = False
-            if not present:
+            if os.path.basename(rank_dir(self.version, rank)) not in present:
                 raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
                                f"what needs them ({_NEED_EVENTS}) cannot answer: ingest the traces again with --force")
 
