@@ -140,3 +140,16 @@ def test_every_file_left_out_says_why_each_was(tmp_path):
     assert "--on-error" not in err
     code, out, err = tk("ingest", "bad", "-o", "run", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
     assert code == 2 and err.count("--on-error skip") == 1, err
+
+
+@pytest.mark.parametrize("typed, meant", [("stragglrs", "stragglers"), ("critical-path", "critical_path"),
+                                          ("summry", "summary")])
+def test_a_misspelled_report_gets_a_did_you_mean(tmp_path, capsys, typed, meant):
+    """Also seen in issue 40: a typo'd report name got the list but no suggestion (schema's has one)."""
+    from tracekit.cli.main import main
+    from tracekit.reports import REGISTRY
+    (tmp_path / "t.json").write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+                                     '"ts": 1, "dur": 1}]}')
+    assert main(["report", str(tmp_path / "t.json"), typed]) == 1
+    assert capsys.readouterr().err == (f"error: no report named {typed!r}; did you mean {meant}? reports: "
+                                       f"{', '.join(REGISTRY)}\n")
