@@ -153,3 +153,19 @@ def test_a_misspelled_report_gets_a_did_you_mean(tmp_path, capsys, typed, meant)
     assert main(["report", str(tmp_path / "t.json"), typed]) == 1
     assert capsys.readouterr().err == (f"error: no report named {typed!r}; did you mean {meant}? reports: "
                                        f"{', '.join(REGISTRY)}\n")
+
+
+def test_ingesting_a_run_says_it_is_a_run(tmp_path, capsys):
+    """Also seen in issue 40: `tracekit ingest RUN -o X` said only 'no trace files'; a run given as traces is
+    named as a run, with what to do with it."""
+    from tracekit.cli.main import main
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1}], header=dist(0, world=1))
+    run = tmp_path / "run"
+    assert main(["ingest", str(tmp_path / "rank0.json"), "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(run), "-o", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err == (f"error: {run}: a tracekit run, not traces: report on it as it is (tracekit "
+                                       f"report {run} summary), or derive its facts again with tracekit ingest "
+                                       f"--rederive {run}\n")
+    assert not (tmp_path / "x").exists()
