@@ -169,3 +169,21 @@ def test_ingesting_a_run_says_it_is_a_run(tmp_path, capsys):
                                        f"report {run} summary), or derive its facts again with tracekit ingest "
                                        f"--rederive {run}\n")
     assert not (tmp_path / "x").exists()
+
+
+def test_timeline_names_a_thread_the_trace_gives_no_number_for(tmp_path):
+    """Also seen in issue 40: CPU events without a numeric pid and tid (none, or names such as "Spans") went
+    to a track named 'CPU None thread None'."""
+    import tracekit
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "user_annotation", "name": "no ids", "ts": 20, "dur": 5},
+        {"ph": "X", "cat": "python_function", "name": "named ids", "pid": "Spans", "tid": "PyTorch", "ts": 30,
+         "dur": 5}]}))
+    tracekit.timeline(t, tmp_path / "out.json")
+    events = json.loads((tmp_path / "out.json").read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    tracks = {e["name"]: names[e["tid"]] for e in events if e["ph"] == "X"}
+    assert tracks == {"aten::mm": "CPU 100 thread 1", "no ids": "CPU, no process or thread id in the trace",
+                      "named ids": "CPU, no process or thread id in the trace"}
