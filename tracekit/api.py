@@ -287,8 +287,9 @@ def cache_list():
     import pyarrow as pa
 
     from . import cache
+    from .table_meta import WRAP_KEY
 
-    return pa.Table.from_pylist(cache.entries())
+    return pa.Table.from_pylist(cache.entries()).replace_schema_metadata({WRAP_KEY: b"run,first_input"})
 
 
 def cache_clear() -> dict:

@@ -23,7 +23,8 @@ def run(tmp_path):
     return tmp_path / "run"
 
 
-def test_group_names_are_shown_not_interpreted(run, capsys):
+def test_group_names_are_shown_not_interpreted(run, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # (wide enough for every name whole: narrower, a long one is cut)
     capsys.readouterr()
     assert main(["report", str(run), "exposed", "--by", "group"]) == 0
     out = capsys.readouterr().out

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from ..table_meta import first_of, note_of
+from ..table_meta import first_of, note_of, wrap_of
 from ..words import plural
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
@@ -123,8 +123,8 @@ def _header_lines(name: str, width: int) -> str:
 
 def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int):
     """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
-    columns): headers wrapped at underscores, text cells wrapped at spaces (a longer word folded), then the
-    least needed columns left out (those not among ``first``, rightmost first; never the first column).
+    columns): headers wrapped at underscores, text cells cut with an ellipsis, then the least needed
+    columns left out (those not among ``first``, rightmost first; never the first column).
     None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
     cell = {c: max([len(r[i]) for r in rows] or [0]) if c in numeric else min(max([len(r[i]) for r in rows] or [0]),
@@ -154,28 +154,30 @@ def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[st
 def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     """A table in the terminal. What fits at its natural width is drawn in a box; a wider table is drawn
     compact with wrapped headers and the least needed columns left out (said under it), so that it stays
-    a table in 80 columns; only what cannot fit even so becomes one record per block."""
-    import sys
-
+    a table in the width it is given (the terminal's, $COLUMNS, or 80 in a pipe); a text cell longer than
+    its column is cut with an ellipsis (csv and json keep it whole); only what cannot fit even so becomes
+    one record per block."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     numeric = {f.name for f in table.schema if is_number(f)}
+    wrap = set(wrap_of(table))
     columns = table.column_names
     rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     widths = [w if c in numeric else min(w, max(TEXT_MAX, len(c))) for w, c in zip(widths, columns, strict=True)]
     natural = sum(widths) + 3 * len(widths) + 1
-    # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
-    console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, natural)))
+    # the width it is given: the terminal's, else $COLUMNS, else 80 (a pipe, a log; rich's own rule)
+    console = console or Console()
     if not rows or natural <= console.width:
         # every string is a Text: rich never reads a trace's "[bold]" or "[/x]" as markup
         t = Table(title=Text(safe_text(title)) if title else None, show_lines=False)
-        for c, w in zip(columns, widths, strict=True):  # a number is never broken across lines; text wraps
+        for c, w in zip(columns, widths, strict=True):  # a number never broken; text past its column cut
+            # with an ellipsis (whole in csv and json), or wrapped where the table says it is read whole
             t.add_column(Text(safe_text(c)), justify="right" if c in numeric else "left",
-                         no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold",
+                         no_wrap=c not in wrap, overflow="fold" if c in wrap else "ellipsis",
                          max_width=None if c in numeric else w)
         for r in rows:
             t.add_row(*(Text(v) for v in r))
@@ -190,7 +192,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
               pad_edge=False, padding=(0, 1))
     for c in keep:
         t.add_column(Text(safe_text(_header_lines(c, w[c]))), justify="right" if c in numeric else "left",
-                     width=w[c], no_wrap=c in numeric, overflow="fold")
+                     width=w[c], no_wrap=c not in wrap, overflow="fold" if c in wrap else "ellipsis")
     index = [columns.index(c) for c in keep]
     for r in rows:
         t.add_row(*(Text(r[i]) for i in index))
