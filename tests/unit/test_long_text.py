@@ -50,3 +50,13 @@ def test_columns_sets_the_width_of_a_pipe(capsys, monkeypatch):
 def test_csv_keeps_the_name_whole():
     from tracekit.render import to_csv
     assert NAME in to_csv(TABLE)
+
+
+def test_whole_microseconds_print_as_integers(capsys):
+    """Also seen in issue 40: skew printed integer microseconds (the traces' resolution) as '41,730.000'. A
+    µs column of whole numbers prints them as integers; one with a fraction, and other units, keep 3 decimals."""
+    t = pa.table({"wait_us": [41730.0, 12.0, None], "skew_us": [1.5, 2.0, 3.0], "step_ms": [3.0, 4.0, 5.0]})
+    buf = io.StringIO()
+    print_rich(t, None, Console(file=buf, width=100))
+    rows = [[c.strip() for c in ln.split("│")[1:-1]] for ln in buf.getvalue().splitlines() if ln.startswith("│")]
+    assert rows == [["41,730", "1.500", "3.000"], ["12", "2.000", "4.000"], ["", "3.000", "5.000"]]

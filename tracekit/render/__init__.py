@@ -58,6 +58,16 @@ def _cell(v) -> str:
     return str(v)
 
 
+def _cells(table: pa.Table) -> list[list[str]]:
+    """Each row's cells as text (_cell), except that a microseconds column (``*_us``: the traces' own
+    resolution) whose every value is a whole number prints as integers (41,730, not 41,730.000)."""
+    whole_us = {f.name for f in table.schema if f.name.endswith("_us") and pa.types.is_floating(f.type)
+                and all(v is None or (math.isfinite(v) and v == int(v)) for v in table.column(f.name).to_pylist())}
+    columns = table.column_names
+    return [[_cell(int(row[c]) if c in whole_us and row[c] is not None else row[c]) for c in columns]
+            for row in table.to_pylist()]
+
+
 def _jsonable(v):
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
@@ -91,8 +101,8 @@ def to_json(table: pa.Table) -> str:
 def to_markdown(table: pa.Table) -> str:
     cols = table.column_names
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in table.to_pylist():
-        lines.append("| " + " | ".join(_cell(row[c]).replace("|", "\\|") for c in cols) + " |")
+    for row in _cells(table):
+        lines.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -102,8 +112,9 @@ def to_html(table: pa.Table) -> str:
 
     numeric = {f.name for f in table.schema if is_number(f)}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
-    body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(_cell(r[c]))}</td>'
-                                    for c in table.column_names) + "</tr>" for r in table.to_pylist())
+    body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(v)}</td>'
+                                    for c, v in zip(table.column_names, r, strict=True)) + "</tr>"
+                   for r in _cells(table))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -165,7 +176,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     numeric = {f.name for f in table.schema if is_number(f)}
     wrap = set(wrap_of(table))
     columns = table.column_names
-    rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
+    rows = [[safe_text(v) for v in r] for r in _cells(table)]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     widths = [w if c in numeric else min(w, max(TEXT_MAX, len(c))) for w, c in zip(widths, columns, strict=True)]
     natural = sum(widths) + 3 * len(widths) + 1
