@@ -187,3 +187,26 @@ def test_timeline_names_a_thread_the_trace_gives_no_number_for(tmp_path):
     tracks = {e["name"]: names[e["tid"]] for e in events if e["ph"] == "X"}
     assert tracks == {"aten::mm": "CPU 100 thread 1", "no ids": "CPU, no process or thread id in the trace",
                       "named ids": "CPU, no process or thread id in the trace"}
+
+
+@pytest.mark.parametrize("report", ["replay", "critical_path"])
+def test_reports_of_steps_say_there_are_none_before_reading_the_graph(tmp_path, capsys, monkeypatch, report):
+    """Issue 40, item 5: with 10,000 ranks, replay and critical_path spent 2-4 minutes building the graph
+    before saying that the traces hold no ProfilerStep. A trace without one is answered without the graph."""
+    from tracekit.cli.main import main
+    from tracekit.graph import from_run
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(from_run, "build", no_graph)
+    monkeypatch.setattr(from_run, "path_replay", no_graph)
+    import tracekit.graph.reports as graph_reports
+    monkeypatch.setattr(graph_reports, "build", no_graph)
+    monkeypatch.setattr(graph_reports, "path_replay", no_graph)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1}], header=dist(0, world=1))
+    assert main(["report", str(tmp_path / "rank0.json"), report, "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1  # the header, no row
+    assert "no rows: the traces hold no ProfilerStep" in err
