@@ -60,3 +60,21 @@ def test_whole_microseconds_print_as_integers(capsys):
     print_rich(t, None, Console(file=buf, width=100))
     rows = [[c.strip() for c in ln.split("│")[1:-1]] for ln in buf.getvalue().splitlines() if ln.startswith("│")]
     assert rows == [["41,730", "1.500", "3.000"], ["12", "2.000", "4.000"], ["", "3.000", "5.000"]]
+
+
+def test_a_note_is_wrapped_at_spaces_in_a_terminal(capsys, monkeypatch):
+    """Also seen in issue 40: critical_path's note was one 420-character line, broken mid-word by the
+    terminal. In a terminal a note is wrapped at spaces to its width; in a pipe it stays one line."""
+    import sys
+
+    from tracekit.render import emit
+    from tracekit.table_meta import NOTE_KEY
+    note = " ".join(f"word{i}" for i in range(80))  # 470 characters
+    t = pa.table({"x": [1]}).replace_schema_metadata({NOTE_KEY: note.encode()})
+    emit(t, "csv")
+    assert capsys.readouterr().err == note + "\n"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "60")
+    emit(t, "csv")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 5 and max(map(len, lines)) <= 60 and " ".join(lines) == note

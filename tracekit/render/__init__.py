@@ -246,6 +246,16 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     return table.select(columns).replace_schema_metadata(table.schema.metadata)
 
 
+def _fill(text: str) -> str:
+    """A note wrapped at spaces to the terminal's width (a 420-character line was broken mid-word by it);
+    a pipe or a log gets it on one line, for grep."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    return textwrap.fill(text, width=max(40, width), break_long_words=False, break_on_hyphens=False)
+
+
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None,
          columns: list[str] | None = None) -> None:
     """Write ``table`` in ``fmt`` to the file ``out`` or to stdout, with only ``columns`` when given; a
@@ -254,7 +264,7 @@ def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = 
     note = note_of(table)
     if note:  # (it may quote names from the traces: shown, never obeyed, as in the table)
         import sys
-        print(safe_text(note), file=sys.stderr)
+        print(_fill(safe_text(note)) if sys.stderr.isatty() else safe_text(note), file=sys.stderr)
     if fmt == "parquet":
         import sys
 
