@@ -78,3 +78,16 @@ def test_a_note_is_wrapped_at_spaces_in_a_terminal(capsys, monkeypatch):
     emit(t, "csv")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) > 5 and max(map(len, lines)) <= 60 and " ".join(lines) == note
+
+
+def test_the_pages_hidden_columns_are_not_the_shown_ones_again():
+    """Also seen in issue 40: the page printed the advise table twice (the first columns, then 'the whole
+    table'). Where only columns are left out, the click shows those, beside each row's key."""
+    import html5lib
+
+    from tracekit.html_tables import table
+    t = pa.table({"priority": [1, 2], "finding": ["a", "b"], "evidence": ["e1", "e2"], "sql": ["s1", "s2"]})
+    doc = html5lib.parse(table(t, ["priority", "finding"]), namespaceHTMLElements=False)
+    heads = [[th.text for th in tab.iter("th")] for tab in doc.iter("table")]
+    assert heads == [["priority", "finding"], ["priority", "evidence", "sql"]]
+    assert doc.find(".//summary").text == "2 more columns: evidence, sql"
