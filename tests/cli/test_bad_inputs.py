@@ -354,7 +354,7 @@ def _steps_csv(capsys, run):
     return code, out, err
 
 
-@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+@pytest.mark.parametrize("damage", ["deleted", "truncated", "scrambled"])
 def test_damaged_facts_say_how_to_derive_them_again(tmp_path, capsys, damage):
     """Issue 40, item 9: facts deleted or cut short by hand ended every command in 'internal error ... (a
     tracekit bug)', exit 70, with a literal \\n\\n; --rederive repaired it but nothing said so. The error
@@ -365,9 +365,13 @@ def test_damaged_facts_say_how_to_derive_them_again(tmp_path, capsys, damage):
     if damage == "deleted":
         for f in steps.iterdir():
             f.unlink()
-    else:
+    elif damage == "truncated":
         for f in steps.iterdir():
             f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    else:  # its first half overwritten, its size kept
+        for f in steps.iterdir():
+            data = f.read_bytes()
+            f.write_bytes(data[:4] + b"\xab" * (len(data) // 2 - 4) + data[len(data) // 2:])
     code, _, err = _steps_csv(capsys, run)
     assert code == 4, err
     assert err.startswith(f"error: {run}: its steps facts cannot be read (")
