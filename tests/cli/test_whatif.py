@@ -247,3 +247,15 @@ def test_transfers_slowed_past_the_replays_clock_are_refused(capsys):
     assert main(["whatif", run, "--comm-speedup", "0.01", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and all(r["predicted_ms"] >= r["replayed_ms"] for r in rows)
+
+
+def test_a_preset_over_a_run_that_records_no_model_says_it_is_assumed(tmp_path, capsys):
+    """Also seen in issue 40: `whatif --sweep --preset gpt2-small` on a ResNet run ranked 56 GPT plans without
+    saying that the measured work is not a GPT's. On traces that record no model (the generator's
+    --no-config), the note says the preset is assumed to be what the run trained."""
+    synth.main(["--ranks", "2", "--plan", "dp2", "--steps", "2", "--no-config", "-o", str(tmp_path / "t")])
+    assert main(["whatif", str(tmp_path / "t"), "--preset", "gpt2-small", "--format", "json"]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("model: preset gpt2-small (the traces record no model: the preset is taken as what "
+                            "this run trained and the work measured as its; if the run trained another model, "
+                            "these are not its steps)"), first
