@@ -324,8 +324,8 @@ def test_advise_on_a_zero_length_step_says_there_is_no_step_time(tmp_path, capsy
     assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines()[1:] == []  # no finding
-    assert err.startswith("no step time: no rank's profiled step or timeline lasts any time (a ProfilerStep of "
-                          "0 ns alone)")
+    assert err.startswith("no step time: no rank has a step or a timeline of any length (its ProfilerSteps last "
+                          "0 ns, or it has none and no kernel or collective)")
 
 
 def _two_rank_run(tmp_path):

@@ -210,3 +210,20 @@ def test_reports_of_steps_say_there_are_none_before_reading_the_graph(tmp_path, 
     out, err = capsys.readouterr()
     assert len(out.splitlines()) == 1  # the header, no row
     assert "no rows: the traces hold no ProfilerStep" in err
+
+
+def test_advise_says_there_are_no_steps_before_reading_the_graph(tmp_path, capsys, monkeypatch):
+    """Issue 40, item 5: advise built the graph of 10,000 ranks (minutes) to replay steps the traces do not
+    hold. Without a ProfilerStep its note says why there is no replay, and the graph is never read."""
+    from tracekit.cli.main import main
+    from tracekit.commands import advise_replay
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(advise_replay, "split", no_graph)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 5}], header=dist(0, world=1))
+    assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no replay (the traces hold no ProfilerStep, and the replay times steps)" in err

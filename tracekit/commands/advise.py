@@ -317,8 +317,9 @@ def _advise(run) -> pa.Table:
         if "saving_pct" not in f:  # by replay: of the replayed job step (advise_replay); else of step_ms
             f["saving_pct"] = (None if f["saving_ms"] is None or not step["step_ms"]
                                else 100 * f["saving_ms"] / step["step_ms"])
-    note = ("no step time: no rank's profiled step or timeline lasts any time (a ProfilerStep of 0 ns alone); "
-            "savings are not a share of anything" if step["step_ms"] is None else
+    note = ("no step time: no rank has a step or a timeline of any length (its ProfilerSteps last 0 ns, or it "
+            "has none and no kernel or collective); savings are not a share of anything" if step["step_ms"] is None
+            else
             f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, {plural(step['steps'], 'step', 'steps')}"
             f" x {plural(step['ranks'], 'rank', 'ranks')})" if step["steps"] else
             f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
