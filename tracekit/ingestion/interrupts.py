@@ -49,7 +49,7 @@ def note_switched(out: str) -> None:
 _WRITERS = ("ingest",)  # the commands that write a run (the others write a run only to fill the cache: a
 # fill cut short says so itself, errors.Interrupted)
 _OWN_WORDS = {"cache": "interrupted: tracekit cache stopped before it finished; a cached run it was removing may be "
-                       "left in part (tracekit cache clear removes it), every other run is as it was"}
+                       "left in part, every other run is as it was"}
 
 
 def message(command: str | None = None) -> str:
