@@ -65,7 +65,7 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
         return Run(paths[0], size_buckets=size_buckets)
     from . import cache
 
-    out = cache.dir_for(paths)
+    out = cache.own_dir_for(paths)
     # the same traces opened by two processes at once: the second waits for the first's fill
     _ingest(paths, out, wait_s=cache.FILL_WAIT_S, **ingest_options)
     cache.touch(out)
@@ -232,6 +232,10 @@ def whatif(run, config=None, *, preset: str | None = None, world: int | None = N
     from .commands import whatif as w
     from .errors import TracekitError
 
+    for flag, value, what in (("--world", world, "the number of ranks the plan is for"),
+                              ("--cores", cores, "the cores a host's ranks share")):
+        if value is not None and value < 1:
+            raise TracekitError(f"{flag} {value}: give {what}, at least 1")
     args = locals()
     changes = {f.name: args[f.name] for f in PLAN_FIELDS}  # None: the run's own; False is a value
     r = _run(run)
@@ -285,8 +289,9 @@ def cache_list():
     import pyarrow as pa
 
     from . import cache
+    from .table_meta import WRAP_KEY
 
-    return pa.Table.from_pylist(cache.entries())
+    return pa.Table.from_pylist(cache.entries()).replace_schema_metadata({WRAP_KEY: b"run,first_input"})
 
 
 def cache_clear() -> dict:

@@ -5,7 +5,8 @@ The cache keeps at most ``$TRACEKIT_CACHE_MAX_MB`` (default 4096) megabytes: aft
 least recently used runs are removed until it fits (the one just used always stays).
 ``tracekit cache list`` shows it, ``tracekit cache clear`` empties it. Only runs the cache made are
 listed or removed: named ``run-`` and 16 hex digits, and carrying tracekit's marker (layout.versions.owned);
-anything else in the folder (a user's ``run-1/``) is never touched.
+anything else in the folder (a user's ``run-1/``, a link to a user's run under a cache name) is never
+touched, and nothing is written through such a link.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import re
 import time
 
 from . import settings
+from .errors import TracekitError
 from .layout.manifest import read_manifest
-from .layout.versions import current_version, in_use, last_used, owned, remove_run
+from .layout.versions import current_version, foreign_link, in_use, last_used, owned, remove_run
 from .layout.versions import touch as _touch
 
 
@@ -28,6 +30,17 @@ def root() -> str:
 def dir_for(paths: list[str]) -> str:
     key = hashlib.sha256("\0".join(sorted(os.path.abspath(p) for p in paths)).encode()).hexdigest()[:16]
     return os.path.join(root(), f"run-{key}")
+
+
+def own_dir_for(paths: list[str]) -> str:
+    """``dir_for``, refused where that name holds a symbolic link tracekit did not make (planted in a shared
+    cache folder, it would have the fill write into whatever it points to)."""
+    out = dir_for(paths)
+    if foreign_link(out):
+        raise TracekitError(f"{out}: a symbolic link in tracekit's cache that tracekit did not make (it points "
+                            f"to {os.path.realpath(out)}); nothing was written through it. Look at what it "
+                            "points to and remove it (rm on the link removes only the link)")
+    return out
 
 
 _NAME = re.compile(r"^run-[0-9a-f]{16}$")  # what dir_for names

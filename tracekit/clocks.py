@@ -44,6 +44,35 @@ OFFSETS_SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in OFFSET_COLUMNS])
 MIN_SPAN_FOR_DRIFT_NS = 100_000_000  # a drift is fitted only over at least 0.1 s of instances
 
 
+# Ranks of one job start their collectives within seconds of each other, and hosts' clocks disagree by far
+# less than a day. Past this, some of the traces count from another origin (their process's start, not
+# the epoch): no wait or step across them can be measured (the sums of such waits overflowed int64 ns).
+ONE_CLOCK_MAX_APART_NS = 86_400 * 10**9
+FIRST_STARTS_SQL = """
+SELECT c.rank, min(c.ts_ns) AS first_ns, any_value(t.path) AS path
+FROM _collectives c JOIN traces t USING (rank) WHERE c.ts_ns IS NOT NULL GROUP BY c.rank ORDER BY first_ns, c.rank
+"""
+
+
+def check_one_clock(con) -> None:
+    """Refuse ranks timed on clocks of different origins (a connection with traces and _collectives): the
+    first collective of each rank, in time order; a gap of more than ONE_CLOCK_MAX_APART_NS between two
+    ranks' names a file of each side."""
+    from .errors import TracekitError
+
+    rows = con.execute(FIRST_STARTS_SQL).fetchall()
+    gaps = [(rows[i + 1][1] - rows[i][1], i) for i in range(len(rows) - 1)]
+    if not gaps or max(gaps)[0] <= ONE_CLOCK_MAX_APART_NS:
+        return
+    i = max(gaps)[1]
+    late, early = rows[i + 1], rows[0]
+    apart_s = (late[1] - early[1]) / 1e9
+    words = (f"{apart_s / (365.25 * 86400):.1f} years" if apart_s >= 365.25 * 86400 else f"{apart_s / 86400:.1f} days")
+    raise TracekitError(f"{late[2]}: its collectives start {words} after those of {early[2]}: the traces are timed "
+                        "on different clocks (one from its process's start, one from the epoch?), and no wait or "
+                        "step across them can be measured; ingest the traces of each clock on their own")
+
+
 # The ends that the estimate uses: clean instances (every rank there, same collective and size), per host
 # the median of its ranks' ends, relative to the run's first end (doubles are exact below 2^53 ns). A
 # matched send and receive end together too (the receive ends when the last byte lands, the send when it

@@ -182,7 +182,11 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
-    clock. (A run on one host, or whose hosts agree, pays one pass.)"""
+    clock. (A run on one host, or whose hosts agree, pays one pass.) Ranks timed on clocks of different
+    origins are refused first (clocks.check_one_clock)."""
+    from .clocks import check_one_clock
+
+    check_one_clock(con)
     _no_offsets(con)
     for name in views_for(REDUCED):  # the views the reduce rules read (rank_clocks, _collectives_aligned)
         con.execute(_sql.rule(name).text)

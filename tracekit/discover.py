@@ -8,7 +8,7 @@ import re
 import sys
 
 from .errors import RankError, TracekitError
-from .layout.paths import is_run
+from .layout.paths import is_run, to_open_as_run
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 # torchtitan-style layout written by tracekit.profiler and read back here.
@@ -48,6 +48,11 @@ def find_traces(paths: list[str]) -> list[str]:
             found += matches
     out = sorted(_one_name_each(found))
     if not out:
+        runs = [str(p) for p in paths if os.path.isdir(p) and to_open_as_run(str(p))]
+        if runs:  # (a run given where traces go: `tracekit ingest RUN -o X`)
+            raise TracekitError(f"{runs[0]}: a tracekit run, not traces: report on it as it is (tracekit report "
+                                f"{runs[0]} summary), or derive its facts again with tracekit ingest --rederive "
+                                f"{runs[0]}")
         raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}")
     return out
 

@@ -65,7 +65,7 @@ class Interrupted(TracekitError):
 
     exit_code = 130
 
-    def __init__(self, out: str, switched: bool):
+    def __init__(self, out: str, switched: bool, earlier: bool = True):
         super().__init__(f"interrupted after the new run was complete and in place: {out} holds it" if switched
                          else f"interrupted: nothing was written; {out} is as it was (an earlier run there is "
-                              "intact)")
+                              "intact)" if earlier else f"interrupted: nothing was written; no run was made at {out}")

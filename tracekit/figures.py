@@ -111,9 +111,17 @@ def plotly_js() -> str:
 
 def div(fig: dict, div_id: str) -> str:
     """A <div> and the script that draws ``fig`` in it (the bundle must be on the page)."""
-    spec = json.dumps({"data": fig["data"], "layout": fig["layout"]}).replace("</", "<\\/")
+    spec = script_json({"data": fig["data"], "layout": fig["layout"]})
     return (f'<div class="plot" id="{div_id}"></div><script>(function(s){{Plotly.newPlot("{div_id}", s.data, '
             f's.layout, {{displaylogo: false, responsive: true}})}})({spec});</script>')
+
+
+def script_json(value) -> str:
+    """``value`` as JSON to put inside a <script> element: every '<', '>' and '&' written as its \\u escape,
+    so that no string in it ('<!--', '<script', '</script') can start a comment or tag or end the element,
+    whatever state the HTML tokenizer is in (escaping '</' alone left '<!--<script>' able to swallow the
+    page up to a later '</script>'). JavaScript reads the same value."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def page(fig: dict, title: str) -> str:

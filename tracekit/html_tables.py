@@ -34,20 +34,24 @@ def why(sentence: str) -> str:
 
 
 def table(t: pa.Table, first: list[str] | None = None, max_rows: int = MAX_ROWS) -> str:
-    """The table with its ``first`` columns and first ``max_rows`` rows; when that leaves anything out,
-    the whole table follows in a <details> (one click away)."""
+    """The table with its ``first`` columns and first ``max_rows`` rows; what that leaves out follows in a
+    <details> (one click away): the whole table where rows were left out, else only the other columns
+    beside the first one (the row's key), not the shown columns again."""
     cols = [c for c in (first or t.column_names) if c in t.column_names]
     shown = t.select(cols).slice(0, max_rows)
     out = f'<div class="scroll">{to_html(shown)}</div>'
-    left = []
+    hidden = [c for c in t.column_names if c not in cols]
     if t.num_rows > max_rows:
-        left.append(plural(t.num_rows - max_rows, "more row", "more rows"))
-    if len(cols) < t.num_columns:
-        hidden = [c for c in t.column_names if c not in cols]
-        left.append(f"{plural(len(hidden), 'more column', 'more columns')} ({', '.join(hidden)})")
-    if left:
+        left = [plural(t.num_rows - max_rows, "more row", "more rows")]
+        if hidden:
+            left.append(f"{plural(len(hidden), 'more column', 'more columns')} ({', '.join(hidden)})")
         out += (f"<details><summary>The whole table: {' and '.join(left)}</summary>"
                 f'<div class="scroll">{to_html(t)}</div></details>')
+    elif hidden:
+        rest = t.select(cols[:1] + hidden).replace_schema_metadata(t.schema.metadata)
+        out += (f"<details><summary>{plural(len(hidden), 'more column', 'more columns')}: "
+                f"{', '.join(hidden)}</summary>"
+                f'<div class="scroll">{to_html(rest)}</div></details>')
     return out
 
 

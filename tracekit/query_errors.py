@@ -16,11 +16,18 @@ def describe(message: str, names: list[str]) -> str:
     if not m:
         return one_line(message)
     wrong = m.group(1).strip('"')
-    low = wrong.lower()
-    close = [n for n in names if low in n or n in low] or difflib.get_close_matches(low, names, n=2, cutoff=0.6)
+    close = close_names(wrong, names)
     hint = (f"did you mean {' or '.join(close[:3])}?" if close
             else f"the tables and views are: {', '.join(names)}")
     return f"no table or view named {wrong}; {hint} (`tracekit schema RUN` lists every column)"
+
+
+def close_names(wrong: str, names) -> list[str]:
+    """The names of ``names`` that ``wrong`` was probably meant to be (a part of one, or a near spelling:
+    'stragglrs', 'critical-path'), best first, at most three."""
+    low = wrong.lower()
+    close = [n for n in names if low in n or n in low] or difflib.get_close_matches(low, list(names), n=2, cutoff=0.6)
+    return close[:3]
 
 
 def one_line(message: str) -> str:

@@ -1,4 +1,5 @@
-"""The read-only SQL prompt (``tracekit sql`` without --unsafe, ``Run.read_only()`` in Python).
+"""The read-only SQL prompt (``tracekit sql`` without --unsafe; ``tracekit.sql`` and ``Run.read_only()`` in
+Python, which run each query in a process of their own held to the same limits: sql_process.py).
 
 A query from the prompt may read the run and nothing else, and cannot change anything:
 

@@ -6,6 +6,7 @@ rules than this tracekit's is refused, with the command that derives them again 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
@@ -19,7 +20,10 @@ from .layout.manifest import open_manifest
 from .layout.versions import pin
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
+from .sandbox import DEFAULT_TIMEOUT_S
 from .words import plural
+
+_NEED_EVENTS = "raw events, the dependency graph: replay, critical_path, advise's savings"
 
 
 class Run:
@@ -42,6 +46,8 @@ class Run:
         self._db: duckdb.DuckDBPyConnection | None = None  # connected on first use (an ingest need not)
         self._created: set[str] = set()
         self._cursors: set = set()  # those of batches() still being read
+        self._children: set = set()  # the processes of a read-only Run's queries still running (sql_process)
+        self._limits: tuple | None = None  # a read-only Run's (memory_mb, timeout) for those processes
 
     @property
     def _con(self) -> duckdb.DuckDBPyConnection:
@@ -60,7 +66,8 @@ class Run:
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
             # which a report reading the stored facts never needs
-            bind_tables(self._db, self.version)
+            with self._damaged("its traces or process groups table", "ingest the traces again with --force"):
+                bind_tables(self._db, self.version)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
         return self._db
@@ -97,16 +104,19 @@ class Run:
         if name in self._created:
             return
         if name == "events":
+            self._check_every_rank_has_events()
             try:
                 bind_events(self._con, self.version)
             except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
                 raise RunError(f"{self.name}: the run's events files are not here ({self.version}/events); what "
-                               "needs them (raw events, the dependency graph: replay, critical_path, advise's "
-                               "savings) cannot answer: copy the whole run, or ingest the traces again") from None
+                               f"needs them ({_NEED_EVENTS}) cannot answer: copy the whole run, or ingest the traces "
+                               "again") from None
             self._created.add(name)
             return
         if stored(name):
-            bind_fact(self._con, self.version, name)
+            with self._damaged(f"its {name} facts", "derive the facts again from its events with `tracekit ingest "
+                                                    f"--rederive {self.name}`"):
+                bind_fact(self._con, self.version, name)
             self._created.add(name)
             return
         for dep in uses(name):  # what its header declares: rules, stored facts and events (tables are there already)
@@ -115,12 +125,46 @@ class Run:
         self._con.execute(_sql.rule(name).text)
         self._created.add(name)
 
-    def read_only(self, memory_mb: int | None = None) -> "Run":
-        """Close the doors for SQL from an untrusted prompt (``tracekit sql`` does this unless --unsafe):
-        only SELECT statements (and EXPLAIN of one); no file outside the run can be read, no extension
-        installed or loaded, a memory limit, spills in a private directory, the configuration locked so
-        that no statement can open them again (see tracekit.sandbox). ``Run.sql()`` on a Run not made
-        read-only runs any statement: it is the Python API, for SQL you trust."""
+    def _check_every_rank_has_events(self) -> None:
+        """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would
+        make the graph replay that rank from nothing, with no word why. (One listing, whatever the ranks.)"""
+        from .layout.paths import EVENTS_DIR, rank_dir
+
+        try:
+            present = set(os.listdir(os.path.join(self.version, EVENTS_DIR)))
+        except OSError:
+            return  # (no events at all: a copy of the run without them, said where they are bound)
+        for (rank,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
+            if os.path.basename(rank_dir(self.version, rank)) not in present:
+                raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
+                               f"what needs them ({_NEED_EVENTS}) cannot answer: ingest the traces again with --force")
+
+    @contextlib.contextmanager
+    def _damaged(self, what: str, fix: str):
+        """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and
+        the command that makes it again."""
+        try:
+            yield
+        except duckdb.Error as exc:  # (tracekit's own statement on its own files: only their damage fails it)
+            why = str(exc).splitlines()[0].replace(self.version + os.sep, "")
+            raise RunError(f"{self.name}: {what} cannot be read ({why}): a file of the run was changed or removed "
+                           f"since tracekit wrote it; {fix}") from None
+
+    def read_only(self, memory_mb: int | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> "Run":
+        """Close the doors for SQL from an untrusted prompt, as ``tracekit sql`` does unless --unsafe: only
+        SELECT statements (and EXPLAIN of one); no file outside the run can be read, no extension installed
+        or loaded, spills in a private directory, the configuration locked so that no statement can open
+        them again (see tracekit.sandbox). ``.sql()`` and ``.batches()`` then run each query in a process of
+        its own held to ``memory_mb`` (default 2048) and ``timeout`` seconds (None or 0: no limit), as the
+        command's (sql_process): this process's memory is not the query's to cap. ``.con`` stays in this
+        process, with DuckDB's memory limit only. ``Run.sql()`` on a Run not made read-only runs any
+        statement: it is the Python API, for SQL you trust."""
+        self.lock_down(memory_mb)
+        self._limits = (memory_mb, timeout)
+        return self
+
+    def lock_down(self, memory_mb: int | None = None) -> "Run":
+        """The read-only limits on this Run's own connection (the query runs in this process)."""
         import weakref
 
         from . import sandbox
@@ -133,6 +177,9 @@ class Run:
         return self
 
     def sql(self, query: str, params=None) -> pa.Table:
+        if self._limits:
+            schema, batches = self.batches(query, params=params)
+            return pa.Table.from_batches(list(batches), schema=schema)
         rel = self._relation(query, params)
         if rel is None:  # a statement without a result (CREATE VIEW ...)
             return pa.table({})
@@ -141,13 +188,20 @@ class Run:
         except duckdb.Error as exc:
             raise QueryError(f"SQL failed on run {self.name}: {describe(str(exc), TABLE_NAMES + VIEWS)}") from None
 
-    def batches(self, query: str, rows: int = 65536):
+    def batches(self, query: str, rows: int = 65536, params=None):
         """The result of ``query`` as Arrow record batches of ``rows`` rows, read as they are consumed (a
         result bigger than memory streams through): (schema, iterator of pyarrow.RecordBatch). It runs on
-        a cursor of its own: the Run answers other queries meanwhile."""
+        a cursor of its own: the Run answers other queries meanwhile (on a read-only Run: in a limited
+        process of its own)."""
+        if self._limits:
+            from .sandbox import check_statements
+            from .sql_process import batches
+
+            check_statements(query)  # (here too: refused without starting a process)
+            return batches(self, query, params, *self._limits)
         cur = self._con.cursor()
         self._cursors.add(cur)
-        rel = self._relation(query, con=cur)
+        rel = self._relation(query, params=params, con=cur)
         if rel is None:
             return pa.schema([]), iter(())
         try:
@@ -207,6 +261,8 @@ class Run:
             self._db.interrupt()
         for cur in list(self._cursors):
             cur.interrupt()
+        for child in list(self._children):
+            child.kill()
 
     def close(self) -> None:
         if getattr(self, "_release", None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 NOTE_KEY = b"tracekit.note"
 FIRST_KEY = b"tracekit.first"  # the columns a reader needs first (kept when space is short)
+WRAP_KEY = b"tracekit.wrap"  # text columns a terminal table wraps whole (others: cut with an ellipsis)
 
 
 def note_of(table) -> str | None:
@@ -18,3 +19,10 @@ def first_of(table) -> list[str]:
     """The columns a report declared first, or []."""
     meta = table.schema.metadata or {}
     return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
+
+
+def wrap_of(table) -> list[str]:
+    """The text columns a table declared to be read whole in a terminal table (a schema's meaning, a path
+    to copy): wrapped there, where any other text longer than its column is cut with an ellipsis."""
+    meta = table.schema.metadata or {}
+    return meta[WRAP_KEY].decode().split(",") if WRAP_KEY in meta else []

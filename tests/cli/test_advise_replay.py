@@ -139,7 +139,7 @@ def test_a_speedup_that_is_not_a_finite_positive_factor_is_refused(tmp_path, fac
     from tracekit.errors import TracekitError
 
     run = shared_lateness_job(tmp_path)
-    with pytest.raises(TracekitError, match="give a finite factor above 0"):
+    with pytest.raises(TracekitError, match="give a finite factor of at least 0.001"):
         tracekit.whatif(run, comm_speedup=factor)
 
 

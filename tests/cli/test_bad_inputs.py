@@ -314,3 +314,86 @@ def test_a_reader_keeps_its_version_through_many_reingests_and_orphans_go(tmp_pa
     old.close()
     tracekit.ingest([p], tmp_path / "r", jobs=1, force=True)
     assert os.listdir(tmp_path / "r" / "versions") == [live(tmp_path / "r").name]
+
+
+def test_advise_on_a_zero_length_step_says_there_is_no_step_time(tmp_path, capsys):
+    """Issue 40, item 10: a run whose only ProfilerStep lasts 0 ns (its one kernel too) has no step time to
+    measure savings against: advise ended in a TypeError (exit 70). It says so, and finds nothing."""
+    from tests.tracegen import kernel, step
+    write_trace(tmp_path / "rank0.json", [step(1, 100, 0), *kernel("gemm", 100, 0)], header=dist(0, world=1))
+    assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == []  # no finding
+    assert err.startswith("no step time: no rank has a step or a timeline of any length (its ProfilerSteps last "
+                          "0 ns, or it has none and no kernel or collective)")
+
+
+def _two_rank_run(tmp_path):
+    """2 ranks of 2 steps (1 ms each), a GEMM and an allreduce a step."""
+    from tests.tracegen import kernel, step
+    d = tmp_path / "t"
+    d.mkdir()
+    for r in range(2):
+        evs = []
+        for s in range(2):
+            evs += [step(s + 1, s * 1000, 1000), *kernel("gemm", s * 1000 + 10, 200), *kernel(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL", s * 1000 + 300 + 10 * r, 100, stream=20, **{
+                    "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+                    "dtype": "Float", "Seq": s, "Process Group Name": "0", "Process Group Description": "default_pg",
+                    "Group size": 2, "Process Group Ranks": "[0, 1]"})]
+        write_trace(d / f"rank{r}.json", evs, header=dist(r, world=2))
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 0
+    return tmp_path / "run"
+
+
+def _steps_csv(capsys, run):
+    capsys.readouterr()
+    q = "SELECT rank, count(*) AS n FROM steps GROUP BY rank ORDER BY rank"
+    code = main(["sql", str(run), q, "--format", "csv"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("damage", ["deleted", "truncated", "scrambled"])
+def test_damaged_facts_say_how_to_derive_them_again(tmp_path, capsys, damage):
+    """Issue 40, item 9: facts deleted or cut short by hand ended every command in 'internal error ... (a
+    tracekit bug)', exit 70, with a literal \\n\\n; --rederive repaired it but nothing said so. The error
+    names the run and the fact and says to derive them again; after that the run answers as before (2
+    steps a rank, as the traces hold)."""
+    run = _two_rank_run(tmp_path)
+    steps = live(run) / "facts" / "steps"
+    if damage == "deleted":
+        for f in steps.iterdir():
+            f.unlink()
+    elif damage == "truncated":
+        for f in steps.iterdir():
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    else:  # its first half overwritten, its size kept
+        for f in steps.iterdir():
+            data = f.read_bytes()
+            f.write_bytes(data[:4] + b"\xab" * (len(data) // 2 - 4) + data[len(data) // 2:])
+    code, _, err = _steps_csv(capsys, run)
+    assert code == 4, err
+    assert err.startswith(f"error: {run}: its steps facts cannot be read (")
+    assert err.endswith(f"): a file of the run was changed or removed since tracekit wrote it; derive the facts "
+                        f"again from its events with `tracekit ingest --rederive {run}`\n")
+    assert "\\n" not in err and len(err.splitlines()) == 1
+    assert main(["ingest", "--rederive", str(run)]) == 0
+    assert _steps_csv(capsys, run)[:2] == (0, "rank,n\n0,2\n1,2\n")
+
+
+def test_a_ranks_deleted_events_are_noticed(tmp_path, capsys):
+    """Issue 40, item 9: with events/rank=1 deleted, advise replayed rank 1 from nothing (a 93 % replay error,
+    no reason given). What reads the events says which rank's are missing, and what to do; advise says why
+    it has no replay."""
+    import shutil
+    run = _two_rank_run(tmp_path)
+    shutil.rmtree(live(run) / "events" / "rank=1")
+    said = (f"{run}: the events of rank 1 are missing ({live(run) / 'events' / 'rank=1'}); what needs them (raw "
+            "events, the dependency graph: replay, critical_path, advise's savings) cannot answer: ingest the "
+            "traces again with --force")
+    capsys.readouterr()
+    assert main(["report", str(run), "critical_path"]) == 4
+    assert capsys.readouterr().err == f"error: {said}\n"
+    assert main(["advise", str(run), "--format", "csv"]) == 0
+    assert f"no replay ({said})" in " ".join(capsys.readouterr().err.split())

@@ -4,6 +4,8 @@ listed and cleared from the CLI."""
 import os
 import time
 
+import pytest
+
 import tracekit
 from tests.conftest import dist, write_trace
 from tracekit.cli.main import main
@@ -138,3 +140,72 @@ def test_opening_a_cached_run_writes_nothing_into_it(tmp_path, monkeypatch):
     again.close()
     assert main(["report", str(traces), "summary", "--format", "csv"]) == 0
     assert snapshot() == before
+
+
+def _planted_link(tmp_path, monkeypatch):
+    """A user's run, and a link to it planted in the cache folder under a name the cache gives its own runs."""
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    users = tracekit.ingest([trace_dir(tmp_path / "t", 20)], tmp_path / "mine", jobs=1)
+    (tmp_path / "cache").mkdir()
+    link = tmp_path / "cache" / ("run-" + "ab" * 8)
+    link.symlink_to(users.directory)
+    users.close()
+
+    def listing():
+        return sorted(os.path.relpath(os.path.join(r, n), users.directory)
+                      for r, ds, fs in os.walk(users.directory) for n in ds + fs)
+
+    return users.directory, link, listing
+
+
+def test_cache_clear_never_removes_through_a_link_it_did_not_make(tmp_path, monkeypatch, capsys):
+    run, link, listing = _planted_link(tmp_path, monkeypatch)
+    before = listing()
+    assert main(["cache", "clear"]) == 0
+    assert "removed 0 cached runs" in capsys.readouterr().out
+    assert listing() == before and link.is_symlink()  # the user's run whole, the link left alone
+    assert tracekit.open(run).sql("SELECT count(*) AS n FROM events").column("n").to_pylist() == [20]
+    assert main(["cache", "list", "--format", "csv"]) == 0
+    assert str(link) not in capsys.readouterr().out
+
+
+def test_the_cache_cap_never_removes_through_a_link_it_did_not_make(tmp_path, monkeypatch):
+    run, link, listing = _planted_link(tmp_path, monkeypatch)
+    before = listing()
+    monkeypatch.setenv("TRACEKIT_CACHE_MAX_MB", "0")  # every run but the one just opened is over the cap
+    tracekit.open(trace_dir(tmp_path / "other", 5)).close()
+    assert listing() == before and link.is_symlink()
+    assert tracekit.open(run).sql("SELECT count(*) AS n FROM events").column("n").to_pylist() == [20]
+
+
+def test_opening_traces_never_writes_through_a_link_in_the_cache(tmp_path, monkeypatch):
+    import tracekit.cache
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    traces = trace_dir(tmp_path / "t", 7)
+    users = tracekit.ingest([trace_dir(tmp_path / "u", 20)], tmp_path / "mine", jobs=1)
+    users.close()
+    (tmp_path / "cache").mkdir()
+    link = tracekit.cache.dir_for([str(traces)])  # the very name these traces' cache run would take
+    os.symlink(users.directory, link)
+    versions = sorted(os.listdir(os.path.join(users.directory, "versions")))
+    with pytest.raises(tracekit.TracekitError, match=r"run-[0-9a-f]{16}: a symbolic link .*remove it"):
+        tracekit.open(traces)
+    assert sorted(os.listdir(os.path.join(users.directory, "versions"))) == versions  # no new version in it
+
+
+def test_a_writer_lock_that_is_a_link_is_never_written_through(tmp_path, monkeypatch):
+    """A cache run's files planted as links (its writer.lock to a user's file): the fill writes its pid into
+    writer.lock; through the link it emptied the user's file."""
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    traces = trace_dir(tmp_path / "t", 7)
+    run = tracekit.open(traces)
+    run.close()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("the user's notes\n")
+    lock = os.path.join(run.directory, "writer.lock")
+    os.remove(lock)
+    os.symlink(precious, lock)
+    (traces / "rank0.json").write_text((traces / "rank0.json").read_text().replace('"k"', '"q"'))  # a new fill
+    with pytest.raises(tracekit.TracekitError, match=r"writer\.lock: a symbolic link"):
+        tracekit.open(traces)
+    assert precious.read_text() == "the user's notes\n"

@@ -92,3 +92,22 @@ def test_runs_of_different_step_counts_are_told_their_totals_differ(tmp_path):
     note = note_of(diff(a, b)["collectives"])
     assert note and note.startswith("A profiled 1 step and B 4:"), note
     assert note_of(diff(b, b)["collectives"]) is None
+
+
+def test_unlike_jobs_are_told_apart(tmp_path):
+    """Also seen in issue 40: diff compared an A100 TP8 GPT with a DLRM job without a word. Runs of other
+    ranks, backends or GPUs are compared all the same, and the note says what each ran on (the traces'
+    distributedInfo and deviceProperties)."""
+    from tracekit.table_meta import note_of
+
+    _job(tmp_path / "a", [1, 2], 100)  # 1 rank, nccl, no GPU recorded
+    d = tmp_path / "b"
+    d.mkdir()
+    for r in range(2):
+        write_trace(d / f"rank{r}.json", [step(1, 0, 100), step(2, 1000, 100)],
+                    header={**dist(r, world=2, backend="gloo"), "deviceProperties": [{"id": 0, "name": "NVIDIA A100"}]})
+    a, b = tracekit.open(tmp_path / "a"), tracekit.open(d)
+    assert note_of(diff(a, b)["collectives"]) == (
+        "A and B are not the same kind of job (A: 1 rank, nccl, no GPU recorded; B: 2 ranks, gloo, NVIDIA A100): "
+        "the differences below are between unlike work, not a change to one job")
+    assert note_of(diff(a, a)["collectives"]) is None

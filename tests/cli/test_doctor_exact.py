@@ -30,3 +30,22 @@ def test_rank_ranges():
     assert rank_ranges("1,3,5") == "1,3,5"
     assert rank_ranges("4") == "4" and rank_ranges("") == ""
     assert rank_ranges("gpu0,gpu1,gpu2") == "gpu0,gpu1,gpu2"  # not ranks: as it is
+
+
+def test_advise_writes_its_ranks_as_ranges_too(capsys):
+    """Also seen in issue 40: advise wrote 'ranks 1,2,3,...,63' (wrapped mid-number) where doctor writes
+    '1-63'. A finding's text gives a list of ranks with ranges; a number with thousands separators stays."""
+    import io
+
+    import pyarrow as pa
+    from rich.console import Console
+
+    from tracekit.render.findings import print_findings
+    table = pa.table({"priority": [1], "finding": ["late rank"], "saving_ms": [1.0], "saving_pct": [2.0],
+                      "where": ["group g, ranks " + ",".join(str(r) for r in range(64)) + ", steps 1, 2"],
+                      "evidence": ["waited 1,234,567 ns on ranks 4,5,6,9"]})
+    buf = io.StringIO()
+    print_findings(table, None, Console(file=buf, width=100))
+    text = " ".join(buf.getvalue().split())
+    assert "where group g, ranks 0-63, steps 1, 2" in text
+    assert "evidence waited 1,234,567 ns on ranks 4-6,9" in text

@@ -165,3 +165,43 @@ def test_identity_says_one_host_in_the_singular(tmp_path):
                                                             "identity").to_pylist()}
     assert rows["hosts"] == "2 hosts: host0, host1"
     assert rows["clocks"].startswith("1 host aligned to the first host's clock (largest offset ")
+
+
+def _on_two_clocks(d, ranks: int, from_rank: int):
+    """``ranks`` ranks of 2 steps, one allreduce each; ranks from ``from_rank`` on timed on the epoch's clock
+    (1.7e15 us: November 2023), the others from 0 (their process's start)."""
+    from tests.conftest import dist, write_trace
+    from tests.tracegen import kernel, step
+
+    d.mkdir()
+    for r in range(ranks):
+        off = 1_700_000_000_000_000 if r >= from_rank else 0
+        evs = []
+        for s in range(2):
+            t = off + s * 1000
+            evs += [step(s + 1, t, 1000), *kernel("gemm", t + 10, 200), *kernel(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 300 + 10 * r, 100, stream=20, **{
+                    "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+                    "Seq": s, "Process Group Name": "0", "Process Group Description": "default_pg",
+                    "Group size": ranks, "Process Group Ranks": str(list(range(ranks)))})]
+        write_trace(d / f"rank{r}.json", evs, header=dist(r, world=ranks))
+    return d
+
+
+@pytest.mark.parametrize("ranks, from_rank", [(2, 1), (6, 3)])
+def test_ranks_on_two_clocks_are_refused_naming_the_files(tmp_path, capsys, ranks, from_rank):
+    """Issue 40, items 7 and 11: ranks timed on different clocks (one from its process's start, one from the
+    epoch, 53.9 years apart) made a run whose advise printed an 18-year step and whose stragglers a wait of
+    5.1e12 ms (2 ranks), or stopped ingest with DuckDB's INT128-to-INT64 conversion error naming the hidden
+    version folder (6 ranks). No wait or step across them can be measured: ingest refuses, naming a file
+    of each clock, and leaves no run."""
+    from tracekit.cli.main import main
+
+    d = _on_two_clocks(tmp_path / "t", ranks, from_rank)
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: {d / f'rank{from_rank}.json'}: its collectives start 53.9 years after those of "
+                   f"{d / 'rank0.json'}: the traces are timed on different clocks (one from its process's start, "
+                   "one from the epoch?), and no wait or step across them can be measured; ingest the traces of "
+                   "each clock on their own\n")
+    assert not (tmp_path / "run").exists()

@@ -159,3 +159,37 @@ def test_a_signal_at_many_moments_of_a_reingest_leaves_a_readable_run_and_a_true
             break
         signal_at(0, i)
     assert seen["before"] >= 1  # (some moments fell before the switch)
+
+
+def test_an_interrupted_first_ingest_does_not_claim_an_earlier_run(tmp_path, capsys, monkeypatch):
+    """Issue 40, item 12: a first ingest cut short said 'an earlier run there is intact' when there was
+    none; it leaves nothing at -o, and says so."""
+    import duckdb
+
+    from tracekit.ingestion import run_writer
+
+    def interrupted(*_a, **_k):
+        raise duckdb.InterruptException("INTERRUPT Error: Query interrupted")
+
+    monkeypatch.setattr(run_writer, "reduce_run", interrupted)
+    out = tmp_path / "new-run"
+    assert main(["ingest", str(kernels_trace(tmp_path / "a" / "rank0.json", 1)), "-o", str(out)]) == 130
+    assert capsys.readouterr().err == f"{NOTHING}; no run was made at {out}\n"
+    assert not out.exists()
+
+
+def test_a_reading_command_interrupted_says_what_it_is(run_of_one, capsys, monkeypatch):
+    """Issue 40, item 12: `tracekit sql` stopped by SIGTERM printed ingest's 'nothing was written (an earlier
+    run, if any, is intact)'; a command that reads says that it stopped and changed nothing."""
+    import tracekit.api
+
+    def stopped(*_a, **_k):
+        raise KeyboardInterrupt
+
+    run, _ = run_of_one
+    monkeypatch.setattr(tracekit.api, "sql", stopped)
+    capsys.readouterr()
+    assert main(["sql", str(run), "SELECT 1"]) == 130
+    err = capsys.readouterr().err.lstrip("\n")  # (click writes a newline first)
+    assert err == "interrupted: tracekit sql stopped before it finished; it changed no run, and an output file (-o) " \
+                  "is as it was\n"

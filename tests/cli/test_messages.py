@@ -140,3 +140,90 @@ def test_every_file_left_out_says_why_each_was(tmp_path):
     assert "--on-error" not in err
     code, out, err = tk("ingest", "bad", "-o", "run", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
     assert code == 2 and err.count("--on-error skip") == 1, err
+
+
+@pytest.mark.parametrize("typed, meant", [("stragglrs", "stragglers"), ("critical-path", "critical_path"),
+                                          ("summry", "summary")])
+def test_a_misspelled_report_gets_a_did_you_mean(tmp_path, capsys, typed, meant):
+    """Also seen in issue 40: a typo'd report name got the list but no suggestion (schema's has one)."""
+    from tracekit.cli.main import main
+    from tracekit.reports import REGISTRY
+    (tmp_path / "t.json").write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+                                     '"ts": 1, "dur": 1}]}')
+    assert main(["report", str(tmp_path / "t.json"), typed]) == 1
+    assert capsys.readouterr().err == (f"error: no report named {typed!r}; did you mean {meant}? reports: "
+                                       f"{', '.join(REGISTRY)}\n")
+
+
+def test_ingesting_a_run_says_it_is_a_run(tmp_path, capsys):
+    """Also seen in issue 40: `tracekit ingest RUN -o X` said only 'no trace files'; a run given as traces is
+    named as a run, with what to do with it."""
+    from tracekit.cli.main import main
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1}], header=dist(0, world=1))
+    run = tmp_path / "run"
+    assert main(["ingest", str(tmp_path / "rank0.json"), "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(run), "-o", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err == (f"error: {run}: a tracekit run, not traces: report on it as it is (tracekit "
+                                       f"report {run} summary), or derive its facts again with tracekit ingest "
+                                       f"--rederive {run}\n")
+    assert not (tmp_path / "x").exists()
+
+
+def test_timeline_names_a_thread_the_trace_gives_no_number_for(tmp_path):
+    """Also seen in issue 40: CPU events without a numeric pid and tid (none, or names such as "Spans") went
+    to a track named 'CPU None thread None'."""
+    import tracekit
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "user_annotation", "name": "no ids", "ts": 20, "dur": 5},
+        {"ph": "X", "cat": "python_function", "name": "named ids", "pid": "Spans", "tid": "PyTorch", "ts": 30,
+         "dur": 5}]}))
+    tracekit.timeline(t, tmp_path / "out.json")
+    events = json.loads((tmp_path / "out.json").read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    tracks = {e["name"]: names[e["tid"]] for e in events if e["ph"] == "X"}
+    assert tracks == {"aten::mm": "CPU 100 thread 1", "no ids": "CPU, no process or thread id in the trace",
+                      "named ids": "CPU, no process or thread id in the trace"}
+
+
+@pytest.mark.parametrize("report", ["replay", "critical_path"])
+def test_reports_of_steps_say_there_are_none_before_reading_the_graph(tmp_path, capsys, monkeypatch, report):
+    """Issue 40, item 5: with 10,000 ranks, replay and critical_path spent 2-4 minutes building the graph
+    before saying that the traces hold no ProfilerStep. A trace without one is answered without the graph."""
+    from tracekit.cli.main import main
+    from tracekit.graph import from_run
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(from_run, "build", no_graph)
+    monkeypatch.setattr(from_run, "path_replay", no_graph)
+    import tracekit.graph.reports as graph_reports
+    monkeypatch.setattr(graph_reports, "build", no_graph)
+    monkeypatch.setattr(graph_reports, "path_replay", no_graph)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 1}], header=dist(0, world=1))
+    assert main(["report", str(tmp_path / "rank0.json"), report, "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1  # the header, no row
+    assert "no rows: the traces hold no ProfilerStep" in err
+
+
+def test_advise_says_there_are_no_steps_before_reading_the_graph(tmp_path, capsys, monkeypatch):
+    """Issue 40, item 5: advise built the graph of 10,000 ranks (minutes) to replay steps the traces do not
+    hold. Without a ProfilerStep its note says why there is no replay, and the graph is never read."""
+    from tracekit.cli.main import main
+    from tracekit.commands import advise_replay
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(advise_replay, "split", no_graph)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 5}], header=dist(0, world=1))
+    assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no replay (the traces hold no ProfilerStep, and the replay times steps)" in err

@@ -285,3 +285,70 @@ def test_a_query_that_ignores_the_interrupt_is_ended(run):
     assert rc == 5
     assert err.splitlines()[0] == ("error: the query was stopped after 1 s (--timeout); narrow it (WHERE, LIMIT) "
                                    "or give it longer with --timeout SECONDS (0: no limit)")
+
+
+def _library_child(code: str, timeout: float):
+    """``code`` (Python using tracekit) in a child: (exit code, stdout, stderr, the peak RSS in MB of the child
+    and of any process it started, whichever is larger)."""
+    import subprocess
+    import sys
+    code += ("\nimport re, resource, sys; own = int(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())"
+             ".group(1)); kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
+             "print(max(own, kids), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    lines = p.stderr.splitlines()
+    peak = int(lines[-1]) / 1024 if lines and lines[-1].isdigit() else None
+    return p.returncode, p.stdout, p.stderr, peak
+
+
+def _catching(call: str) -> str:
+    return ("import tracekit\nfrom tracekit.errors import QueryError\ntry:\n    " + call +
+            "\nexcept QueryError as exc:\n    print(type(exc).__name__, exc)")
+
+
+_REPEAT_1E9 = "SELECT max(length(repeat('x', 1000000000) || i::varchar)) AS n FROM range(4) t(i)"
+_ONE_LONG_CALL = "SELECT length(regexp_replace(repeat('x', 100000000), 'x', 'yy', 'g')) AS n"
+
+
+@pytest.mark.parametrize("call", [
+    "tracekit.sql({run!r}, {q!r}, memory_mb=64, timeout=3).read_all()",
+    "tracekit.open({run!r}).read_only(64, timeout=3).sql({q!r})",
+])
+def test_the_library_holds_the_memory_limit(run, call):
+    """Issue 40, item 2: in the library the query ran in the caller's process, which DuckDB's memory limit
+    does not bound (repeat() allocates outside it): 4.9 GB under memory_mb=64. It fails now, saying so, and
+    no process went past the command's bound (64 MB, 512 of headroom, 300 to spare)."""
+    code = _catching(call.format(run=str(run), q=_REPEAT_1E9))
+    rc, out, err, peak = _library_child(code, timeout=120)
+    assert rc == 0, err
+    assert out.startswith("QueryError the query needed more memory than 64 MB (memory_mb) allows ("), out
+    assert peak is not None and peak < 64 + 512 + 300, f"peak RSS {peak:.0f} MB"
+
+
+@pytest.mark.parametrize("call", [
+    "tracekit.sql({run!r}, {q!r}, memory_mb=1024, timeout=3).read_all()",
+    "tracekit.open({run!r}).read_only(1024, timeout=3).sql({q!r})",
+])
+def test_the_library_holds_the_time_limit(run, call):
+    """Issue 40, item 2: the time limit's interrupt is not seen inside one long call (this regexp_replace ran
+    48 s under timeout=3 in the caller's process; 1024 MB: room for its 300 MB of strings). The query's
+    process is ended past the limit and its grace (3 + 3 s); the bound, 20 s, is under half what the
+    interrupt alone took."""
+    code = _catching(call.format(run=str(run), q=_ONE_LONG_CALL))
+    rc, out, err, _ = _library_child(code, timeout=20)
+    assert rc == 0, err
+    assert out.startswith("QueryTimeout the query was stopped after 3 s"), out
+
+
+def test_the_library_read_only_run_still_answers(run):
+    """Through its limited process a read-only Run answers as before: rows, parameters, the refusals."""
+    import tracekit
+    from tracekit.errors import QueryError
+    ro = tracekit.open(str(run)).read_only(64, timeout=30)
+    assert ro.sql("SELECT count(*) AS n FROM events WHERE name = ?", ["k"]).to_pylist() == [{"n": 1}]
+    schema, batches = ro.batches("SELECT name FROM events")
+    assert schema.names == ["name"] and [b.to_pylist() for b in batches] == [[{"name": "k"}]]
+    with pytest.raises(QueryError, match="a COPY statement is not allowed"):
+        ro.sql("COPY (SELECT 1) TO 'x.csv'")
+    with pytest.raises(QueryError, match="SQL failed"):
+        ro.sql("SELECT nope FROM events")

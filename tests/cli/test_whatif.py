@@ -281,3 +281,42 @@ def test_a_counterfactual_refuses_a_plan_field_by_its_flag():
 
     with pytest.raises(TracekitError, match="^--no-sequence-parallel with --fix-rank"):
         tracekit.whatif(tracekit.open(ROOT / "examples" / "traces" / "tp"), fix_ranks=(1,), sequence_parallel=False)
+
+
+@pytest.mark.parametrize("flags, why", [
+    (["--world", "0"], "--world 0: give the number of ranks the plan is for, at least 1"),
+    (["--world", "-8"], "--world -8: give the number of ranks the plan is for, at least 1"),
+    (["--cores", "0"], "--cores 0: give the cores a host's ranks share, at least 1"),
+    (["--cores", "-1"], "--cores -1: give the cores a host's ranks share, at least 1"),
+])
+def test_no_ranks_and_no_cores_are_refused(capsys, flags, why):
+    """Issue 40, item 8: --world 0 stood for the run's world and --cores 0 or -1 were taken (-1 changed the
+    prediction); a plan has ranks and a host cores."""
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), *flags]) == 1
+    assert capsys.readouterr().err == f"error: {why}\n"
+
+
+def test_transfers_slowed_past_the_replays_clock_are_refused(capsys):
+    """Issue 40, item 6: --comm-speedup 1e-15 (transfers 10^15 times slower) overflowed the replay's int64
+    nanoseconds and predicted a step shorter than measured. A factor below 0.001 is refused; at 0.01 no rank's
+    step is predicted shorter than replayed (slower transfers never shorten a step)."""
+    run = str(ROOT / "examples" / "traces" / "ddp")
+    assert main(["whatif", run, "--comm-speedup", "1e-15"]) == 1
+    assert capsys.readouterr().err == (
+        "error: --comm-speedup 1e-15: give a finite factor of at least 0.001 (2: transfers twice as fast, 0.5: "
+        "twice as slow); a smaller one is past what the replay's nanosecond clock holds\n")
+    assert main(["whatif", run, "--comm-speedup", "0.01", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["predicted_ms"] >= r["replayed_ms"] for r in rows)
+
+
+def test_a_preset_over_a_run_that_records_no_model_says_it_is_assumed(tmp_path, capsys):
+    """Also seen in issue 40: `whatif --sweep --preset gpt2-small` on a ResNet run ranked 56 GPT plans without
+    saying that the measured work is not a GPT's. On traces that record no model (the generator's
+    --no-config), the note says the preset is assumed to be what the run trained."""
+    synth.main(["--ranks", "2", "--plan", "dp2", "--steps", "2", "--no-config", "-o", str(tmp_path / "t")])
+    assert main(["whatif", str(tmp_path / "t"), "--preset", "gpt2-small", "--format", "json"]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("model: preset gpt2-small (the traces record no model: the preset is taken as what "
+                            "this run trained and the work measured as its; if the run trained another model, "
+                            "these are not its steps)"), first

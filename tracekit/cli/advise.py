@@ -55,13 +55,14 @@ def _print_blocks(table, title, output) -> None:
     import sys
     import textwrap
 
+    from ..render import safe_text
     from ..render.findings import print_findings
     from ..table_meta import note_of
 
     note = note_of(table)
     if note:
         width = shutil.get_terminal_size((80, 24)).columns if sys.stderr.isatty() else 100
-        print(textwrap.fill(note, width=max(40, width)), file=sys.stderr)
+        print(textwrap.fill(safe_text(note), width=max(40, width)), file=sys.stderr)
     if output is None:
         print_findings(table, title)
         return

@@ -83,6 +83,12 @@ def main(argv=None) -> int:
     return rc
 
 
+def _named(argv) -> str | None:
+    """The subcommand the command line names (its first word that is not an option), if it is one."""
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    return words[0] if words and words[0] in COMMAND_MODULES else None
+
+
 def _main(argv=None) -> int:
     from ..errors import Interrupted
     from ..ingestion.interrupts import is_interrupt, message, raise_on_sigterm
@@ -99,7 +105,7 @@ def _main(argv=None) -> int:
         click.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo(message(), err=True)
+        click.echo(message(_named(argv)), err=True)
         return 130
     except click.ClickException as exc:
         exc.show()
@@ -111,7 +117,7 @@ def _main(argv=None) -> int:
         if settings.debug():
             raise
         if is_interrupt(exc):  # Ctrl-C that DuckDB reported as its own error
-            click.echo(message(), err=True)
+            click.echo(message(_named(argv)), err=True)
             return 130
         click.echo(f"internal error: {type(exc).__name__}: {one_line(str(exc))}\n(a tracekit bug: rerun with "
                    "TRACEKIT_DEBUG=1 for the traceback and report it)", err=True)

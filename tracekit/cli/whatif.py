@@ -13,16 +13,17 @@ from .options import emit, model_options, output_options, plan_options, run_argu
               help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
 @model_options(None)
 @plan_options({}, ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend", "schedule"))
-@click.option("--world", type=int, default=None, help="plan for this many ranks [default: the run's]")
+@click.option("--world", type=int, default=None, help="plan for this many ranks, at least 1 [default: the run's]")
 @click.option("--sweep", is_flag=True, help="Every valid plan for the world size, ranked by predicted step.")
 @click.option("--cores", type=int, default=None,
-              help="CPU runs: cores a host's ranks share [default: a processor per rank, as GPUs]")
+              help="CPU runs: cores a host's ranks share, at least 1 [default: a processor per rank, as GPUs]")
 @click.option("--fit", "fit", is_flag=True, help="Print the fitted laws instead of the prediction.")
 @click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
               help="Also draw the fitted laws with the measured points to this PNG.")
 @click.option("--fix-rank", "fix_ranks", type=int, multiple=True,
               help="Counterfactual replay: this rank at the median rank's pace (repeatable).")
-@click.option("--comm-speedup", type=float, default=None, help="Counterfactual replay: every transfer X times faster.")
+@click.option("--comm-speedup", type=float, default=None,
+              help="Counterfactual replay: every transfer X times faster (at least 0.001: 1000x slower).")
 @click.option("--overlap", "overlap", multiple=True, metavar="GROUP",
               help="Counterfactual replay: this group's collectives (a pg_name, or a role: DP, TP, PP, EP) "
                    "hidden behind compute (repeatable).")

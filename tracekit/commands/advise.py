@@ -309,7 +309,7 @@ def _advise(run) -> pa.Table:
         if measure:
             replay_note += "; " + measure
     else:
-        found = comm_findings(run, rp, laws, step["step_ms"]) + straggler_finding(run) + pipeline_finding(run, rp)
+        found = comm_findings(run, rp, laws, step["step_ms"] or 0) + straggler_finding(run) + pipeline_finding(run, rp)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
         found.sort(key=lambda f: -(f["saving_ms"] or 0))
@@ -323,6 +323,9 @@ def _advise(run) -> pa.Table:
     if job_step:
         note = (f"the job's step {job_step:,.3f} ms ({plural(step['steps'], 'step', 'steps')} x "
                 f"{plural(step['ranks'], 'rank', 'ranks')})")
+    elif step["step_ms"] is None:
+        note = ("no step time: no rank has a step or a timeline of any length (its ProfilerSteps last 0 ns, or it "
+                "has none and no kernel or collective); savings are not a share of anything")
     else:
         note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, "
                 f"{plural(step['steps'], 'step', 'steps')} x {plural(step['ranks'], 'rank', 'ranks')})"

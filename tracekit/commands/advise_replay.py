@@ -266,6 +266,8 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
     big = too_big(run)
     if big:
         raise TracekitError(big)
+    if not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:  # said before the graph is read (10,000 ranks: minutes)
+        raise TracekitError("the traces hold no ProfilerStep, and the replay times steps")
     sp = split(run)
     base = sp.replay()
     step = cf.measured_job_step_ms(base)

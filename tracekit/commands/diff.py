@@ -32,7 +32,8 @@ def diff(run_a, run_b, steps_by: str = "order") -> dict[str, pa.Table]:
             con.register("side_b", run_b.sql(side))
             t = con.sql(_sql.load("reports", f"_diff_{part}").text, params=params).to_arrow_table()
             meta = {FIRST_KEY: FIRST[part].encode()}
-            note = _steps_note(run_a, run_b) if part == "collectives" else None
+            note = "; ".join(n for n in (_steps_note(run_a, run_b), _jobs_note(run_a, run_b)) if n) \
+                if part == "collectives" else None
             if note:
                 meta[NOTE_KEY] = note.encode()
             out[part] = t.replace_schema_metadata(meta)
@@ -59,3 +60,22 @@ def _steps_note(run_a, run_b) -> str | None:
                 f"times are totals over each run's steps (B's over x{b / a:.3g} as many); the steps table "
                 "compares the runs step by step")
     return None
+
+
+_JOB_SQL = ("SELECT count(*) AS ranks, string_agg(DISTINCT backend, ', ' ORDER BY backend) AS backend, "
+            "string_agg(DISTINCT gpu_name, ', ' ORDER BY gpu_name) AS gpus FROM traces")
+
+
+def _jobs_note(run_a, run_b) -> str | None:
+    """Where the runs are not the same kind of job (ranks, communication backend, GPUs), the comparison is
+    of unlike work: say so, with what each ran on."""
+    a, b = (run.sql(_JOB_SQL).to_pylist()[0] for run in (run_a, run_b))
+    if a == b:
+        return None
+    from ..words import plural
+
+    def job(j):
+        return (f"{plural(j['ranks'], 'rank', 'ranks')}, {j['backend'] or 'no backend recorded'}, "
+                f"{j['gpus'] or 'no GPU recorded'}")
+    return (f"A and B are not the same kind of job (A: {job(a)}; B: {job(b)}): the differences below are "
+            "between unlike work, not a change to one job")

@@ -7,7 +7,7 @@ import pyarrow as pa
 from .. import sql_files as _sql
 from ..rules import VIEWS
 from ..run_tables import EVENT_COLUMNS, PG_COLUMNS, TRACE_COLUMNS
-from ..table_meta import FIRST_KEY
+from ..table_meta import FIRST_KEY, WRAP_KEY
 
 # The tables a run stores as written at ingest: name -> (columns doc, what a row is). The views after them
 # are documented in their .sql headers.
@@ -54,7 +54,7 @@ def schema_table(run, name: str | None = None) -> pa.Table:
 
 def _meaning_first(table: pa.Table) -> pa.Table:
     """In a narrow terminal the type is left out before the meaning (the column's unit is in it)."""
-    return table.replace_schema_metadata({FIRST_KEY: b"object,column,meaning"})
+    return table.replace_schema_metadata({FIRST_KEY: b"object,column,meaning", WRAP_KEY: b"meaning"})
 
 
 def _report_schema(name: str, objects: list[str]) -> pa.Table:

@@ -99,6 +99,15 @@ def _spans(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
+def cpu_track_name(pid, tid) -> str:
+    """A CPU track's name: the trace's process and thread ids, and what stands for one it does not give as a
+    number (an event without them, or with a name such as "Spans": never "None")."""
+    if pid is None and tid is None:
+        return "CPU, no process or thread id in the trace"
+    return (f"CPU {pid if pid is not None else '(no process id)'} "
+            f"thread {tid if tid is not None else '(no thread id)'}")
+
+
 def _gzip_open(path: str, mode: str):
     """A .gz to write: ISA-L's igzip (python-isal, a dependency) at its default level, ten times quicker than
     zlib's level 9 (gzip.open's default: most of a 64-rank timeline's time went into it) for a file about
@@ -193,7 +202,7 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                      "AND {span} ORDER BY ts_ns, e.event_index")
                 spans = None if steps is None else _step_spans(run, int(lo), int(hi), in_ranks)
                 for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown, clocks, spans):
-                    cpu_tid = track(rank, f"CPU {pid} thread {tid}", 200000)
+                    cpu_tid = track(rank, cpu_track_name(pid, tid), 200000)
                     # _ev("X", name or "", rank, track, ts, dur, cat=cat or ""), inline
                     put(f'{{"ph":"X","cat":{_js_name(cat or "")},"name":{_js_name(name or "")},"pid":{rank},'
                         f'"tid":{cpu_tid},"ts":{_us(ts)}{_dur(dur)}}}')

@@ -238,6 +238,9 @@ def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> s
     flags over it (the plan's source is said apart: a preset has no plan)."""
     if preset:
         where = f"model: preset {preset}"
+        if not recorded_shape and config is None:  # (a ResNet's run ranked 56 GPT plans without a word)
+            where += (" (the traces record no model: the preset is taken as what this run trained and the work "
+                      "measured as its; if the run trained another model, these are not its steps)")
     elif config is not None:
         where = "model from --config"
     elif recorded_shape:

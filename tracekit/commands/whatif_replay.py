@@ -38,15 +38,19 @@ def one_rank_refusal(run, what: str) -> str:
             "upper bound of hiding a group's collectives)")
 
 
+MIN_SPEEDUP = 1e-3  # transfers at most 1000x slower: the replay adds int64 ns (1e-15 overflowed it)
+
+
 def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) -> pa.Table:
     """Each rank's step (mean over steps) measured, replayed as is, and replayed with the changes: the
     ranks of ``fix_ranks`` at the median rank's pace (ranks_at_pace: start, host idle, CPU work and GPU
     compute), every transfer ``comm_speedup`` times faster, the collectives of the groups in ``overlap`` hidden."""
     from ..table_meta import NOTE_KEY
 
-    if comm_speedup is not None and not (math.isfinite(comm_speedup) and comm_speedup > 0):
-        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a finite factor above 0 (2: transfers twice as "
-                            "fast)")
+    if comm_speedup is not None and not (math.isfinite(comm_speedup) and comm_speedup >= MIN_SPEEDUP):
+        raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a finite factor of at least {MIN_SPEEDUP:g} (2: "
+                            "transfers twice as fast, 0.5: twice as slow); a smaller one is past what the replay's "
+                            "nanosecond clock holds")
     sp = split(run)
     known = set(int(r) for r in sp.ranks)
     if (fix_ranks or comm_speedup) and len(known) < 2:

@@ -122,9 +122,13 @@ def critical_path(r: Replay) -> pa.Table:
             names[name] = names.get(name, 0) + b - a
         if causes:
             emit(step, lo, rank, causes)
-    types = {"step": pa.int64(), "rank": pa.int64(), "cause": pa.string(), "name": pa.string(), "ms": pa.float64(),
-             "ns": pa.int64(), "start_ms": pa.float64()}
-    return pa.table({k: pa.array(v, types[k]) for k, v in cols.items()})
+    return pa.table(list(cols.values()), schema=CRITICAL_SCHEMA)
+
+
+# the critical_path report's rows (critical_path)
+CRITICAL_SCHEMA = pa.schema([("step", pa.int64()), ("rank", pa.int64()), ("cause", pa.string()),
+                             ("name", pa.string()), ("ms", pa.float64()), ("ns", pa.int64()),
+                             ("start_ms", pa.float64())])
 
 
 def thread_gap_note(rows: list[dict]) -> str | None:

@@ -197,8 +197,11 @@ def step_table(g: Graph, start: np.ndarray, end: np.ndarray) -> pa.Table:
     measured = [(r[4] - r[2]) / 1e6 for r in out]
     replayed = [(r[5] - r[3]) / 1e6 for r in out]
     err = [None if m == 0 else round((p - m) / m * 100, 3) for m, p in zip(measured, replayed, strict=True)]
-    return pa.table({"rank": pa.array([r[0] for r in out], pa.int64()),
-                     "step": pa.array([r[1] for r in out], pa.int64()),
-                     "measured_ms": pa.array(measured, pa.float64()), "replayed_ms": pa.array(replayed, pa.float64()),
-                     "error_pct": pa.array(err, pa.float64()),
-                     "unexplained_ms": pa.array([r[6] / 1e6 for r in out], pa.float64())})
+    return pa.table([[r[0] for r in out], [r[1] for r in out], measured, replayed, err, [r[6] / 1e6 for r in out]],
+                    schema=STEP_TABLE_SCHEMA)
+
+
+# the replay report's rows (step_table): per rank and step, measured against replayed
+STEP_TABLE_SCHEMA = pa.schema([("rank", pa.int64()), ("step", pa.int64()), ("measured_ms", pa.float64()),
+                               ("replayed_ms", pa.float64()), ("error_pct", pa.float64()),
+                               ("unexplained_ms", pa.float64())])

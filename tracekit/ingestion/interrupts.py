@@ -46,11 +46,21 @@ def note_switched(out: str) -> None:
     _switched.append(out)
 
 
-def message() -> str:
-    """What an interrupt that reached the command line (outside a writer's own handling) says."""
+_WRITERS = ("ingest",)  # the commands that write a run (the others write a run only to fill the cache: a
+# fill cut short says so itself, errors.Interrupted)
+_OWN_WORDS = {"cache": "interrupted: tracekit cache stopped before it finished; a cached run it was removing may be "
+                       "left in part, every other run is as it was"}
+
+
+def message(command: str | None = None) -> str:
+    """What an interrupt that reached the command line (outside a writer's own handling) says, for the
+    subcommand ``command`` (None: not known)."""
     if _switched:
         return f"interrupted after the new run was complete and in place: {_switched[-1]} holds it"
-    return "interrupted: nothing was written (an earlier run, if any, is intact)"
+    if command is None or command in _WRITERS:
+        return "interrupted: nothing was written (an earlier run, if any, is intact)"
+    return _OWN_WORDS.get(command, f"interrupted: tracekit {command} stopped before it finished; it changed no "
+                                   "run, and an output file (-o) is as it was")
 
 
 def is_interrupt(exc: BaseException) -> bool:

@@ -202,6 +202,7 @@ def build_and_switch(build, tmp: str, out: str) -> None:
     from .interrupts import Interrupted, deferred, is_interrupt, note_switched
 
     switched = False
+    earlier = current_version(out) is not None  # (a first ingest cut short leaves no run to call intact)
     try:
         try:
             build()
@@ -215,7 +216,7 @@ def build_and_switch(build, tmp: str, out: str) -> None:
                 raise KeyboardInterrupt from None
             raise
     except KeyboardInterrupt:
-        raise Interrupted(out, switched or is_current(out, tmp)) from None
+        raise Interrupted(out, switched or is_current(out, tmp), earlier) from None
     finally:
         if not switched and not is_current(out, tmp):
             with deferred():

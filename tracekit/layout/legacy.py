@@ -184,9 +184,11 @@ def _link_or_copy(src: str, dst: str) -> None:
 def _old_lock(out: str):
     import fcntl
 
+    from .versions import open_lock_file
+
     path = lock_file(out)
     try:
-        f = open(path, "a+")
+        f = open_lock_file(path)
     except OSError as exc:
         raise TracekitError(f"cannot write the run {out}: {exc.strerror} ({path}); nothing was written. "
                             "Choose an -o on a writable file system") from None

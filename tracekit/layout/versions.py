@@ -74,7 +74,9 @@ def write_small_atomic(path: str, text: str) -> None:
     """``text`` into ``path`` whole or not at all: a temporary file beside it, fsync'd, renamed, the
     directory fsync'd (the rename survives a power cut)."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(tmp)  # (an earlier process's of this pid, or a link planted there: never written through)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -264,24 +266,35 @@ def in_use(out: str) -> bool:
     return False
 
 
+def foreign_link(out: str) -> bool:
+    """``out`` is a symbolic link tracekit did not make (not the link layout's own link to its sibling
+    version): whatever it points to is someone else's, never to be removed or written through as a run."""
+    return os.path.islink(out) and not legacy.is_link_run(out)
+
+
 def owned(out: str) -> bool:
     """``out`` is a run tracekit made: its marker, or a run of the earlier layouts (tracekit's link to a
-    version whose manifest tracekit wrote, or such a manifest at the top)."""
+    version whose manifest tracekit wrote, or such a manifest at the top); never through a link tracekit did
+    not make (the marker it finds is the target's: a user's run, not this one)."""
+    if foreign_link(out):
+        return False
     return has_marker(out) or legacy.is_link_run(out) or legacy.is_plain_run(out)
 
 
 def remove_run(out: str) -> bool:
     """Remove run ``out`` whole, if tracekit made it and nothing reads or writes it; True when removed. A
-    directory without tracekit's marker is never touched."""
+    directory without tracekit's marker, and a link tracekit did not make, are never touched."""
     import fcntl
 
+    if foreign_link(out):
+        return False
     if legacy.is_link_run(out) or (legacy.is_plain_run(out) and not has_marker(out)):
         return legacy.remove_run(out)
     if not has_marker(out):
         return False
     try:
-        f = open(lock_path(out), "a+")
-    except OSError:
+        f = open_lock_file(lock_path(out))
+    except (OSError, TracekitError):
         return False
     with f:
         try:
@@ -308,7 +321,7 @@ def touch(out: str) -> None:
     """Mark run ``out`` used now: its writer lock's time (no data of the run is written)."""
     for p in (lock_path(out), legacy.lock_file(out)):
         with contextlib.suppress(OSError):
-            os.utime(p)
+            os.utime(p, follow_symlinks=False)  # (a link planted there: its own time, never its target's)
             return
 
 
@@ -324,6 +337,21 @@ def _cannot_write(out: str, exc: OSError) -> TracekitError:
                          "written. Choose an -o on a writable file system")
 
 
+def open_lock_file(path: str):
+    """A lock file opened for reading and writing, made if missing; never through a symbolic link (one
+    planted there would have the writer's pid written into whatever it points to)."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TracekitError(f"{path}: a symbolic link where tracekit keeps its lock file; nothing was written "
+                                "through it. Look at what it points to and remove the link") from None
+        raise
+    return os.fdopen(fd, "a+")
+
+
 def _open_lock(out: str) -> tuple[object, bool]:
     """Open ``out/writer.lock``, making ``out`` if it does not exist: (the file, whether this made ``out``)."""
     created = False
@@ -334,7 +362,7 @@ def _open_lock(out: str) -> tuple[object, bool]:
             created = True
         except FileExistsError:
             pass
-        return open(lock_path(out), "a+"), created
+        return open_lock_file(lock_path(out)), created
     except OSError as exc:  # a read-only file system, a directory not ours: say so, in one line
         raise _cannot_write(out, exc) from None
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from ..table_meta import first_of, note_of
+from ..table_meta import first_of, note_of, wrap_of
 from ..words import plural
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
@@ -58,6 +58,16 @@ def _cell(v) -> str:
     return str(v)
 
 
+def _cells(table: pa.Table) -> list[list[str]]:
+    """Each row's cells as text (_cell), except that a microseconds column (``*_us``: the traces' own
+    resolution) whose every value is a whole number prints as integers (41,730, not 41,730.000)."""
+    whole_us = {f.name for f in table.schema if f.name.endswith("_us") and pa.types.is_floating(f.type)
+                and all(v is None or (math.isfinite(v) and v == int(v)) for v in table.column(f.name).to_pylist())}
+    columns = table.column_names
+    return [[_cell(int(row[c]) if c in whole_us and row[c] is not None else row[c]) for c in columns]
+            for row in table.to_pylist()]
+
+
 def _jsonable(v):
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
@@ -91,8 +101,8 @@ def to_json(table: pa.Table) -> str:
 def to_markdown(table: pa.Table) -> str:
     cols = table.column_names
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in table.to_pylist():
-        lines.append("| " + " | ".join(_cell(row[c]).replace("|", "\\|") for c in cols) + " |")
+    for row in _cells(table):
+        lines.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -102,8 +112,9 @@ def to_html(table: pa.Table) -> str:
 
     numeric = {f.name for f in table.schema if is_number(f)}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
-    body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(_cell(r[c]))}</td>'
-                                    for c in table.column_names) + "</tr>" for r in table.to_pylist())
+    body = "".join("<tr>" + "".join(f'<td class="{"n" if c in numeric else "t"}">{html.escape(v)}</td>'
+                                    for c, v in zip(table.column_names, r, strict=True)) + "</tr>"
+                   for r in _cells(table))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -123,8 +134,8 @@ def _header_lines(name: str, width: int) -> str:
 
 def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int):
     """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
-    columns): headers wrapped at underscores, text cells wrapped at spaces (a longer word folded), then the
-    least needed columns left out (those not among ``first``, rightmost first; never the first column).
+    columns): headers wrapped at underscores, text cells cut with an ellipsis, then the least needed
+    columns left out (those not among ``first``, rightmost first; never the first column).
     None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
     cell = {c: max([len(r[i]) for r in rows] or [0]) if c in numeric else min(max([len(r[i]) for r in rows] or [0]),
@@ -154,28 +165,30 @@ def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[st
 def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
     """A table in the terminal. What fits at its natural width is drawn in a box; a wider table is drawn
     compact with wrapped headers and the least needed columns left out (said under it), so that it stays
-    a table in 80 columns; only what cannot fit even so becomes one record per block."""
-    import sys
-
+    a table in the width it is given (the terminal's, $COLUMNS, or 80 in a pipe); a text cell longer than
+    its column is cut with an ellipsis (csv and json keep it whole); only what cannot fit even so becomes
+    one record per block."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     numeric = {f.name for f in table.schema if is_number(f)}
+    wrap = set(wrap_of(table))
     columns = table.column_names
-    rows = [[safe_text(_cell(row[c])) for c in columns] for row in table.to_pylist()]
+    rows = [[safe_text(v) for v in r] for r in _cells(table)]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     widths = [w if c in numeric else min(w, max(TEXT_MAX, len(c))) for w, c in zip(widths, columns, strict=True)]
     natural = sum(widths) + 3 * len(widths) + 1
-    # a pipe or a log gets the whole table at its natural width; a terminal, what fits its width
-    console = console or (Console() if sys.stdout.isatty() else Console(width=max(80, natural)))
+    # the width it is given: the terminal's, else $COLUMNS, else 80 (a pipe, a log; rich's own rule)
+    console = console or Console()
     if not rows or natural <= console.width:
         # every string is a Text: rich never reads a trace's "[bold]" or "[/x]" as markup
         t = Table(title=Text(safe_text(title)) if title else None, show_lines=False)
-        for c, w in zip(columns, widths, strict=True):  # a number is never broken across lines; text wraps
+        for c, w in zip(columns, widths, strict=True):  # a number never broken; text past its column cut
+            # with an ellipsis (whole in csv and json), or wrapped where the table says it is read whole
             t.add_column(Text(safe_text(c)), justify="right" if c in numeric else "left",
-                         no_wrap=c in numeric, overflow="ellipsis" if c in numeric else "fold",
+                         no_wrap=c not in wrap, overflow="fold" if c in wrap else "ellipsis",
                          max_width=None if c in numeric else w)
         for r in rows:
             t.add_row(*(Text(v) for v in r))
@@ -190,7 +203,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
               pad_edge=False, padding=(0, 1))
     for c in keep:
         t.add_column(Text(safe_text(_header_lines(c, w[c]))), justify="right" if c in numeric else "left",
-                     width=w[c], no_wrap=c in numeric, overflow="fold")
+                     width=w[c], no_wrap=c not in wrap, overflow="fold" if c in wrap else "ellipsis")
     index = [columns.index(c) for c in keep]
     for r in rows:
         t.add_row(*(Text(r[i]) for i in index))
@@ -233,15 +246,25 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
     return table.select(columns).replace_schema_metadata(table.schema.metadata)
 
 
+def _fill(text: str) -> str:
+    """A note wrapped at spaces to the terminal's width (a 420-character line was broken mid-word by it);
+    a pipe or a log gets it on one line, for grep."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    return textwrap.fill(text, width=max(40, width), break_long_words=False, break_on_hyphens=False)
+
+
 def emit(table: pa.Table, fmt: str, out: str | None = None, title: str | None = None,
          columns: list[str] | None = None) -> None:
     """Write ``table`` in ``fmt`` to the file ``out`` or to stdout, with only ``columns`` when given; a
     report's note (what it left out) goes to stderr, so that the data on stdout stays machine-readable."""
     table = pick_columns(table, columns)
     note = note_of(table)
-    if note:
+    if note:  # (it may quote names from the traces: shown, never obeyed, as in the table)
         import sys
-        print(note, file=sys.stderr)
+        print(_fill(safe_text(note)) if sys.stderr.isatty() else safe_text(note), file=sys.stderr)
     if fmt == "parquet":
         import sys
 

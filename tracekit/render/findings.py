@@ -5,6 +5,7 @@ columns (render.emit)."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pyarrow as pa
@@ -42,6 +43,15 @@ def rank_ranges(text: str) -> str:
     return ",".join(out)
 
 
+_RANK_LIST = re.compile(r"\b(ranks )(\d+(?:,\d+){2,})\b")
+
+
+def _ranges_in(text: str) -> str:
+    """``text`` with each list of ranks after the word "ranks" written with ranges (advise's "ranks
+    1,2,3,...,63" as doctor writes it: "ranks 1-63"); a number with thousands separators is no such list."""
+    return _RANK_LIST.sub(lambda m: m.group(1) + rank_ranges(m.group(2)), text)
+
+
 def doctor_heading(i: int, row: dict) -> str:
     return f"{row.get('severity') or ''}: {row.get('check') or ''}"
 
@@ -72,7 +82,7 @@ def print_findings(table: pa.Table, title: str | None = None, console=None, head
         console.print(Text(safe_text(heading(i, row)), style="bold"))
         lines = [("saving", _saving(row))]
         lines += [(c, None if row.get(c) is None else _cell(row[c])) for c in order + tuple(rest) if c in row]
-        lines = [(c, rank_ranges(v) if c == "ranks" and v else v) for c, v in lines]
+        lines = [(c, rank_ranges(v) if c == "ranks" and v else _ranges_in(v) if v else v) for c, v in lines]
         if row.get("sql"):
             lines.append(("", f"(--sql {row.get('priority', i)} prints it)"))
         grid = Table.grid(padding=(0, 2))

@@ -19,7 +19,11 @@ def get(name: str) -> Report:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise TracekitError(f"no report named {name!r}; reports: {', '.join(REGISTRY)}") from None
+        from ..query_errors import close_names
+
+        close = close_names(name, REGISTRY)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise TracekitError(f"no report named {name!r}; {hint}reports: {', '.join(REGISTRY)}") from None
 
 
 def run_report(run, name: str, **params) -> pa.Table:
