@@ -56,10 +56,13 @@ def rederive(run) -> Run:
 def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:  # noqa: A001 - mirrors tracekit.open in the brief
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
-    from .layout.paths import to_open_as_run
+    from .errors import RunError
+    from .layout.paths import refuse_url, to_open_as_run
     from .layout.versions import left_aside
 
     paths = _paths(path)
+    for p in paths:
+        refuse_url(p, RunError)  # a run or traces at a URL: never a local folder named 's3:'
     # a run, or one an ingest that died mid-swap left beside its place (read there: opening never writes)
     if len(paths) == 1 and (to_open_as_run(paths[0]) or left_aside(os.path.realpath(paths[0]))):
         return Run(paths[0], size_buckets=size_buckets)

@@ -30,6 +30,21 @@ TRASH_DIR = "trash"
 _VERSION_NAME = re.compile(r"^v-[0-9]+-[0-9]+$")
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def refuse_url(path: str, error=None) -> None:
+    """A run is a directory on a file system: an object-store URL (``s3://bucket/run``) given as one is
+    refused (``error``: the TracekitError class to raise), never taken for a local folder named ``s3:``."""
+    if isinstance(path, str) and _URL.match(path):
+        from ..errors import TracekitError
+
+        raise (error or TracekitError)(
+            f"{path}: a URL, and a run is a directory on a file system (tracekit does not read or write object "
+            "stores); write the run to a local or shared directory, then copy it there whole (e.g. `aws s3 sync "
+            "RUN s3://bucket/run`), or mount the bucket and give its path")
+
+
 def marker_path(run: str) -> str:
     return os.path.join(run, MARKER)
 
