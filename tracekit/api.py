@@ -53,6 +53,19 @@ def rederive(run) -> Run:
     return Run(os.fspath(run))
 
 
+def reduce(run, *, iteration: int | None = None, hosts=None, align: bool = True) -> Run:  # noqa: A001 - `ingest --reduce`
+    """Build the run directory ``run`` from the ranks' parts that ``tracekit.profiler.trace_handler(DIR,
+    run=RUN)`` made (each rank's events and per-rank facts, made where it was traced): only the cross-rank
+    work is done here, with the ranks present; again to take a late part in. ``iteration``: the profiling
+    cycle, where the parts hold several. The run's ``reduced`` says {"ranks", "world", "missing"}."""
+    from .ingestion.reduce_parts import reduce_parts
+
+    done = reduce_parts(os.fspath(run), iteration=iteration, hosts=hosts, align=align)
+    opened = Run(os.fspath(run))
+    opened.reduced = done
+    return opened
+
+
 def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:  # noqa: A001 - mirrors tracekit.open in the brief
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""

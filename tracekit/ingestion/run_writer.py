@@ -317,17 +317,26 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 place_facts(one, tmp, res.rank, FACTS)
     timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
-    manifest = {
+    write_run_manifest(tmp, [input_entry(r.trace, r.stat, r.worker) for _, r in results], failures, executor, options)
+
+
+def input_entry(trace: dict, stat: dict | None, worker: str) -> dict:
+    """One input of the manifest: a trace's path, size, hash, stat when read, rank, where it was parsed."""
+    return {"path": trace["path"], "bytes": trace["file_bytes"], "sha256": trace["sha256"], "stat": stat,
+            "rank": trace["rank"], "rank_source": trace["rank_source"], "events": trace["event_count"],
+            "worker": worker}
+
+
+def write_run_manifest(tmp: str, inputs: list[dict], failures: list[dict], executor: dict, options: dict) -> None:
+    """The version's manifest.json, written last: what makes ``tmp`` a complete version."""
+    write_manifest(tmp, {
         "format": RUN_FORMAT,
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),
         "tracekit_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "executor": executor,
-        "inputs": [{"path": r.trace["path"], "bytes": r.trace["file_bytes"], "sha256": r.trace["sha256"],
-                    "stat": r.stat, "rank": r.rank, "rank_source": r.trace["rank_source"],
-                    "events": r.trace["event_count"], "worker": r.worker} for _, r in results],
+        "inputs": inputs,
         "failures": failures,
         "options": options,
-    }
-    write_manifest(tmp, manifest)
+    })
