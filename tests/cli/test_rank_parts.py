@@ -139,3 +139,15 @@ def test_several_cycles_need_one_chosen(tmp_path, capsys):
     assert main(["ingest", "--reduce", str(tmp_path / "nothing")]) == 4
     assert "no rank parts" in capsys.readouterr().err
     assert not (tmp_path / "nothing").exists()  # a refusal makes nothing
+
+
+def test_a_part_is_never_written_into_a_directory_that_is_not_a_run(tmp_path):
+    mine = tmp_path / "results"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    trace = traces_of(EXAMPLES / "ddp")[0]
+    p = subprocess.run([sys.executable, "-m", "tracekit.ingestion.rank_part", str(trace), str(mine)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert f"{mine}: exists, is not empty and is not a tracekit run" in p.stderr and str(trace) in p.stderr
+    assert os.listdir(mine) == ["notes.txt"]

@@ -40,3 +40,15 @@ def test_a_windows_drive_or_a_plain_colon_is_a_path(trace, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["ingest", str(trace), "-o", "runs:a"]) == 0  # a colon alone makes no URL
     assert os.path.isdir(tmp_path / "runs:a")
+
+
+def test_the_handler_and_the_reduce_refuse_a_url_at_once(tmp_path, monkeypatch, capsys):
+    from tracekit.errors import TracekitError
+    from tracekit.profiler import trace_handler
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TracekitError, match=r"^s3://b/run: a URL, and a run is a directory"):
+        trace_handler(str(tmp_path / "t"), run="s3://b/run")  # when made, not in a part's process later
+    assert main(["ingest", "--reduce", "s3://b/run"]) == 4
+    assert capsys.readouterr().err.startswith("error: s3://b/run: a URL")
+    assert os.listdir(tmp_path) == []
