@@ -102,7 +102,7 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
 
 
 _PARTS: list = []  # the rank-part processes this process started (subprocess.Popen), for wait_for_parts
-PART_NICE = 10  # how much lower a part's process runs than the training beside it
+PART_NICE = 19  # the lowest priority: the part waits for whatever CPU the training leaves
 
 
 def start_part(trace: str, run: str, iteration: int | None = None):
