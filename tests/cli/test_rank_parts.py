@@ -151,3 +151,37 @@ def test_a_part_is_never_written_into_a_directory_that_is_not_a_run(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert f"{mine}: exists, is not empty and is not a tracekit run" in p.stderr and str(trace) in p.stderr
     assert os.listdir(mine) == ["notes.txt"]
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_part_and_the_earlier_run(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import tracekit.ingestion.rank_part as rank_part
+    import tracekit.ingestion.reduce_parts as reduce_parts
+
+    files = traces_of(EXAMPLES / "ddp")
+    run = tmp_path / "run"
+    make_part(str(files[0]), str(run))
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    before = (run / "CURRENT").read_text()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run / "parts" / "x"))
+
+    monkeypatch.setattr(rank_part.os, "rename", full)  # the part's last step, renaming it into place
+    capsys.readouterr()
+    assert rank_part.main([str(files[1]), str(run)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"tracekit: the rank part of {files[1]} in {run} was not made: No space left on device")
+    assert "Traceback" not in err
+    monkeypatch.undo()
+    assert sorted(os.listdir(run / "parts")) == ["iteration_3"]  # no scratch left, and no part of rank 1
+    assert os.listdir(run / "parts" / "iteration_3") == ["rank-0"]
+    make_part(str(files[1]), str(run))
+    monkeypatch.setattr(reduce_parts, "reduce_run", full)
+    assert main(["ingest", "--reduce", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write the run {run}: No space left on device") and "intact" in err
+    assert (run / "CURRENT").read_text() == before  # the earlier run (rank 0 alone) still answers
+    assert main(["sql", str(run), "SELECT DISTINCT rank FROM events", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"rank": 0}]

@@ -150,6 +150,11 @@ def main(argv=None) -> int:
     except TracekitError as exc:
         print(f"tracekit: the rank part of {args.trace} in {args.run} was not made: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # the run's disk (full, read-only, not ours): nothing of the part is left
+        print(f"tracekit: the rank part of {args.trace} in {args.run} was not made: {exc.strerror or exc} "
+              f"(writing {exc.filename or args.run}); free space or give the handler another run directory",
+              file=sys.stderr)
+        return 1
     return 0
 
 

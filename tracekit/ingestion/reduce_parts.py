@@ -15,7 +15,7 @@ import time
 import pyarrow.parquet as pq
 
 from ..derive import reduce_run
-from ..errors import RunError, TracekitError
+from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.paths import (
     FACTS_DIR,
@@ -32,7 +32,7 @@ from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .rank_part import read_part
-from .run_writer import build_and_switch, input_entry, write_run_manifest
+from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
 
 
 def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool = True) -> dict:
@@ -68,7 +68,13 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
                       for doc in docs.values()]
             write_run_manifest(tmp, inputs, [], executor, options)
 
-        build_and_switch(build, tmp, out)
+        try:
+            build_and_switch(build, tmp, out)
+        except Exception as exc:  # the disk, not the parts: ENOSPC, EROFS, EACCES ... (DuckDB's words too)
+            disk = exc if isinstance(exc, OSError) and not isinstance(exc, TimeoutError) else disk_error(exc)
+            if disk is None:
+                raise
+            raise TracekitError(cannot_write(out, disk)) from None
     world = max([doc["trace"].get("world_size") or 0 for doc in docs.values()] + [max(docs) + 1])
     return {"ranks": sorted(docs), "world": world, "missing": sorted(set(range(world)) - set(docs)),
             "seconds": time.perf_counter() - start}
