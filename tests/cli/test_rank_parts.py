@@ -110,11 +110,18 @@ def test_a_part_writer_killed_midway_leaves_no_part(tmp_path, capsys):
     cycle = run / "parts" / "iteration_3"
     assert sorted(os.listdir(cycle)) == ["rank-0"]  # rank 1's half-made part is not one
     assert [e for e in os.listdir(run / "parts") if e.startswith(".tmp-")]  # (its scratch, events written)
+    from tracekit.layout.versions import lock_exclusive
+    (run / "parts" / ".tmp-live").mkdir()  # a writer still at work holds its scratch
+    live = lock_exclusive(str(run / "parts" / ".tmp-live"))
     capsys.readouterr()
-    assert main(["ingest", "--reduce", str(run)]) == 0
+    try:
+        assert main(["ingest", "--reduce", str(run)]) == 0
+    finally:
+        os.close(live)
     said = capsys.readouterr()
     assert "1 rank of 2 reduced" in said.out and "no part yet of 1 rank (1)" in said.err
-    assert os.listdir(run / "parts") == ["iteration_3"]  # the dead writer's scratch removed under the lock
+    # the dead writer's scratch removed under the lock, the living one's kept
+    assert sorted(os.listdir(run / "parts")) == [".tmp-live", "iteration_3"]
     assert main(["sql", str(run), "SELECT DISTINCT rank FROM events", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"rank": 0}]
 

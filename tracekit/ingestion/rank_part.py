@@ -45,7 +45,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     ``iteration``: the profiling cycle (default: the trace's iteration_N directory, as the handler names it).
     A part of the same rank and cycle already there is replaced (the same job profiled again)."""
     from ..derive import derive_rank
-    from ..layout.versions import _lock_dir
+    from ..layout.versions import lock_exclusive
     from ..rules import facts_key
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
@@ -60,7 +60,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     scratch = part_scratch(run, tag)
     os.mkdir(scratch)
-    held = _lock_dir(scratch, shared=False)  # while it is built: a reduce leaves it alone
+    held = lock_exclusive(scratch)  # while it is built: a reduce leaves it alone
     try:
         os.mkdir(os.path.join(scratch, PART_EVENTS))
         res = ingest_file(trace, os.path.join(scratch, PART_EVENTS, "part-0.parquet"), single=False, threads=threads)

@@ -121,14 +121,14 @@ def _link(src: str, dst: str) -> None:
 def remove_dead_scratch(out: str) -> None:
     """What a rank part's writer killed mid-part left (its scratch, no longer held by a lock), under the
     writer lock; scratch that a living writer holds stays."""
-    from ..layout.versions import _lock_dir
+    from ..layout.versions import lock_exclusive
 
     d = parts_dir(out)
     for e in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if not e.startswith(".tmp-"):
             continue
         try:
-            fd = _lock_dir(os.path.join(d, e), shared=False)
+            fd = lock_exclusive(os.path.join(d, e))
         except BlockingIOError:
             continue
         if fd is not None:

@@ -118,6 +118,12 @@ def _lock_dir(version: str, shared: bool) -> int | None:
     return fd
 
 
+def lock_exclusive(directory: str) -> int | None:
+    """A non-blocking exclusive flock on ``directory`` (a rank part's scratch while it is built): its
+    descriptor, or None where it cannot be locked; BlockingIOError when another process holds it."""
+    return _lock_dir(directory, shared=False)
+
+
 def _held(version: str) -> bool:
     """A reader holds this version directory (pin)."""
     try:
