@@ -42,12 +42,17 @@ def plan_for(n: int) -> str:
     return f"tp{tp}-pp{pp}-dp{n // (tp * pp)}"
 
 
-def _part(args) -> float:
+def _part(args) -> tuple[float, str | None]:
+    """(seconds, None) for a part made, (seconds, why not) for one the writer refused."""
+    from tracekit.errors import TracekitError
     from tracekit.ingestion.rank_part import make_part
 
     start = time.perf_counter()
-    make_part(*args)
-    return time.perf_counter() - start
+    try:
+        make_part(*args)
+    except TracekitError as exc:
+        return time.perf_counter() - start, str(exc)
+    return time.perf_counter() - start, None
 
 
 def measured(*args: str) -> tuple[float, float, int, str]:
@@ -96,8 +101,12 @@ def main(argv=None) -> int:
         cores = os.cpu_count() or 1
         start = time.perf_counter()
         with Pool(cores) as pool:  # each rank's part, as its handler makes it on its own host
-            each = pool.map(_part, [(str(f), str(run)) for f in files], chunksize=8)
+            made = pool.map(_part, [(str(f), str(run)) for f in files], chunksize=8)
         parts_s = time.perf_counter() - start
+        each = [t for t, _ in made]
+        failed = [why for _, why in made if why]
+        if failed:
+            print(f"  ! {len(failed)} parts not made: {failed[0]}", file=sys.stderr)
         print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): parts made in {parts_s:.1f} s on "
               f"{cores} cores "
               f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most)")
@@ -111,8 +120,9 @@ def main(argv=None) -> int:
             same = [k for k in a if a[k] == b[k]]
             print(f"  central ingest {c_s:.1f} s, {c_mb:.0f} MB; reports equal: {len(same)} of {len(a)}"
                   + ("" if len(same) == len(a) else f" (differ: {', '.join(k for k in a if k not in same)})"))
-        print(f"first answer {r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB" + ("" if r_rc == s_rc == 0 else " (FAILED)"))
-        return 0 if r_rc == s_rc == 0 else 1
+        ok = r_rc == s_rc == 0 and not failed
+        print(f"first answer {r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB" + ("" if ok else " (FAILED)"))
+        return 0 if ok else 1
     finally:
         if not args.keep and not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -192,3 +192,13 @@ def test_a_full_disk_is_one_line_and_leaves_no_part_and_the_earlier_run(tmp_path
     assert (run / "CURRENT").read_text() == before  # the earlier run (rank 0 alone) still answers
     assert main(["sql", str(run), "SELECT DISTINCT rank FROM events", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"rank": 0}]
+
+
+def test_the_first_parts_of_a_job_race_for_the_runs_marker(tmp_path):
+    """Found by bench_source on 1,024 ranks: a rank's first part found another's marker half written (its
+    temporary file, the marker not yet renamed in) and refused the run as not tracekit's."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tracekit-run.json.tmp-999").write_text('{"format": ')  # another rank's writer, mid-marker
+    make_part(str(traces_of(EXAMPLES / "ddp")[0]), str(run))
+    assert os.listdir(run / "parts" / "iteration_3") == ["rank-0"]

@@ -16,6 +16,7 @@ import contextlib
 import os
 import shutil
 import sys
+import time
 import uuid
 
 import msgspec
@@ -24,6 +25,7 @@ from .. import __version__
 from ..discover import iterations_of
 from ..errors import TracekitError
 from ..layout.paths import (
+    MARKER,
     PART_EVENTS,
     PART_FACTS,
     PART_FILE,
@@ -38,6 +40,7 @@ from ..layout.paths import (
 )
 
 PART_FORMAT = "tracekit rank part"
+MARKER_READS = 5  # a run's marker that cannot be read is read this many times before the run is refused
 
 
 def make_part(trace: str, run: str, iteration: int | None = None, threads: int = 1) -> str:
@@ -103,12 +106,20 @@ def _prepare(run: str) -> None:
     except OSError as exc:
         raise TracekitError(f"cannot write the run {run}: {exc.strerror} ({exc.filename or run}); choose a run "
                             "directory on a writable file system") from None
-    if not has_marker(run):
-        if set(os.listdir(run)) - {PARTS_DIR, WRITER_LOCK} and not is_run(run):
+    for attempt in range(MARKER_READS):
+        if has_marker(run):
+            break
+        # what is there besides what the ranks' part writers make (another one may be writing the marker now)
+        others = {e for e in os.listdir(run)
+                  if e not in (PARTS_DIR, WRITER_LOCK) and not e.startswith(MARKER + ".tmp-")}
+        if MARKER in others and attempt + 1 < MARKER_READS:
+            time.sleep(0.05)  # a marker there that could not be read: read it again before refusing
+            continue
+        if others and not is_run(run):
             raise TracekitError(f"{run}: exists, is not empty and is not a tracekit run; choose another run "
                                 "directory for the ranks' parts (or remove that directory yourself)")
-        with contextlib.suppress(FileExistsError):
-            make_marker(run)
+        make_marker(run)
+        break
     os.makedirs(parts_dir(run), exist_ok=True)
 
 
