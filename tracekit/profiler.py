@@ -62,7 +62,8 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
     its own (python -m tracekit.ingestion.rank_part, at a lower priority) while training goes on: its
     events and per-rank facts, complete or absent. ``tracekit ingest --reduce RUN`` builds the run from the
     parts present (the cross-rank work only). Each profiling cycle is a part of its own
-    (RUN/parts/iteration_S/rank-R); a run is one cycle (``--reduce --iteration S`` picks one). Before the
+    (RUN/parts/iteration_S/rank-R); a run is one cycle (``--reduce --iteration S`` picks one), or give each
+    cycle a run of its own with ``{step}`` in RUN (``run="runs/job-{step}"``). Before the
     training process exits it waits for its parts (wait_for_parts), so a reduce after the job sees them.
 
     With ``ingest_to``, rank 0 ingests the iteration's directory into that run directory once every
@@ -87,7 +88,7 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
             keys[CONFIG_KEY] = config
         _export_with(prof, path, keys)
         if run is not None:
-            start_part(path, run, step)
+            start_part(path, run.replace("{step}", str(step)), step)  # runs/job-{step}: a run per cycle
         if ingest_to is not None:
             import torch.distributed as dist
 

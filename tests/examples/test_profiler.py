@@ -144,3 +144,21 @@ def test_handler_makes_each_cycles_rank_part_in_a_process_of_its_own(tmp_path, c
     assert main(["sql", str(tmp_path / "run"), "SELECT count(*) AS n FROM events WHERE name = 'aten::dot'",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"n": 1}]  # the one dot product of that cycle
+
+
+@pytest.mark.slow  # profiles two cycles with torch
+def test_a_run_per_cycle_with_step_in_the_run(tmp_path):
+    from tracekit.profiler import trace_handler, wait_for_parts
+
+    sched = torch.profiler.schedule(wait=0, warmup=0, active=1, repeat=2)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=trace_handler(str(tmp_path / "t"), run=str(tmp_path / "run-{step}"))
+                                ) as prof:
+        for _ in range(2):
+            torch.ones(4) @ torch.ones(4)
+            prof.step()
+    assert wait_for_parts() == [0, 0]
+    for step in (1, 2):  # the handler's own trace directories name the cycles: iteration_1, iteration_2
+        assert os.listdir(tmp_path / f"run-{step}" / "parts") == [f"iteration_{step}"]
+        run = tracekit.reduce(tmp_path / f"run-{step}")
+        assert run.reduced["ranks"] == [0] and run.reduced["missing"] == []
