@@ -78,7 +78,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
         from ..render.findings import rank_ranges
 
         done = tracekit.reduce(paths[0], iteration=iteration, hosts=hosts, align=align).reduced
-        click.echo(f"{paths[0]}: {plural(len(done['ranks']), 'rank', 'ranks')} of {done['world']} reduced in "
+        click.echo(f"{paths[0]}: {plural(len(done['ranks']), 'rank', 'ranks')} of {done['world']:,} reduced in "
                    f"{time.monotonic() - start:.1f} s")
         if done["missing"]:
             missing = rank_ranges(",".join(map(str, done["missing"])))
