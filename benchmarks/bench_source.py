@@ -9,8 +9,9 @@ pool of every core, where a job makes them on N hosts at once: not in the figure
 written, as a user would: `tracekit ingest --reduce RUN` and `tracekit report RUN summary`, each a process of
 its own under peak.py; the last line gives their wall seconds together ("first answer S s") and the larger
 peak RSS of the two process trees ("M MB"). --compare also ingests the traces centrally
-(`tracekit ingest DIR`) and compares every report's JSON (critical_path without its rank column: it names
-one of tied ranks at random, a separate bug). The machines are shared and noisy: read the figures as such.
+(`tracekit ingest DIR`) and compares every report's JSON rows, as multisets (exposed orders rows that tie
+either way, and critical_path names one of tied ranks at random: separate bugs, seen on central ingests).
+The machines are shared and noisy: read the figures as such.
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ def measured(*args: str) -> tuple[float, float, int, str]:
     return seconds, info.get("tree_peak_rss_mb", float("nan")), p.returncode, p.stdout
 
 
+def rows_of(name: str, code: int, text: str):
+    """A report's rows as a multiset (rows tied on its order come in either order), critical_path's without
+    their rank (it names one of tied ranks at random)."""
+    if code != 0:
+        return text
+    rows = json.loads(text)
+    if name == "critical_path":
+        rows = [{k: v for k, v in r.items() if k != "rank"} for r in rows]
+    return sorted(json.dumps(r, sort_keys=True) for r in rows)
+
+
 def every_report(run: pathlib.Path) -> dict:
     from tracekit.reports import REGISTRY
 
@@ -75,10 +87,7 @@ def every_report(run: pathlib.Path) -> dict:
     for name in REGISTRY:
         p = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "report", str(run), name, "--format", "json"],
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        text = p.stdout
-        if name == "critical_path" and p.returncode == 0:
-            text = [{k: v for k, v in r.items() if k != "rank"} for r in json.loads(text)]
-        out[name] = (p.returncode, text)
+        out[name] = (p.returncode, rows_of(name, p.returncode, p.stdout))
     return out
 
 
