@@ -31,7 +31,7 @@ from tracekit.ingestion.one_file import ingest_file, release_memory
 from tracekit.layout.bind import bind_events, sql_string
 from tracekit.rules import CLOCKS, FACTS, FINISHED, REDUCED, define_base, views_for
 from tracekit.run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
-from tracekit.sql_files import load as load_rule
+from tracekit.sql_files import rule as load_rule
 
 
 def cpu() -> float:
@@ -48,13 +48,13 @@ def timed(fn) -> tuple[float, float]:
 def rule(con, name: str, out: str, repeat: int, explain: str | None) -> tuple[int, float, float, float, float]:
     """(rows, rule CPU, rule wall, write CPU, write wall) of one rule, its table left on ``con``."""
     if name == explain:
-        con.execute(load_rule("views", name).text)
+        con.execute(load_rule(name).text)
         print(con.execute(f"EXPLAIN ANALYZE SELECT * FROM {name}").fetchall()[0][1])
         con.execute(f"DROP VIEW {name}")
     best = None
     for _ in range(max(1, repeat)):
         con.execute(f"DROP TABLE IF EXISTS {name}")
-        con.execute(load_rule("views", name).text)
+        con.execute(load_rule(name).text)
         run = timed(lambda: con.execute(f"CREATE TABLE _m_{name} AS SELECT * FROM {name}"))
         con.execute(f"DROP VIEW {name}")
         con.execute(f"ALTER TABLE _m_{name} RENAME TO {name}")
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
                 con.register("_no_offsets", rows_table([], OFFSETS_SCHEMA))
                 con.execute(f"CREATE TABLE {CLOCKS} AS SELECT * FROM _no_offsets")
             for name in views_for(names):
-                con.execute(load_rule("views", name).text)
+                con.execute(load_rule(name).text)
             for name in names:
                 rows, rc, rw, wc, ww = rule(con, name, os.path.join(work, name + ".parquet"), args.repeat,
                                             args.explain)

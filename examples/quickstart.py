@@ -6,6 +6,11 @@ Copy this one file into your project (it needs torch and tracekit, nothing else)
     tracekit validate traces/quick
     tracekit report traces/quick summary
 
+or, with each rank making its own part of the run beside the training (rank 0 reduces the parts at the end):
+
+    python -m torch.distributed.run --nproc_per_node 2 quickstart.py --trace-dir traces/quick --run-dir runs/quick
+    tracekit report runs/quick summary
+
 Two ranks train a small GPT (torch's own TransformerEncoderLayer, pre-norm, causal) under
 DistributedDataParallel: Gloo on CPU, NCCL when CUDA is there. torch.profiler numbers steps from 0: it
 waits through step 0, warms up on step 1 and records steps 2 and 3 (one cycle); tracekit's handler writes
@@ -22,7 +27,8 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from tracekit.profiler import record_config, trace_handler
+import tracekit
+from tracekit.profiler import record_config, trace_handler, wait_for_parts
 
 
 class GPT(nn.Module):
@@ -49,6 +55,8 @@ class GPT(nn.Module):
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--trace-dir", required=True, help="where the traces go (one iteration_N directory per cycle)")
 ap.add_argument("--steps", type=int, default=2, help="profiled steps")
+# (not --run: torchrun would take it for an abbreviation of its own --run-path)
+ap.add_argument("--run-dir", default=None, help="a run directory: each rank makes its part of it from its trace")
 args = ap.parse_args()
 
 backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -75,7 +83,7 @@ if backend == "nccl":
 schedule = torch.profiler.schedule(wait=1, warmup=1, active=args.steps, repeat=1)  # repeat=1: one cycle, one run
 gen = torch.Generator().manual_seed(1234 + rank)
 with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
-                            on_trace_ready=trace_handler(args.trace_dir)) as prof:
+                            on_trace_ready=trace_handler(args.trace_dir, run=args.run_dir)) as prof:
     record_config(prof, config)
     for step in range(2 + args.steps):
         tokens = torch.randint(0, vocab, (batch, seq + 1), generator=gen).to(device)
@@ -87,7 +95,11 @@ with torch.profiler.profile(activities=activities, schedule=schedule, record_sha
         prof.step()
         if rank == 0:
             print(f"step {step} ({'profiled' if step >= 2 else 'not profiled'}): loss {loss.item():.3f}", flush=True)
+wait_for_parts()  # this rank's part of --run-dir, made in a process of its own while the steps ran
 dist.barrier()
 if rank == 0:
     print(f"traces of {world} ranks in {os.path.abspath(args.trace_dir)}; next: tracekit validate {args.trace_dir}")
+    if args.run_dir:  # every rank's part is there: only the cross-rank work is left
+        tracekit.reduce(args.run_dir)
+        print(f"run of {world} ranks in {os.path.abspath(args.run_dir)}; next: tracekit report {args.run_dir} summary")
 dist.destroy_process_group()

@@ -10,7 +10,7 @@ from .errors import TracekitError  # after __version__, which the modules it loa
 
 # one function per command of the command line, of the same name (`tracekit cache list`: cache_list)
 _API = ("advise", "cache_clear", "cache_list", "diff", "doctor", "html", "ingest", "model", "open", "plot", "rederive",
-        "report", "schema", "sql", "timeline", "validate", "whatif")
+        "reduce", "report", "schema", "sql", "timeline", "validate", "whatif")
 __all__ = ["Run", "TracekitError", "__version__", *_API]
 
 

@@ -53,13 +53,29 @@ def rederive(run) -> Run:
     return Run(os.fspath(run))
 
 
+def reduce(run, *, iteration: int | None = None, hosts=None, align: bool = True) -> Run:  # noqa: A001 - `ingest --reduce`
+    """Build the run directory ``run`` from the ranks' parts that ``tracekit.profiler.trace_handler(DIR,
+    run=RUN)`` made (each rank's events and per-rank facts, made where it was traced): only the cross-rank
+    work is done here, with the ranks present; again to take a late part in. ``iteration``: the profiling
+    cycle, where the parts hold several. The run's ``reduced`` says {"ranks", "world", "missing"}."""
+    from .ingestion.reduce_parts import reduce_parts
+
+    done = reduce_parts(os.fspath(run), iteration=iteration, hosts=hosts, align=align)
+    opened = Run(os.fspath(run))
+    opened.reduced = done
+    return opened
+
+
 def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run:  # noqa: A001 - mirrors tracekit.open in the brief
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
-    from .layout.paths import to_open_as_run
+    from .errors import RunError
+    from .layout.paths import refuse_url, to_open_as_run
     from .layout.versions import left_aside
 
     paths = _paths(path)
+    for p in paths:
+        refuse_url(p, RunError)  # a run or traces at a URL: never a local folder named 's3:'
     # a run, or one an ingest that died mid-swap left beside its place (read there: opening never writes)
     if len(paths) == 1 and (to_open_as_run(paths[0]) or left_aside(os.path.realpath(paths[0]))):
         return Run(paths[0], size_buckets=size_buckets)

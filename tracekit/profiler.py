@@ -2,9 +2,10 @@
 helper that records the training configuration in the trace so that ``tracekit validate`` reads it.
 
     from tracekit.profiler import trace_handler, record_config
-    with torch.profiler.profile(schedule=..., on_trace_ready=trace_handler("traces/")) as prof:
+    with torch.profiler.profile(schedule=..., on_trace_ready=trace_handler("traces/", run="run/")) as prof:
         record_config(prof, {"model": {"layers": 2, ...}, "plan": {"dp": 2}})   # any time
         ...
+    # run="run/": each rank makes its part of run/ beside the training; then `tracekit ingest --reduce run/`
 
 The config (checked by :func:`check_config`, which names a wrong key):
 
@@ -54,12 +55,24 @@ def trace_path(trace_dir: str, step: int, rank: int) -> str:
     return os.path.join(trace_dir, TRACE_PATH_TEMPLATE.format(step=step, rank=rank))
 
 
-def trace_handler(trace_dir: str, ingest_to: str | None = None):
+def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None = None):
     """An on_trace_ready callback: writes DIR/iteration_{step}/rank{rank}_trace.json.gz.
+
+    With ``run``, each rank then makes its own part of that run directory from its trace, in a process of
+    its own (python -m tracekit.ingestion.rank_part, at a lower priority) while training goes on: its
+    events and per-rank facts, complete or absent. ``tracekit ingest --reduce RUN`` builds the run from the
+    parts present (the cross-rank work only). Each profiling cycle is a part of its own
+    (RUN/parts/iteration_S/rank-R); a run is one cycle (``--reduce --iteration S`` picks one), or give each
+    cycle a run of its own with ``{step}`` in RUN (``run="runs/job-{step}"``). Before the
+    training process exits it waits for its parts (wait_for_parts), so a reduce after the job sees them.
 
     With ``ingest_to``, rank 0 ingests the iteration's directory into that run directory once every
     rank's file is there (it waits on a barrier when a process group is up).
     """
+    if run is not None:
+        from .layout.paths import refuse_url
+
+        refuse_url(run)  # at once, not in the part's process after the first cycle
 
     def handler(prof) -> None:
         step = getattr(prof, "step_num", 0)
@@ -74,6 +87,8 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
         if config is not None:
             keys[CONFIG_KEY] = config
         _export_with(prof, path, keys)
+        if run is not None:
+            start_part(path, run.replace("{step}", str(step)), step)  # runs/job-{step}: a run per cycle
         if ingest_to is not None:
             import torch.distributed as dist
 
@@ -85,6 +100,41 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None):
                 tracekit.ingest([os.path.dirname(path)], ingest_to, jobs=1, progress=False)
 
     return handler
+
+
+_PARTS: list = []  # the rank-part processes this process started (subprocess.Popen), for wait_for_parts
+PART_NICE = 19  # the lowest priority: the part waits for whatever CPU the training leaves
+
+
+def start_part(trace: str, run: str, iteration: int | None = None):
+    """Make ``trace``'s rank part of ``run`` in a process of its own (returns its Popen at once)."""
+    import atexit
+    import subprocess
+    import sys
+
+    if not _PARTS:
+        atexit.register(wait_for_parts)
+    cmd = [sys.executable, "-m", "tracekit.ingestion.rank_part", os.path.abspath(trace), os.path.abspath(run),
+           "--nice", str(PART_NICE)]
+    if iteration is not None:
+        cmd += ["--iteration", str(iteration)]
+    # its own session: a Ctrl-C or a launcher's signal to the training's group does not cut the part short
+    # (it would leave none: a part is renamed into place whole); its errors go to the training's stderr
+    # the same tracekit as this process's (not another one the child's sys.path would find first)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
+    _PARTS.append(proc)
+    return proc
+
+
+def wait_for_parts(timeout: float | None = None) -> list[int]:
+    """Wait for the rank parts this process started (trace_handler(..., run=RUN)); their exit codes (0:
+    made). Runs at exit too, so that a reduce after the job finds every part."""
+    codes = [p.wait(timeout) for p in _PARTS]
+    _PARTS.clear()
+    return codes
 
 
 def _export_with(prof, path: str, keys: dict) -> None:

@@ -17,6 +17,7 @@ from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
+from .layout.paths import refuse_url
 from .layout.versions import pin
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
@@ -30,6 +31,7 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
+        refuse_url(os.fspath(path), RunError)
         self.directory = os.path.abspath(path)  # the run directory (RUN/CURRENT names its live version)
         self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
         self.size_buckets = size_buckets

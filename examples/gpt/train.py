@@ -64,6 +64,12 @@ def parse_args(argv=None):
     ap.add_argument("--plant-at", choices=("backward", "forward", "optimizer"), default="backward",
                     help="where --delay/--slow's work goes: before the backward, before the forward (the step's "
                          "start), or inside the optimizer's step (a pre-hook: inside its recorded op)")
+    ap.add_argument("--run-dir", default=None,
+                    help="each rank also makes its part of this run from its trace, beside the training "
+                         "(trace_handler(DIR, run=RUN)); then `tracekit ingest --reduce RUN`")
+    ap.add_argument("--after", type=int, default=0,
+                    help="train this many more steps after the profiled ones and print their mean step time "
+                         "(the handler's stall: compare with and without --run-dir)")
     return ap.parse_args(argv)
 
 
@@ -133,19 +139,37 @@ def main(argv=None) -> int:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     schedule = torch.profiler.schedule(wait=1, warmup=1, active=args.steps, repeat=1)
     with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
-                                on_trace_ready=trace_handler(args.trace_dir)) as prof:
+                                on_trace_ready=trace_handler(args.trace_dir, run=args.run_dir)) as prof:
         record_config(prof, config)
-        for it in range(2 + args.steps):
+        after = []  # the seconds of each step after the profiled ones (the handler's work runs then)
+        for it in range(2 + args.steps + args.after):
+            start = time.perf_counter()
             tokens = torch.randint(0, cfg.vocab_size, (plan["batch"], args.seq + 1), generator=gen).to(device)
             step_fn(tokens[:, :-1], tokens[:, 1:])
+            if it >= 2 + args.steps:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                after.append(time.perf_counter() - start)
             prof.step()
-            if rank == 0:
+            if rank == 0 and it < 2 + args.steps:
                 print(f"{args.parallel}: step {it + 1}/{2 + args.steps}" + (" (profiled)" if it >= 2 else ""),
                       flush=True)
+    if after and rank == 0:
+        print(f"{args.parallel}: {len(after)} steps after the profile: mean {sum(after) / len(after) * 1e3:.2f} ms, "
+              f"median {sorted(after)[len(after) // 2] * 1e3:.2f} ms", flush=True)
+    if args.run_dir:
+        from tracekit.profiler import wait_for_parts
+
+        wait_for_parts()  # this rank's part, before the reduce below
     dist.barrier()
     if rank == 0:
         print(f"{args.parallel}: traces of {world} ranks in {os.path.abspath(args.trace_dir)}; "
               f"next: tracekit validate {args.trace_dir}", flush=True)
+        if args.run_dir:
+            import tracekit
+
+            tracekit.reduce(args.run_dir)
+            print(f"{args.parallel}: run of {world} ranks in {os.path.abspath(args.run_dir)}", flush=True)
     dist.destroy_process_group()
     return 0
 

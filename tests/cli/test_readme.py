@@ -68,9 +68,10 @@ def test_no_command_shown_needs_files_a_clone_lacks():
 
 # What a command of the README names that a clone has not made yet, made here: the traces of the placeholders
 # (traces/, and traces/quick and traces/fsdp, written by the torchrun commands before them: their runs ship in
-# examples/traces), a config file, and the SQL written as "SELECT ...". A command that needs a Dask cluster or
-# a path of the user's is left out, with its reason.
+# examples/traces; runs/quick's rank parts), a config file, and the SQL written as "SELECT ...". A command
+# that needs a Dask cluster or a path of the user's is left out, with its reason.
 PLACEHOLDERS = {"traces/quick": "ddp", "traces/fsdp": "fsdp"}
+RUN_PLACEHOLDERS = {"runs/quick": "ddp"}  # a run of rank parts (trace_handler(DIR, run=RUN)), reduced
 NEEDS_MORE = {"tracekit ingest traces/ -o /nfs/run/ --scheduler tcp://host:8786": "a Dask scheduler at tcp://host:8786"}
 
 
@@ -86,6 +87,12 @@ def test_every_command_of_the_readme_runs_in_a_clone(tmp_path):
         shutil.copytree(ex / name / "iteration_3", later / where)
     shutil.copy(ROOT / "examples" / "job.json", tmp_path / "examples" / "job.json")  # (the README's --config)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACEKIT_CACHE": str(tmp_path / "cache")}
+    for where, name in RUN_PLACEHOLDERS.items():  # the ranks' parts the torchrun command's handlers made
+        for trace in sorted((ex / name / "iteration_3").glob("*.json.gz")):
+            subprocess.run([sys.executable, "-m", "tracekit.ingestion.rank_part", str(trace), str(later / where)],
+                           env=env, check=True, timeout=300)
+        subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", "--reduce", str(later / where)], env=env,
+                       check=True, timeout=300, capture_output=True)  # (quickstart's rank 0 reduces them)
 
     def tk(args, cwd=tmp_path):
         return subprocess.run([sys.executable, "-m", "tracekit.cli.main", *args], cwd=cwd, capture_output=True,
@@ -98,7 +105,7 @@ def test_every_command_of_the_readme_runs_in_a_clone(tmp_path):
         if command in NEEDS_MORE:
             continue
         args = shlex.split(command.replace('"SELECT ..."', '"SELECT count(*) FROM collectives"'))[1:]
-        r = tk(args, later if any(p in command for p in PLACEHOLDERS) else tmp_path)
+        r = tk(args, later if any(p in command for p in [*PLACEHOLDERS, *RUN_PLACEHOLDERS]) else tmp_path)
         # doctor --fail-on exits 6 when it finds something at that level: the command ran
         ok = r.returncode == 0 or (r.returncode == 6 and "--fail-on" in args)
         assert ok, f"{command}: exit {r.returncode}\n{r.stderr[-1500:]}"

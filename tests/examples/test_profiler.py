@@ -1,6 +1,7 @@
 """tracekit.profiler: the on_trace_ready handler's layout, the recorded config, ingest at once."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -113,3 +114,51 @@ def test_gloo_threads_names_each_groups_worker_threads(tmp_path):
     assert {str(t) for t, _ in ran[8:]} <= {t for t, g in got["found"].items() if g == other}
     assert sorted(got["found"].values()) == sorted([world] * 2 + [other] * 2)  # Gloo: 2 worker threads a group
     assert got["refused"].startswith("gloo_threads: call it before the profiler starts")
+
+
+@pytest.mark.slow  # profiles two cycles with torch
+def test_handler_makes_each_cycles_rank_part_in_a_process_of_its_own(tmp_path, capsys):
+    """trace_handler(DIR, run=RUN): the trace as without it, and the rank's part of RUN made beside the
+    training (a child process); the reduce then answers every report as an ingest of DIR does."""
+    from tests.cli.test_rank_parts import answers
+    from tracekit.cli.main import main
+    from tracekit.profiler import _PARTS, trace_handler, wait_for_parts
+
+    started = []
+    sched = torch.profiler.schedule(wait=0, warmup=0, active=1, repeat=2)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=trace_handler(str(tmp_path / "t"), run=str(tmp_path / "run"))
+                                ) as prof:
+        for _ in range(2):
+            torch.ones(4) @ torch.ones(4)
+            prof.step()
+            started += [p.pid for p in _PARTS[len(started):]]
+    assert len(started) == 2 and os.getpid() not in started  # one process per cycle, not this one
+    assert wait_for_parts() == [0, 0]
+    assert sorted(os.listdir(tmp_path / "run" / "parts")) == ["iteration_1", "iteration_2"]
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(tmp_path / "run"), "--iteration", "2"]) == 0
+    assert main(["ingest", str(tmp_path / "t" / "iteration_2"), "-o", str(tmp_path / "central")]) == 0
+    assert answers(capsys, tmp_path / "run") == answers(capsys, tmp_path / "central")
+    capsys.readouterr()
+    assert main(["sql", str(tmp_path / "run"), "SELECT count(*) AS n FROM events WHERE name = 'aten::dot'",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 1}]  # the one dot product of that cycle
+
+
+@pytest.mark.slow  # profiles two cycles with torch
+def test_a_run_per_cycle_with_step_in_the_run(tmp_path):
+    from tracekit.profiler import trace_handler, wait_for_parts
+
+    sched = torch.profiler.schedule(wait=0, warmup=0, active=1, repeat=2)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=trace_handler(str(tmp_path / "t"), run=str(tmp_path / "run-{step}"))
+                                ) as prof:
+        for _ in range(2):
+            torch.ones(4) @ torch.ones(4)
+            prof.step()
+    assert wait_for_parts() == [0, 0]
+    for step in (1, 2):  # the handler's own trace directories name the cycles: iteration_1, iteration_2
+        assert os.listdir(tmp_path / f"run-{step}" / "parts") == [f"iteration_{step}"]
+        run = tracekit.reduce(tmp_path / f"run-{step}")
+        assert run.reduced["ranks"] == [0] and run.reduced["missing"] == []

@@ -58,3 +58,25 @@ def test_quickstart_then_validate_and_report(tmp_path, monkeypatch):
     i = subprocess.run(tk + ["report", "traces/quick", "identity", "--format", "json"], capture_output=True,
                        text=True, timeout=300, cwd=project)
     assert {r["item"]: r["value"] for r in json.loads(i.stdout)}["PyTorch"] == torch.__version__
+
+
+@pytest.mark.slow  # torchrun, 2 ranks
+def test_quickstart_with_a_run_answers_as_an_ingest_of_its_traces(tmp_path, monkeypatch, capsys):
+    """--run-dir RUN: each rank makes its part as its trace is written, rank 0 reduces them at the end; the run
+    answers every report as `tracekit ingest DIR` does (issue 39)."""
+    from tests.cli.test_rank_parts import answers
+    from tracekit.cli.main import main
+
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "quickstart.py", project / "quickstart.py")
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                          "quickstart.py", "--trace-dir", "traces/quick", "--run-dir", "runs/quick"],
+                         capture_output=True, text=True, timeout=600, cwd=project)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"run of 2 ranks in {project / 'runs' / 'quick'}" in run.stdout
+    assert sorted(p.name for p in (project / "runs" / "quick" / "parts" / "iteration_4").iterdir()) == [
+        "rank-0", "rank-1"]
+    assert main(["ingest", str(project / "traces" / "quick"), "-o", str(tmp_path / "central")]) == 0
+    assert answers(capsys, project / "runs" / "quick") == answers(capsys, tmp_path / "central")

@@ -86,3 +86,19 @@ def test_compiled_model_runs_functional_collectives_and_validates_exactly(tmp_pa
         [("allreduce", "TP", 24, 0.0)]
     # bytes by hand: 24 allreduces of a (4, 32, 64) float32 activation
     assert rows[0]["measured_bytes"] == 24 * 4 * 32 * 64 * 4
+
+
+def test_run_dir_makes_the_run_beside_the_training(tmp_path):
+    """train.py --run-dir RUN (issue 39): each rank's part made by the handler's process, rank 0 reduces; the
+    run validates as an ingest of the traces does, and --after N times N steps after the profile."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           str(ROOT / "examples" / "gpt" / "train.py"), "--parallel", "ddp", "--trace-dir",
+                           str(tmp_path / "t"), "--steps", "1", "--run-dir", str(tmp_path / "run"), "--after", "3"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ddp: 3 steps after the profile: mean " in proc.stdout
+    assert f"ddp: run of 2 ranks in {tmp_path / 'run'}" in proc.stdout
+    central = tracekit.ingest([tmp_path / "t"], tmp_path / "central", jobs=1)
+    assert tracekit.validate(tracekit.open(tmp_path / "run")).to_pylist() == tracekit.validate(central).to_pylist()
+    assert tracekit.report(tmp_path / "run", "summary").to_pylist() == tracekit.report(central, "summary").to_pylist()

@@ -13,9 +13,9 @@ from tracekit.cli import main as cli_main
 
 # Options that shape what the command prints, not what the function computes (output format, file,
 # a finding's SQL, the exit code on findings, one of two tables), and one flag that calls another
-# function: `ingest --rederive` is tracekit.rederive.
+# function: `ingest --rederive` is tracekit.rederive, `ingest --reduce` tracekit.reduce.
 PRESENTATION = {"fmt", "output"}
-CLI_ONLY = {"advise": {"show_sql"}, "doctor": {"fail_on"}, "diff": {"only"}, "ingest": {"rederive"}}
+CLI_ONLY = {"advise": {"show_sql"}, "doctor": {"fail_on"}, "diff": {"only"}, "ingest": {"rederive", "reduce"}}
 
 
 def _leaves(cmd, path=()):

@@ -39,7 +39,11 @@ def _parse_ranks(values):
                    "skew, stragglers and the timeline; --no-align keeps each trace's raw clock.")
 @click.option("--rederive", is_flag=True,
               help="PATHS is one run: derive its per-rank facts again from its own events (no traces needed).")
-def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, iteration, hosts, align, rederive):
+@click.option("--reduce", is_flag=True,
+              help="PATHS is one run whose ranks' parts the profiler made (trace_handler(DIR, run=RUN)): build the "
+                   "run from the parts present (the cross-rank work only); again to take in a late part.")
+def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, iteration, hosts, align, rederive,
+               reduce):  # noqa: A002 - the option's name
     """Turn trace files (one per rank) into a Parquet run directory.
 
     PATHS are .json / .json.gz files, directories (searched recursively) or globs.
@@ -51,6 +55,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
       tracekit ingest traces/ -o /shared/run/ --scheduler tcp://10.0.0.5:8786
       tracekit ingest traces/ -o run/ --hosts 8          (8 consecutive ranks per host)
       tracekit ingest --rederive run/
+      tracekit ingest --reduce run/      (the ranks' parts that trace_handler(DIR, run="run/") made)
     """
     import time
 
@@ -65,6 +70,20 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
             raise RunError("--rederive takes one run directory and no -o: tracekit ingest --rederive RUN")
         tracekit.rederive(paths[0])
         click.echo(f"{paths[0]}: facts derived again from its events in {time.monotonic() - start:.1f} s")
+        return
+    if reduce:
+        if len(paths) != 1 or out is not None:
+            from ..errors import RunError
+            raise RunError("--reduce takes one run directory and no -o: tracekit ingest --reduce RUN")
+        from ..render.findings import rank_ranges
+
+        done = tracekit.reduce(paths[0], iteration=iteration, hosts=hosts, align=align).reduced
+        click.echo(f"{paths[0]}: {plural(len(done['ranks']), 'rank', 'ranks')} of {done['world']:,} reduced in "
+                   f"{time.monotonic() - start:.1f} s")
+        if done["missing"]:
+            missing = rank_ranges(",".join(map(str, done["missing"])))
+            click.echo(f"{paths[0]}: no part yet of {plural(len(done['missing']), 'rank', 'ranks')} ({missing}): "
+                       "reduce again when they are written", err=True)
         return
     if out is None:
         raise click.UsageError("Missing option '-o' / '--out'.")

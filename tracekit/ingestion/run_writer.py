@@ -34,6 +34,7 @@ from ..layout.paths import (
     rank_dir,
     rank_facts_scratch,
     rank_parts,
+    refuse_url,
     staging_part,
     table_path,
 )
@@ -135,6 +136,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
+    refuse_url(out)  # before any work: never a local folder named 's3:'
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind
@@ -316,17 +318,26 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 place_facts(one, tmp, res.rank, FACTS)
     timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
-    manifest = {
+    write_run_manifest(tmp, [input_entry(r.trace, r.stat, r.worker) for _, r in results], failures, executor, options)
+
+
+def input_entry(trace: dict, stat: dict | None, worker: str) -> dict:
+    """One input of the manifest: a trace's path, size, hash, stat when read, rank, where it was parsed."""
+    return {"path": trace["path"], "bytes": trace["file_bytes"], "sha256": trace["sha256"], "stat": stat,
+            "rank": trace["rank"], "rank_source": trace["rank_source"], "events": trace["event_count"],
+            "worker": worker}
+
+
+def write_run_manifest(tmp: str, inputs: list[dict], failures: list[dict], executor: dict, options: dict) -> None:
+    """The version's manifest.json, written last: what makes ``tmp`` a complete version."""
+    write_manifest(tmp, {
         "format": RUN_FORMAT,
         "schema_version": SCHEMA_VERSION,
         "facts_key": facts_key(),
         "tracekit_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "executor": executor,
-        "inputs": [{"path": r.trace["path"], "bytes": r.trace["file_bytes"], "sha256": r.trace["sha256"],
-                    "stat": r.stat, "rank": r.rank, "rank_source": r.trace["rank_source"],
-                    "events": r.trace["event_count"], "worker": r.worker} for _, r in results],
+        "inputs": inputs,
         "failures": failures,
         "options": options,
-    }
-    write_manifest(tmp, manifest)
+    })

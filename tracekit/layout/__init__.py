@@ -11,6 +11,8 @@ lock, and how its Parquet files are bound to a DuckDB connection. Every other mo
             process_groups.parquet      (one row per rank and group)
             events/rank=R/part-N.parquet    (every event, exactly as the trace has it)
             facts/NAME/all.parquet      (what the .sql rules derived at ingest)
+        parts/iteration_S/rank-R/       (a rank's part, made where it was traced: events/, facts/, part.json;
+                                         `tracekit ingest --reduce` builds a version from them)
 
 paths.py names the files, manifest.py reads and writes the manifest, versions.py builds, switches, pins and
 collects versions under the lock, legacy.py reads and migrates the earlier layouts, bind.py defines the

@@ -30,6 +30,69 @@ TRASH_DIR = "trash"
 _VERSION_NAME = re.compile(r"^v-[0-9]+-[0-9]+$")
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def refuse_url(path: str, error=None) -> None:
+    """A run is a directory on a file system: an object-store URL (``s3://bucket/run``) given as one is
+    refused (``error``: the TracekitError class to raise), never taken for a local folder named ``s3:``."""
+    if isinstance(path, str) and _URL.match(path):
+        from ..errors import TracekitError
+
+        raise (error or TracekitError)(
+            f"{path}: a URL, and a run is a directory on a file system (tracekit does not read or write object "
+            "stores); write the run to a local or shared directory, then copy it there whole (e.g. `aws s3 sync "
+            "RUN s3://bucket/run`), or mount the bucket and give its path")
+
+
+# Rank parts (tracekit.profiler.trace_handler(DIR, run=RUN)): each rank's events and per-rank facts, made
+# where the rank was traced, kept beside the versions until a reduce builds a version from them
+# (ingestion/rank_part.py writes one, ingestion/reduce_parts.py reads them).
+PARTS_DIR = "parts"
+PART_FILE = "part.json"  # what the part holds: its trace's row, process groups, cycle (written inside, last)
+PART_EVENTS = "events"
+PART_FACTS = "facts"
+_PART_NAME = re.compile(r"^rank-([0-9]+)$")
+_CYCLE_NAME = re.compile(r"^iteration_([0-9]+)$")
+
+
+def parts_dir(run: str) -> str:
+    return os.path.join(run, PARTS_DIR)
+
+
+def part_path(run: str, rank: int, iteration: int | None) -> str:
+    """RUN/parts/iteration_S/rank-R (RUN/parts/rank-R for a trace of no profiling cycle)."""
+    cycle = () if iteration is None else (f"iteration_{iteration}",)
+    return os.path.join(parts_dir(run), *cycle, f"rank-{rank}")
+
+
+def part_scratch(run: str, tag: str) -> str:
+    """Where a rank's part is built before it is renamed into place (a dot: never read as a part)."""
+    return os.path.join(parts_dir(run), f".tmp-{tag}")
+
+
+def list_parts(run: str) -> dict[int | None, dict[int, str]]:
+    """The complete rank parts of ``run``: {iteration (None: no cycle): {rank: its directory}}."""
+    out: dict[int | None, dict[int, str]] = {}
+
+    def scan(d: str, cycle: int | None) -> None:
+        for e in _sorted_listdir(d):
+            if (m := _PART_NAME.match(e)) and os.path.isfile(os.path.join(d, e, PART_FILE)):
+                out.setdefault(cycle, {})[int(m.group(1))] = os.path.join(d, e)
+            elif cycle is None and (m := _CYCLE_NAME.match(e)):
+                scan(os.path.join(d, e), int(m.group(1)))
+
+    scan(parts_dir(run), None)
+    return out
+
+
+def _sorted_listdir(d: str) -> list[str]:
+    try:
+        return sorted(os.listdir(d))
+    except OSError:
+        return []
+
+
 def marker_path(run: str) -> str:
     return os.path.join(run, MARKER)
 

@@ -26,6 +26,7 @@ from .paths import (
     CURRENT,
     MARKER,
     MARKER_FORMAT,
+    PARTS_DIR,
     WRITER_LOCK,
     current_name,
     current_path,
@@ -119,6 +120,12 @@ def _lock_dir(version: str, shared: bool) -> int | None:
     return fd
 
 
+def lock_exclusive(directory: str) -> int | None:
+    """A non-blocking exclusive flock on ``directory`` (a rank part's scratch while it is built): its
+    descriptor, or None where it cannot be locked; BlockingIOError when another process holds it."""
+    return _lock_dir(directory, shared=False)
+
+
 def _held(version: str) -> bool:
     """A reader holds this version directory (pin)."""
     try:
@@ -204,6 +211,9 @@ def pin(run: str) -> tuple[str, int | None]:
     for _ in range(200):
         name = current_name(run)
         if name is None:
+            if os.path.isdir(os.path.join(run, PARTS_DIR)) and not os.path.exists(current_path(run)):
+                raise RunError(f"{run}: holds ranks' parts (trace_handler(DIR, run=RUN)) but no run built from them "
+                               f"yet; build it with `tracekit ingest --reduce {run}`")
             if has_marker(run) or os.path.exists(current_path(run)):
                 raise RunError(f"{run}: a tracekit run without a complete version (an ingest into it failed or is "
                                "still running); ingest the traces into it again")
@@ -424,7 +434,7 @@ def writer_lock(out: str, wait_s: float = 0):
         f.close()
     try:
         if not has_marker(out):
-            if set(os.listdir(out)) - {WRITER_LOCK}:
+            if set(os.listdir(out)) - {WRITER_LOCK, PARTS_DIR}:  # (rank parts alone: a run to be reduced)
                 with contextlib.suppress(OSError):
                     os.remove(lock_path(out))  # (a refusal leaves nothing behind)
                 raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MARKER}); "

@@ -1,0 +1,173 @@
+"""One rank's part of a run, made where the rank was traced: its trace parsed into events and its per-rank
+facts derived (the files an ingest's map writes for it), into ``RUN/parts/iteration_S/rank-R/``, complete or
+absent. ``tracekit ingest --reduce RUN`` (reduce_parts.py) then builds the run from the parts present.
+
+The part is built in a scratch directory of its own inside ``RUN/parts/`` (held by a lock while it is
+built: a reduce removes only scratch that no living writer holds) and renamed into place whole, so a process
+killed at any moment leaves no half part. tracekit.profiler.trace_handler(DIR, run=RUN) runs this module in a
+process of its own, beside the training:
+
+    python -m tracekit.ingestion.rank_part TRACE RUN [--iteration S]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+import uuid
+
+import msgspec
+
+from .. import __version__
+from ..discover import iterations_of
+from ..errors import TracekitError
+from ..layout.paths import (
+    MARKER,
+    PART_EVENTS,
+    PART_FACTS,
+    PART_FILE,
+    PARTS_DIR,
+    WRITER_LOCK,
+    has_marker,
+    is_run,
+    part_path,
+    part_scratch,
+    parts_dir,
+    refuse_url,
+)
+
+PART_FORMAT = "tracekit rank part"
+MARKER_READS = 5  # a run's marker that cannot be read is read this many times before the run is refused
+
+
+def make_part(trace: str, run: str, iteration: int | None = None, threads: int = 1) -> str:
+    """Parse ``trace`` and derive its rank's facts into run ``run``'s parts; returns the part's directory.
+    ``iteration``: the profiling cycle (default: the trace's iteration_N directory, as the handler names it).
+    A part of the same rank and cycle already there is replaced (the same job profiled again)."""
+    from ..derive import derive_rank
+    from ..layout.versions import lock_exclusive
+    from ..rules import facts_key
+    from ..run_tables import SCHEMA_VERSION
+    from .one_file import ingest_file, release_memory
+
+    refuse_url(run)
+    run = os.path.abspath(run)
+    trace = os.path.abspath(trace)
+    if iteration is None:
+        cycles = iterations_of([trace])
+        iteration = next(iter(cycles), None)
+    _prepare(run)
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    scratch = part_scratch(run, tag)
+    os.mkdir(scratch)
+    held = lock_exclusive(scratch)  # while it is built: a reduce leaves it alone
+    try:
+        os.mkdir(os.path.join(scratch, PART_EVENTS))
+        res = ingest_file(trace, os.path.join(scratch, PART_EVENTS, "part-0.parquet"), single=False, threads=threads)
+        release_memory()
+        derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
+                    threads=threads)
+        doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
+               "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
+               "events": [os.path.basename(p) for p in res.parts], "stat": res.stat,
+               "trace": res.trace, "process_groups": res.process_groups}
+        with open(os.path.join(scratch, PART_FILE), "wb") as f:
+            f.write(msgspec.json.encode(doc))
+            f.flush()
+            os.fsync(f.fileno())
+        dest = part_path(run, res.rank, iteration)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        old = None
+        if os.path.isdir(dest):  # the same rank and cycle again: the new part replaces it whole
+            old = part_scratch(run, f"old-{tag}")
+            os.rename(dest, old)
+        os.rename(scratch, dest)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+        return dest
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    finally:
+        if held is not None:
+            os.close(held)
+
+
+def _prepare(run: str) -> None:
+    """Make ``run`` (with tracekit's marker) and its parts directory; refuse a directory that holds
+    anything but a tracekit run."""
+    from ..layout.versions import make_marker
+
+    try:
+        os.makedirs(run, exist_ok=True)
+    except OSError as exc:
+        raise TracekitError(f"cannot write the run {run}: {exc.strerror} ({exc.filename or run}); choose a run "
+                            "directory on a writable file system") from None
+    for attempt in range(MARKER_READS):
+        if has_marker(run):
+            break
+        # what is there besides what the ranks' part writers make (another one may be writing the marker now)
+        others = {e for e in os.listdir(run)
+                  if e not in (PARTS_DIR, WRITER_LOCK) and not e.startswith(MARKER + ".tmp-")}
+        if MARKER in others and attempt + 1 < MARKER_READS:
+            time.sleep(0.05)  # a marker there that could not be read: read it again before refusing
+            continue
+        if others and not is_run(run):
+            raise TracekitError(f"{run}: exists, is not empty and is not a tracekit run; choose another run "
+                                "directory for the ranks' parts (or remove that directory yourself)")
+        make_marker(run)
+        break
+    os.makedirs(parts_dir(run), exist_ok=True)
+
+
+def read_part(directory: str) -> dict:
+    """The part.json of a rank part, checked: a clear error names the part and what to do."""
+    from ..errors import RunError
+    from ..rules import facts_key
+    from ..run_tables import SCHEMA_VERSION
+
+    try:
+        with open(os.path.join(directory, PART_FILE), "rb") as f:
+            doc = msgspec.json.decode(f.read())
+    except (OSError, msgspec.DecodeError) as exc:
+        raise RunError(f"{directory}: a rank part that cannot be read ({exc}); make it again from its trace "
+                       "(python -m tracekit.ingestion.rank_part TRACE RUN) or remove it") from None
+    if not isinstance(doc, dict) or doc.get("format") != PART_FORMAT:
+        raise RunError(f"{directory}: not a rank part tracekit wrote; remove it")
+    if doc.get("schema_version") != SCHEMA_VERSION or doc.get("facts_key") != facts_key():
+        raise RunError(f"{directory}: a rank part made by another tracekit ({doc.get('tracekit_version')}, other "
+                       "rules); make it again from its trace with this one (python -m tracekit.ingestion.rank_part "
+                       f"{doc.get('trace', {}).get('path', 'TRACE')} RUN)")
+    return doc
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tracekit.ingestion.rank_part", description=__doc__.splitlines()[0])
+    ap.add_argument("trace")
+    ap.add_argument("run")
+    ap.add_argument("--iteration", type=int, default=None)
+    ap.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (beside training)")
+    args = ap.parse_args(argv)
+    if args.nice:
+        with contextlib.suppress(OSError):
+            os.nice(args.nice)
+    try:
+        make_part(args.trace, args.run, args.iteration)
+    except TracekitError as exc:
+        print(f"tracekit: the rank part of {args.trace} in {args.run} was not made: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:  # the run's disk (full, read-only, not ours): nothing of the part is left
+        print(f"tracekit: the rank part of {args.trace} in {args.run} was not made: {exc.strerror or exc} "
+              f"(writing {exc.filename or args.run}); free space or give the handler another run directory",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

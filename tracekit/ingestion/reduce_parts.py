@@ -1,0 +1,136 @@
+"""The reduce of a run made of rank parts (rank_part.py: each rank's events and per-rank facts, made where it
+was traced): a new version of the run from the parts present, with only the cross-rank work done here (clock
+alignment, matching, the job-wide facts, the finish), switched in whole as an ingest's is. A part that comes
+late is taken in by reducing again; the ranks missing are said (and doctor says them too).
+
+    tracekit ingest --reduce RUN [--iteration N]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pyarrow.parquet as pq
+
+from ..derive import reduce_run
+from ..errors import RunError, TracekitError, disk_error
+from ..hosts import assign_hosts, parse_hosts_option
+from ..layout.paths import (
+    FACTS_DIR,
+    PART_EVENTS,
+    PART_FACTS,
+    facts_file,
+    list_parts,
+    parts_dir,
+    rank_dir,
+    refuse_url,
+    table_path,
+)
+from ..layout.versions import collect, resolve_output, version_dir, writer_lock
+from ..rules import FACTS
+from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .rank_part import read_part
+from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
+
+
+def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool = True) -> dict:
+    """Build run ``run`` from its rank parts (of cycle ``iteration``, or the only cycle there is). Returns
+    {"ranks": [...], "world": N, "missing": [...], "seconds": S}."""
+    start = time.perf_counter()
+    refuse_url(run, RunError)
+    out = resolve_output(os.path.abspath(run))
+    cycle = _pick_cycle(out, run, list_parts(out), iteration)
+    hosts = parse_hosts_option(hosts)
+    with writer_lock(out):
+        collect(out)
+        remove_dead_scratch(out)
+        parts = list_parts(out).get(cycle, {})  # again, under the lock
+        if not parts:
+            raise RunError(f"{run}: its rank parts went while the reduce waited; make them again")
+        docs = {rank: read_part(d) for rank, d in sorted(parts.items())}
+        tmp = version_dir(out)
+        options = {"hosts": hosts, "align": bool(align)}
+
+        def build():
+            os.makedirs(tmp)
+            for rank, d in parts.items():
+                _place(d, docs[rank], tmp, rank)
+            traces = [dict(doc["trace"]) for doc in docs.values()]
+            assign_hosts(traces, hosts)
+            pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
+            pq.write_table(rows_table([pg for doc in docs.values() for pg in doc["process_groups"]], PG_SCHEMA),
+                           table_path(tmp, "process_groups"))
+            executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
+            reduce_run(tmp, align=options["align"], timings=executor["timings"])
+            inputs = [input_entry(doc["trace"], doc.get("stat"), doc["trace"].get("host") or "rank part")
+                      for doc in docs.values()]
+            write_run_manifest(tmp, inputs, [], executor, options)
+
+        try:
+            build_and_switch(build, tmp, out)
+        except Exception as exc:  # the disk, not the parts: ENOSPC, EROFS, EACCES ... (DuckDB's words too)
+            disk = exc if isinstance(exc, OSError) and not isinstance(exc, TimeoutError) else disk_error(exc)
+            if disk is None:
+                raise
+            raise TracekitError(cannot_write(out, disk)) from None
+    world = max([doc["trace"].get("world_size") or 0 for doc in docs.values()] + [max(docs) + 1])
+    return {"ranks": sorted(docs), "world": world, "missing": sorted(set(range(world)) - set(docs)),
+            "seconds": time.perf_counter() - start}
+
+
+def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
+    shown = ", ".join(f"iteration_{c} ({len(p)} ranks)" if c is not None else f"no cycle ({len(p)} ranks)"
+                      for c, p in sorted(found.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+    if not found:
+        raise RunError(f"{named}: no rank parts in {parts_dir(out)}; tracekit.profiler.trace_handler(DIR, run=RUN) "
+                       "makes one per rank as it writes the trace (or ingest the traces: tracekit ingest TRACES -o "
+                       "RUN)")
+    if iteration is not None:
+        if iteration not in found:
+            raise RunError(f"{named}: no rank parts of iteration_{iteration}; there are {shown}")
+        return iteration
+    if len(found) > 1:
+        raise RunError(f"{named}: rank parts of {len(found)} profiling cycles: {shown}. A run is one cycle: "
+                       f"reduce one with `tracekit ingest --reduce {named} --iteration N`")
+    return next(iter(found))
+
+
+def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
+    """A part's files in the version's layout, hard-linked (the part stays, for a later reduce; no copy)."""
+    dest = rank_dir(tmp, rank)
+    os.makedirs(dest)
+    for i, name in enumerate(doc["events"]):
+        _link(os.path.join(part, PART_EVENTS, name), os.path.join(dest, f"part-{i}.parquet"))
+    for name in FACTS:
+        os.makedirs(os.path.join(tmp, FACTS_DIR, name), exist_ok=True)
+        _link(os.path.join(part, PART_FACTS, name + ".parquet"), facts_file(tmp, name, rank))
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except FileNotFoundError:
+        raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; make it again "
+                            "from its trace, or remove it") from None
+    except OSError:  # a file system without hard links
+        shutil.copyfile(src, dst)
+
+
+def remove_dead_scratch(out: str) -> None:
+    """What a rank part's writer killed mid-part left (its scratch, no longer held by a lock), under the
+    writer lock; scratch that a living writer holds stays."""
+    from ..layout.versions import lock_exclusive
+
+    d = parts_dir(out)
+    for e in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not e.startswith(".tmp-"):
+            continue
+        try:
+            fd = lock_exclusive(os.path.join(d, e))
+        except BlockingIOError:
+            continue
+        if fd is not None:
+            os.close(fd)
+            shutil.rmtree(os.path.join(d, e), ignore_errors=True)
