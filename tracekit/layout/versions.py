@@ -26,10 +26,10 @@ from .paths import (
     CURRENT,
     MARKER,
     MARKER_FORMAT,
-    WRITER_LOCK,
     current_name,
     current_path,
     has_marker,
+    is_being_made,
     lock_path,
     marker_path,
     trash_dir,
@@ -424,7 +424,7 @@ def writer_lock(out: str, wait_s: float = 0):
         f.close()
     try:
         if not has_marker(out):
-            if set(os.listdir(out)) - {WRITER_LOCK}:
+            if not is_being_made(os.listdir(out)):
                 with contextlib.suppress(OSError):
                     os.remove(lock_path(out))  # (a refusal leaves nothing behind)
                 raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MARKER}); "
