@@ -96,7 +96,10 @@ def resolve(run, config: dict | None = None, shape: GPTShape | None = None) -> R
 def _traced_roles(run) -> dict:
     from . import sql_files as _sql
 
-    rows = run.sql(_sql.load("reports", "_group_phases").text).to_pylist()
+    try:
+        rows = run.sql(_sql.load("reports", "_group_phases").text).to_pylist()
+    except TracekitError:  # (the events are not here: roles from the config, descriptions and sizes only)
+        return {}
     return {(None if k[0] is None else str(k[0]), k[1], k[2]): v for k, v in roles_from_phases(rows).items()}
 
 

@@ -93,3 +93,24 @@ def test_clear_leaves_a_run_being_filled_and_its_lock(traces, own_cache, capsys)
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out.endswith("removed 1 cached run\n")
     assert not os.path.lexists(out)
+
+
+def test_a_run_another_process_is_making_is_not_refused(tmp_path, capsys):
+    """Found by the fuzz's concurrency class (issue 40's round, on the code before it too: 4 of 92 cases): a
+    process filling a cached run checked the directory while another was writing the run's marker, saw
+    the marker's temporary file, and refused the run as 'not a tracekit run'. The directory at that
+    moment (its lock and the marker's temporary file) is one tracekit is making: the ingest goes on."""
+    from tests.conftest import dist, write_trace
+    from tracekit.cli.main import main
+
+    (tmp_path / "t").mkdir()
+    write_trace(tmp_path / "t" / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                                                 "ts": 1, "dur": 1}], header=dist(0, world=1))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "writer.lock").write_text("")
+    (run / "tracekit-run.json.tmp-999999").write_text('{"format": "tracekit run directory"')  # half written
+    assert main(["ingest", str(tmp_path / "t" / "rank0.json"), "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["sql", str(run), "SELECT count(*) AS n FROM events", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "n\n1\n"

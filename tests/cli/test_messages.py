@@ -202,7 +202,8 @@ def test_reports_of_steps_say_there_are_none_before_reading_the_graph(tmp_path, 
     monkeypatch.setattr(from_run, "build", no_graph)
     monkeypatch.setattr(from_run, "path_replay", no_graph)
     import tracekit.graph.reports as graph_reports
-    monkeypatch.setattr(graph_reports, "build", no_graph)
+    import tracekit.graph.split as graph_split
+    monkeypatch.setattr(graph_split, "split", no_graph)  # (replay's graph: the split one)
     monkeypatch.setattr(graph_reports, "path_replay", no_graph)
     write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
                                            "dur": 1}], header=dist(0, world=1))

@@ -158,9 +158,11 @@ def test_a_run_copied_without_its_events_says_what_needs_them(tmp_path, capsys):
     dependency graph of replay) says so in one line, and the HTML page and advise still answer (found when the
     page's critical path and advise's replay met such a run: an IOException from DuckDB)."""
     from tests.conftest import live
+    from tests.tracegen import kernel, step
     from tracekit.commands.html import write_html
 
-    trace = one_kernel_trace(tmp_path / "t" / "rank0.json")
+    (tmp_path / "t").mkdir()  # a step: the replay has one to time (without any it says so, events or not)
+    trace = write_trace(tmp_path / "t" / "rank0.json", [step(1, 0, 100), *kernel("k", 10, 5)], header=dist(0, world=1))
     assert main(["ingest", str(trace), "-o", str(tmp_path / "run")]) == 0
     shutil.rmtree(live(tmp_path / "run") / "events")
     capsys.readouterr()

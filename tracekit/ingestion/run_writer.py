@@ -26,8 +26,8 @@ from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
     FACTS_DIR,
     RUN_FORMAT,
-    WRITER_LOCK,
     has_marker,
+    is_being_made,
     is_run,
     part_facts_dir,
     place_facts,
@@ -155,7 +155,7 @@ def refuse_output(out: str, files: list[str]) -> None:
         raise TracekitError(f"{out}: a run cannot be the root directory; choose another -o")
     if os.path.exists(out) and not os.path.isdir(out):
         raise TracekitError(f"{out}: exists and is not a directory; choose another -o")
-    if os.path.isdir(out) and not os.path.islink(out) and set(os.listdir(out)) - {WRITER_LOCK} \
+    if os.path.isdir(out) and not os.path.islink(out) and not is_being_made(os.listdir(out)) \
             and not (is_run(out) or has_marker(out)):
         raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no manifest that tracekit "
                             "wrote); a run replaces its directory, so choose another -o (or remove that directory "

@@ -132,6 +132,13 @@ def current_name(run: str) -> str | None:
     return name if is_version_name(name) else None
 
 
+def is_being_made(names) -> bool:
+    """A directory holding only these entries is one tracekit is making (or one a killed process left at
+    that point): its writer lock and the marker's temporary file before its rename, nothing of anyone
+    else's. (A check that saw the temporary file as foreign refused a run another process was filling.)"""
+    return all(n == WRITER_LOCK or n.startswith(MARKER + ".tmp-") for n in names)
+
+
 def has_marker(run: str) -> bool:
     """``run`` carries the marker tracekit writes into every directory it makes (its format tag)."""
     try:

@@ -27,10 +27,10 @@ from .paths import (
     MARKER,
     MARKER_FORMAT,
     PARTS_DIR,
-    WRITER_LOCK,
     current_name,
     current_path,
     has_marker,
+    is_being_made,
     lock_path,
     marker_path,
     trash_dir,
@@ -434,7 +434,8 @@ def writer_lock(out: str, wait_s: float = 0):
         f.close()
     try:
         if not has_marker(out):
-            if set(os.listdir(out)) - {WRITER_LOCK, PARTS_DIR}:  # (rank parts alone: a run to be reduced)
+            # (rank parts alone: a run to be reduced; a lock and a marker's temporary file: one being made)
+            if not is_being_made(set(os.listdir(out)) - {PARTS_DIR}):
                 with contextlib.suppress(OSError):
                     os.remove(lock_path(out))  # (a refusal leaves nothing behind)
                 raise TracekitError(f"{out}: exists, is not empty and is not a tracekit run (no {MARKER}); "
