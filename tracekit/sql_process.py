@@ -46,7 +46,8 @@ def batches(run, query: str, params, memory_mb: int | None, timeout: float | Non
         watch.start()
 
     def finish(failed: bool):
-        """The child's end: its error raised, if any."""
+        """The child's end: its error raised, if any (``failed``: the caller stopped reading, or its own
+        error is on its way: the child is ended, and nothing more is raised)."""
         if watch:
             watch.cancel()
         if failed:
@@ -55,9 +56,11 @@ def batches(run, query: str, params, memory_mb: int | None, timeout: float | Non
         reader.join()
         run._children.discard(child)
         child.stdout.close()
+        if failed:
+            return
         if expired.is_set():
             raise QueryTimeout(timeout_message(timeout))
-        if rc == 0 and not failed:
+        if rc == 0:
             return
         raise _error(rc, b"".join(err).decode(errors="replace"), run, memory_mb)
 

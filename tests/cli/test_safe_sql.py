@@ -352,3 +352,12 @@ def test_the_library_read_only_run_still_answers(run):
         ro.sql("COPY (SELECT 1) TO 'x.csv'")
     with pytest.raises(QueryError, match="SQL failed"):
         ro.sql("SELECT nope FROM events")
+
+
+def test_a_library_result_closed_half_read_ends_its_process_quietly(run):
+    """A read-only query's result closed before its end: its process is ended, and closing raises nothing."""
+    import tracekit
+    result = tracekit.sql(str(run), "SELECT range AS i FROM range(10000000)", memory_mb=256, timeout=60)
+    first = next(iter(result))
+    assert first.num_rows > 0
+    result.close()  # (raised the killed process's 'interrupted' before)
