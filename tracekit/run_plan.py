@@ -53,9 +53,9 @@ class RunPlan:
         traced = self._traced(row["pg_name"], row["pg_desc"], row["group_size"])
         if traced and row["collective"] not in ("alltoall", "alltoallv", "send", "recv", "sendrecv"):
             return traced
-        role = self.role(rank, row["pg_name"], row["pg_desc"], row["group_size"], row["collective"])
-        if row["collective"] in ("alltoall", "alltoallv") and role == "unknown":
+        if row["collective"] in ("alltoall", "alltoallv"):  # (not a role the groups' sizes can tell)
             return "EP", "inferred: all-to-all is the expert (or embedding) exchange"
+        role = self.role(rank, row["pg_name"], row["pg_desc"], row["group_size"], row["collective"])
         if role == "unknown":
             return role, ""
         if row["collective"] in ("send", "recv", "sendrecv"):

@@ -155,7 +155,7 @@ def test_advise_and_whatif_give_one_saving_for_one_change(tmp_path):
     (late,) = [r for r in advise(run).to_pylist() if r["finding"].startswith("late")]
     assert "tracekit whatif RUN --fix-rank 1 --fix-rank 2" in late["evidence"]
     note = note_of(tracekit.whatif(run, fix_ranks=[1, 2]))
-    change = float(re.search(r"predicted [\d,.]+ ms \(([-+][\d,.]+) ms\)", note).group(1).replace(",", ""))
+    change = float(re.search(r"predicted [\d,.]+ ms \(([-+][\d,.]+) ms against", note).group(1).replace(",", ""))
     assert -change == pytest.approx(late["saving_ms"], abs=0.0005)
 
 

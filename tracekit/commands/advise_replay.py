@@ -13,6 +13,7 @@ from ..words import plural, ranges
 
 SQL = ("sql/reports/_advise_cpu_leaves.sql; sql/reports/_advise_transfers.sql "
        "(graph_nodes, graph_edges: the replay, graph/counterfactual.py)")
+LEAD_SHARE = 0.05  # late ranks lead the findings where fixing them saves this share of the step or more
 PRUNE_MAX = 16  # late ranks checked one by one (a replay each) up to this many; more are named as found
 BOUND_SQL = "sql/reports/bound.sql (tracekit report RUN bound); the replay: graph/counterfactual.py"
 LATE = {  # cause: (its name, what the excess is, the change to try)
@@ -34,7 +35,7 @@ BOUND = {  # what bounds a rank's step (bound.sql): (the finding, the change to 
     "host": ("host-bound", "the host issues the work slower than the GPU runs it: fewer launches (CUDA graphs, "
              "torch.compile with mode='reduce-overhead', fused kernels), more work per launch (larger "
              "micro-batches), less Python per step (py-spy shows where the thread's time goes)"),
-    "host idle": ("host idle", "the step thread runs nothing the profiler records most of the step: find what "
+    "host idle": ("host idle", "the host runs nothing the profiler records for much of the step: find what "
                   "it waits for (data loading: more DataLoader workers, pin_memory; a sleep or barrier; Python "
                   "the profiler does not record: with_stack=True, py-spy)"),
     "GPU": ("GPU-bound", "the GPU runs most of the step (its queue seldom empties): faster kernels (tracekit report "
@@ -81,7 +82,7 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
         if top:
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
                         f"{top['name']} than the others before its launches")
-            if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps:
+            if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps and not _comm_op(top["name"]):
                 inside[r] = top["name"]
     # where why_late's lead-ups miss it (an op after the step's last collective: the optimizer's step), the
     # op of the step thread whose time per step exceeds the other ranks' median by half the excess or more,
@@ -97,6 +98,8 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
         ranks = {int(q) for by in ops.values() for q in by}
         cands = []
         for name, by in ops.items():
+            if _comm_op(name):
+                continue
             others = sorted(by.get(q, 0.0) for q in ranks if q != r)
             diff = by.get(r, 0.0) - (others[(len(others) - 1) // 2] if others else 0.0)
             if diff >= 0.5 * excess[r]:
@@ -106,6 +109,13 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
             inside[r] = name
             said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank")
     return (("; " + "; ".join(said)) if said else ""), inside
+
+
+def _comm_op(name: str) -> bool:
+    """A communication op or a wait (its time is the collective's or the waiting's, not the host's work)."""
+    n = str(name).lower()
+    return (n.startswith(("c10d::", "gloo:", "nccl:", "_c10d_functional", "record_param_comms", "symm_mem"))
+            or "wait" in n)
 
 
 def late_finding(run, sp, step: float) -> list[dict]:
@@ -153,13 +163,18 @@ def late_finding(run, sp, step: float) -> list[dict]:
         title = f"late {who} ({next(iter(label.values()))})"
     else:
         title = f"late {who} (" + "; ".join(f"{r}: {label[r]}" for r in late) + ")"
-    causes = [w for w in cf.CAUSES if any(w in per[r] for r in late)]
+    causes = sorted((w for w in cf.CAUSES if any(w in per[r] for r in late)),
+                    key=lambda w: -sum(per[r].get(w, 0.0) for r in late))  # the largest first
     each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms" for w in cf.CAUSES if w in per[r])
                      for r in late)
     flags = " ".join(f"--fix-rank {r}" for r in late)
-    multi = len(late) > 1
-    change = "; ".join(LATE[w][2].format(who=who, s="" if multi else "s", their="their" if multi else "its")
-                       for w in causes) + named
+    parts = []
+    for w in causes:
+        rs = [r for r in late if w in per[r]]
+        many = len(rs) > 1
+        parts.append(LATE[w][2].format(who=f"rank{'s' if many else ''} {ranges(rs)}", s="" if many else "s",
+                                       their="their" if many else "its"))
+    change = "; ".join(parts) + named
     f = _finding(
         title, who,
         f"per step, against the median rank: {each}; replayed with {who} at the median rank's pace (tracekit "
@@ -200,7 +215,8 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
     mine = [per[r] for r in ranks]
     where = "every rank" if len(ranks) == n_all and n_all > 1 else (
         "the rank" if n_all == 1 else f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)} of {n_all}")
-    gpus = f"GPUs busy {pct('gpu_busy_ms', gpu):.0f} %" if gpu else "no GPU: CPU training"
+    mine_gpu = [o for o in (per[r] for r in ranks) if o["gpu_busy_ms"] is not None]
+    gpus = f"GPUs busy {pct('gpu_busy_ms', mine_gpu):.0f} %" if mine_gpu else "no GPU: CPU training"
     evidence = (f"of the step ({where}): the step thread busy with its own ops {pct('host_busy_ms', mine):.0f} %, "
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
                 f"{pct('host_idle_ms', mine):.0f} %; "
@@ -260,7 +276,8 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
 
 
 def findings(run, rp) -> tuple[list[dict], str, float]:
-    """The findings sized by replay (the bound first), a note, and the job's step (ms) the savings are of."""
+    """The findings sized by replay (the bound first), a note, and the job's measured step (ms): the
+    percents' denominator. Each saving is the replay as is minus the replay with the cause removed."""
     from ..graph.shared import too_big
 
     big = too_big(run)
@@ -270,16 +287,20 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
         raise TracekitError("the traces hold no ProfilerStep, and the replay times steps")
     sp = split(run)
     base = sp.replay()
-    step = cf.measured_job_step_ms(base)
+    measured = cf.measured_job_step_ms(base)
+    # savings: the replay as is minus the replay changed (where the graph does not give back the measured
+    # step, its error would otherwise count as a saving); percents: of the measured step
+    step = cf.job_step_ms(base)
     late = late_finding(run, sp, step)
     bound, kind, per = bound_finding(run, sp, step)
     rest = late + comm_group_findings(sp, rp, step)
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
     # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU
-    # training, the late ranks are the story, and the bound says no more when it names only late ranks
+    # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound
+    # says no more when it names only late ranks
     # (on CPU training the host is the compute: its bound is no cure, the late ranks are)
     waits = any(o["bound"] == "waiting" or o["gpu_busy_ms"] is None for o in per.values())
-    if late and waits and 2 * len(late[0]["ranks"]) <= len(per):
+    if late and waits and 2 * len(late[0]["ranks"]) <= len(per) and late[0]["saving_ms"] >= LEAD_SHARE * step:
         lead, rest = late, [f for f in rest if f is not late[0]]
         if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):
             rest = rest + bound
@@ -290,9 +311,9 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
         f.pop("bound", None)
         f.pop("ranks", None)
     note = ("savings by replay of the job's step (from one step's last work on any rank to the next one's, mean "
-            "over steps; the percentages are of it); each saving is the replay with the finding's cause removed "
-            "against the measured step; they do not add up (fixing one changes what the others cost)")
-    return out, note, step
+            "over steps; the percentages are of it); each saving is the replay as is minus the replay with the "
+            "finding's cause removed; they do not add up (fixing one changes what the others cost)")
+    return out, note, measured
 
 
 def measure_instead(rp) -> str:

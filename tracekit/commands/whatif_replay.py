@@ -51,6 +51,9 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
         raise TracekitError(f"--comm-speedup {comm_speedup:g}: give a finite factor of at least {MIN_SPEEDUP:g} (2: "
                             "transfers twice as fast, 0.5: twice as slow); a smaller one is past what the replay's "
                             "nanosecond clock holds")
+    if not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
+        raise TracekitError(f"{run.name}: the traces hold no ProfilerStep: there is no step to replay (profile with "
+                            "torch.profiler's schedule and prof.step())")
     sp = split(run)
     known = set(int(r) for r in sp.ranks)
     if (fix_ranks or comm_speedup) and len(known) < 2:
@@ -96,8 +99,9 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
               ([f"transfers {comm_speedup:g}x faster"] if comm_speedup else []) + \
               [f"group {g} overlapped (its transfers hidden)" for g in overlap]
     note = (f"{'; '.join(changes) or 'no change'}: the job's step (one step's last work to the next one's, mean "
-            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, predicted {job_step_ms(new):,.3f} ms "
-            f"({job_step_ms(new) - job_step_ms(base):+,.3f} ms); per rank: its own step, mean over steps")
+            f"over steps) measured {measured_job_step_ms(base):,.3f} ms, replayed as is {job_step_ms(base):,.3f} ms, "
+            f"predicted {job_step_ms(new):,.3f} ms ({job_step_ms(new) - job_step_ms(base):+,.3f} ms against the replay "
+            "as is); per rank: its own step, mean over steps")
     schema = pa.schema([("rank", pa.int64()), ("measured_ms", pa.float64()), ("replayed_ms", pa.float64()),
                         ("predicted_ms", pa.float64()), ("change_ms", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata({NOTE_KEY: note.encode()})

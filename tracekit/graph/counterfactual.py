@@ -26,8 +26,9 @@ LATE_MIN_SHARE = 0.01
 
 def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     """The job's step, ms: per step, from the end of the previous step's last work on any rank to the end of
-    its own (a step whose previous one was not profiled: from its latest rank's ProfilerStep start, so that
-    what the ranks did before the profile, a warm-up step's tail on one of them, is not counted in it); the
+    its own (a step whose previous one was not profiled: from its latest rank's measured ProfilerStep start,
+    so that what the ranks did before the profile, a warm-up step's tail on one of them, is not counted in
+    it); the
     mean over steps, which over consecutive steps is the first step's start to the last one's end over
     their number. A saving so measured is how much sooner the job gets through its steps: a change that
     lets one rank start its steps earlier while the last work ends as late saves nothing."""
@@ -37,7 +38,9 @@ def _span_ms(g: Graph, start: np.ndarray, end: np.ndarray) -> float:
     np.maximum.at(last, inv, end[in_step])
     first = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
     starts = g.kind[in_step] == "step_start"
-    np.maximum.at(first, inv[starts], start[in_step][starts])
+    # (measured, in every replay: a change that lets the latest rank start sooner then ends the step sooner,
+    # not later; taken from the replay, moving that start moved the reference and read as a slower step)
+    np.maximum.at(first, inv[starts], g.ts_ns[in_step][starts])
     ok = first > np.iinfo(np.int64).min
     if not ok.any():
         return 0.0
@@ -246,12 +249,16 @@ def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
 
 
 CAUSES = ("start", "idle", "work", "compute")  # what a late rank's excess can lie in (at_pace's ``what``)
+# what a fixed rank changes: its steps' own time. A late first start lies before the profile (a warm-up
+# step's tail): the job's step begins at the latest rank's measured start, and a replay that started that
+# rank sooner would credit the time before the step as a saving (see _span_ms)
+IN_STEP = ("idle", "work", "compute")
 
 
 def ranks_at_pace(sp: Split, ranks, durations=None, gaps=None):
-    """Durations and gaps with ``ranks`` at the pace of the median rank in every cause (their start, host
-    idle, step-thread work and GPU compute; at_pace): what ``whatif --fix-rank`` replays and what advise's
-    late-rank finding saves. The other ranks keep every measured time of their own: their threads move
+    """Durations and gaps with ``ranks`` at the pace of the median rank in every cause inside their steps
+    (host idle, step-thread work and GPU compute; at_pace; IN_STEP): what ``whatif --fix-rank`` replays
+    and what advise's late-rank finding saves. The other ranks keep every measured time of their own: their threads move
     only where the graph holds them (a sync on their GPU, a Gloo collective they wait in)."""
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
@@ -259,7 +266,7 @@ def ranks_at_pace(sp: Split, ranks, durations=None, gaps=None):
     ranks = sorted(set(int(r) for r in ranks))
     if not ranks:
         return dur, gap
-    for what in CAUSES:
+    for what in IN_STEP:
         dur, gap = at_pace(sp, what, ranks, durations=dur, gaps=gap)
     return dur, gap
 

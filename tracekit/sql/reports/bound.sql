@@ -22,9 +22,9 @@
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
 -- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
--- @column host_busy_ms: a GPU rank: the step thread inside its ops (their union), less the time it was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm), within the window, ms
+-- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
--- @column host_idle_ms: a GPU rank: the step thread inside no op of its own (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'), within the window, ms
+-- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
 -- @column wait_ms: idle waiting for another rank at a collective (clean matched instances), no compute running (step_breakdown's 'waiting at a collective'), ms
 -- @column host_busy_pct: host_busy_ms / timeline_ms, %
@@ -32,10 +32,13 @@
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
 -- @column wait_pct: wait_ms / timeline_ms, %
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
-WITH st AS (  -- the step thread of each rank: the thread of its ProfilerSteps
+WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
+              -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
+              -- step thread waits in backward() without an op of its own)
     SELECT DISTINCT s.rank, e.pid, e.tid
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step),
+                               AND e.name = 'ProfilerStep#' || s.step
+    UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
     SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
@@ -80,12 +83,14 @@ parts AS (
            coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'starved'), 0) AS starved_ns
     FROM step_breakdown WHERE step <> -1 GROUP BY ALL),
 gpu AS (SELECT DISTINCT rank FROM gpu_kernels),
-m AS (  -- a GPU rank: its thread's time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's partition
-        -- of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running)
+m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
+        -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
+        -- a CPU-only rank step_breakdown has no CPU work for (no Gloo collective): its threads' ops
     SELECT p.rank, p.step, p.window_ns,
-           CASE WHEN g.rank IS NULL THEN p.busy_ns ELSE t.ops_ns - h.blocked_ns END AS host_ns,
-           CASE WHEN g.rank IS NULL THEN 0 ELSE h.blocked_ns END AS blocked_ns,
-           CASE WHEN g.rank IS NULL THEN p.starved_ns ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
+           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.busy_ns ELSE t.ops_ns - h.blocked_ns END AS host_ns,
+           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN 0 ELSE h.blocked_ns END AS blocked_ns,
+           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.starved_ns
+                ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns
     FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank),
