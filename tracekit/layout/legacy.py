@@ -184,7 +184,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 def _old_lock(out: str):
     import fcntl
 
-    from .versions import open_lock_file
+    from .paths import open_lock_file
 
     path = lock_file(out)
     try:

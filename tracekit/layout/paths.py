@@ -273,3 +273,20 @@ def place_facts(rank_facts: str, run: str, rank, names, whole_run_names=()) -> N
             os.makedirs(facts_dir(run, name), exist_ok=True)
             os.replace(os.path.join(rank_facts, name + ".parquet"), facts_file(run, name))
     os.rmdir(rank_facts)
+
+
+def open_lock_file(path: str):
+    """A lock file opened for reading and writing, made if missing; never through a symbolic link (one
+    planted there would have the writer's pid written into whatever it points to)."""
+    import errno
+
+    from ..errors import TracekitError
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TracekitError(f"{path}: a symbolic link where tracekit keeps its lock file; nothing was written "
+                                "through it. Look at what it points to and remove the link") from None
+        raise
+    return os.fdopen(fd, "a+")

@@ -33,6 +33,7 @@ from .paths import (
     is_being_made,
     lock_path,
     marker_path,
+    open_lock_file,
     trash_dir,
     version_path,
     versions_dir,
@@ -345,21 +346,6 @@ def _listdir(d: str) -> list[str]:
 def _cannot_write(out: str, exc: OSError) -> TracekitError:
     return TracekitError(f"cannot write the run {out}: {exc.strerror} ({exc.filename or out}); nothing was "
                          "written. Choose an -o on a writable file system")
-
-
-def open_lock_file(path: str):
-    """A lock file opened for reading and writing, made if missing; never through a symbolic link (one
-    planted there would have the writer's pid written into whatever it points to)."""
-    import errno
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise TracekitError(f"{path}: a symbolic link where tracekit keeps its lock file; nothing was written "
-                                "through it. Look at what it points to and remove the link") from None
-        raise
-    return os.fdopen(fd, "a+")
 
 
 def _open_lock(out: str) -> tuple[object, bool]:
