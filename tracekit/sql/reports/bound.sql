@@ -12,7 +12,7 @@
 -- the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
 -- its waiting and its idle, else the larger of those.
 -- @stage report
--- @summary per rank and step: what bounds it (host, host idle, GPU, waiting) and the share of each
+-- @summary per rank and step (--by rank: over its steps): what bounds it (host, host idle, GPU, waiting), each part's share
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
