@@ -32,7 +32,7 @@ def batches(run, query: str, params, memory_mb: int | None, timeout: float | Non
                "params": params, "memory_mb": memory_mb, "timeout": timeout}
     tracekit_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (tracekit_root, os.environ.get("PYTHONPATH")) if p))
-    child = subprocess.Popen([sys.executable, "-m", "tracekit.sql_process"], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "tracekit.sql_child"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     run._children.add(child)
     err: list[bytes] = []
@@ -103,37 +103,3 @@ def _error(rc: int, stderr: str, run, memory_mb) -> BaseException:
         return duckdb.InterruptException(f"the query's process was ended (signal {-rc})")
     return QueryError(f"SQL failed on run {run.name}: the query's process ended with exit code {rc}"
                       + (f" ({lines[-1]})" if lines else ""))
-
-
-def _child() -> int:
-    """The child's side: one request on stdin, the result as Arrow IPC on stdout, an error as its last line
-    on stderr."""
-    import duckdb
-    import pyarrow as pa
-
-    from .commands.sql import limited_batches, memory_message
-    from .store import Run
-
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but the result on the result's pipe
-    request = pickle.loads(sys.stdin.buffer.read())
-    try:
-        run = Run(request["version"], size_buckets=request["size_buckets"])
-        run.name = request["name"]
-        gen = limited_batches(run, request["query"], request["params"], request["memory_mb"], request["timeout"])
-        schema = next(gen)
-        with pa.ipc.new_stream(out, schema) as writer:
-            for batch in gen:
-                writer.write_batch(batch)
-    except (TracekitError, duckdb.InterruptException, MemoryError) as exc:
-        kind = ("Interrupted" if isinstance(exc, duckdb.InterruptException) else
-                "QueryError" if isinstance(exc, MemoryError) else type(exc).__name__)
-        message = (memory_message(request["memory_mb"], "the process's address space is capped", False)
-                   if isinstance(exc, MemoryError) else str(exc))
-        sys.stderr.write(_ERROR + json.dumps({"kind": kind, "message": message}) + "\n")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child())
