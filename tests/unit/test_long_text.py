@@ -91,3 +91,25 @@ def test_the_pages_hidden_columns_are_not_the_shown_ones_again():
     heads = [[th.text for th in tab.iter("th")] for tab in doc.iter("table")]
     assert heads == [["priority", "finding"], ["priority", "evidence", "sql"]]
     assert doc.find(".//summary").text == "2 more columns: evidence, sql"
+
+
+def _findings_table():
+    evidence = " ".join(f"rank {r} waited {r * 1.25:.3f} ms at c10d::allreduce_ of 7 MiB" for r in range(12))
+    return pa.table({"priority": [1], "finding": ["late ranks"], "saving_ms": [8.927], "saving_pct": [55.767],
+                     "where": ["ProfilerStep#3"], "evidence": [evidence], "change": ["fix rank 3"],
+                     "confidence": ["measured"]})
+
+
+def test_advise_and_doctor_blocks_fit_a_pipe(capsys, monkeypatch):
+    """Also seen in issue 40: advise's and doctor's finding blocks were 100 characters wide in a pipe, where
+    the tables take 80 (or $COLUMNS). Every word of the evidence is still there, wrapped."""
+    from tracekit.render.findings import print_findings
+    t = _findings_table()
+    monkeypatch.delenv("COLUMNS", raising=False)
+    print_findings(t, "advise")
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert " ".join(" ".join(ln.split()) for ln in lines).count("waited") == 12
+    monkeypatch.setenv("COLUMNS", "60")
+    print_findings(t, "advise")
+    assert max(map(len, capsys.readouterr().out.splitlines())) <= 60

@@ -1,12 +1,11 @@
 """advise and doctor in the terminal: one block per finding (its rank and what, then the saving, where, the
-evidence, the change, how sure, the SQL behind it), wrapped to the terminal's width. A table of nine
-columns with sentences in them cannot be read in 80 columns; csv, json, markdown and parquet keep the
-columns (render.emit)."""
+evidence, the change, how sure, the SQL behind it), wrapped to the width it is given (the terminal's,
+$COLUMNS, or 80 in a pipe; 100 into a file). A table of nine columns with sentences in them cannot be read
+in 80 columns; csv, json, markdown and parquet keep the columns (render.emit)."""
 
 from __future__ import annotations
 
 import re
-import sys
 
 import pyarrow as pa
 
@@ -68,7 +67,8 @@ def print_findings(table: pa.Table, title: str | None = None, console=None, head
     from rich.table import Table
     from rich.text import Text
 
-    console = console or (Console() if sys.stdout.isatty() else Console(width=100))
+    # the width it is given, as the tables take it: the terminal's, else $COLUMNS, else 80 (a pipe, a log)
+    console = console or Console()
     rows = table.to_pylist()
     if title:
         console.print(Text(safe_text(title), style="bold"))
