@@ -135,11 +135,12 @@ def timeline(run, out, steps: tuple[int, int] | None = None, kernels_only: bool 
     return write_timeline(_run(run), os.fspath(out), steps, kernels_only, ranks)
 
 
-def html(run, out) -> str:
-    """Write the one-page HTML report of a run to ``out``."""
+def html(run, out, plotly_js: str = "inline") -> str:
+    """Write the one-page HTML report of a run to ``out``; ``plotly_js="beside"`` writes the charts'
+    JavaScript once beside the page (shared by the pages in that folder) instead of in it."""
     from .commands.html import write_html
 
-    return write_html(_run(run), os.fspath(out))
+    return write_html(_run(run), os.fspath(out), plotly_js)
 
 
 def advise(run):

@@ -109,6 +109,42 @@ def plotly_js() -> str:
     return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
 
 
+# how a page gets the bundle: in the page (one file that works anywhere, 4.8 MB of it the bundle), or as
+# one file beside it that every page in that folder shares (a page of tens of KB; still offline)
+PLOTLY_JS = ("inline", "beside")
+
+
+def plotly_js_name() -> str:
+    """The bundle's file name beside a page: its version in the name, so that pages made with another
+    plotly never read a bundle they were not drawn for."""
+    from importlib.metadata import version
+
+    return f"plotly-{version('plotly')}.min.js"
+
+
+def plotly_script(page_path: str, how: str = "inline") -> str:
+    """The page's <script> element that loads Plotly. ``beside``: the bundle is written next to
+    ``page_path`` first (whole, by a rename; left as it is when the same bundle is there, replaced, never
+    written through, when a link or another file holds its name)."""
+    import os
+
+    if how not in PLOTLY_JS:
+        from .errors import TracekitError
+        raise TracekitError(f"--plotly-js {how}: inline or beside")
+    if how == "inline":
+        return f"<script>{plotly_js()}</script>"
+    name = plotly_js_name()
+    path = os.path.join(os.path.dirname(os.path.abspath(page_path)), name)
+    bundle = plotly_js().encode("utf-8")
+    if not (os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == len(bundle)
+            and open(path, "rb").read() == bundle):
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(bundle)
+        os.replace(tmp, path)  # a link there is replaced, its target untouched
+    return f'<script src="{name}"></script>'
+
+
 def div(fig: dict, div_id: str) -> str:
     """A <div> and the script that draws ``fig`` in it (the bundle must be on the page)."""
     spec = script_json({"data": fig["data"], "layout": fig["layout"]})

@@ -331,3 +331,40 @@ def test_no_name_changes_the_page_structure(tmp_path, name):
     assert hostile == plain
     cells = [c.text for c in html5lib.parse(text, namespaceHTMLElements=False).iter("td")]
     assert name in cells  # shown whole, as text
+
+
+@pytest.mark.slow
+def test_a_page_with_plotly_beside_is_small_and_draws_in_chromium(tmp_path):
+    """Issue 40, also seen: each page was 4.9 MB for ~77 KB of content. `--plotly-js beside` writes the bundle
+    once beside the page; the page names it by a relative src, and a real browser draws every chart from it,
+    offline. A link planted under the bundle's name is replaced, never written through."""
+    from tracekit.figures import plotly_js_name
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "examples" / "traces" / "fsdp" / "iteration_3", work / "traces")
+    (work / "pages").mkdir()
+    outside = tmp_path / "outside.js"
+    outside.write_text("kept")
+    (work / "pages" / plotly_js_name()).symlink_to(outside)
+    r = tk("html", "traces", "-o", "pages/report.html", "--plotly-js", "beside", cwd=work,
+           env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    page = work / "pages" / "report.html"
+    bundle = work / "pages" / plotly_js_name()
+    assert outside.read_text() == "kept" and not bundle.is_symlink()
+    assert bundle.read_text() == _plotly_js()
+    text = page.read_text()
+    assert _plotly_js() not in text and page.stat().st_size < 300_000  # the fsdp page's content is tens of KB
+    assert re.findall(r'<script src="([^"]+)"', text) == [plotly_js_name()]
+    probe = work / "pages" / "probe.html"  # beside the bundle, as the page is
+    probe.write_text(text.replace("</body>", PROBE + "</body>"))
+    proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", "--window-size=1400,4200", "--virtual-time-budget=5000", "--dump-dom",
+                           probe.as_uri()], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    layouts = [json.loads(re.search(r'"LAYOUT (.*)", source', line).group(1).replace('\\"', '"'))
+               for line in console if "LAYOUT " in line]
+    ids = set(re.findall(r'<div class="plot" id="([a-z_]+)"></div>', text))
+    assert len(ids) == 5 and {x["id"] for x in layouts} == ids, console
+    assert not [line for line in console if "chart failed to draw" in line or "Plotly" in line], console
+    assert all(x["area"] for x in layouts) and next(x for x in layouts if x["id"] == "overlap")["bars"]

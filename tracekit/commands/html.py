@@ -171,7 +171,8 @@ def sections(run) -> list[tuple[str, str]]:
 SHARED_VIEWS = ("collectives", "comm_exposure")
 
 
-def write_html(run, out: str) -> str:
+def write_html(run, out: str, plotly_js: str = "inline") -> str:
+    """The page of ``run`` to ``out``, Plotly's bundle in it or beside it (``plotly_js``: figures.PLOTLY_JS)."""
     import os
 
     from ..graph.shared import computed_once as graph_once
@@ -184,7 +185,7 @@ def write_html(run, out: str) -> str:
         body = "".join(f"<h2>{html.escape(title)}</h2>{content}" for title, content in sections(run))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f"<title>tracekit report: {html.escape(run.name)}</title><style>{STYLE}</style>"
-            f"<script>{figures.plotly_js()}</script></head><body>{head}{body}{CHECK}</body></html>\n")
+            f"{figures.plotly_script(out, plotly_js)}</head><body>{head}{body}{CHECK}</body></html>\n")
     tmp_out = f"{out}.tmp-{os.getpid()}"
     with open(tmp_out, "w", encoding="utf-8") as f:
         f.write(page)
