@@ -8,9 +8,11 @@ __version__ = "0.1.0"  # the one place the version is written (pyproject.toml re
 
 from .errors import TracekitError  # after __version__, which the modules it loads import
 
-# one function per command of the command line, of the same name (`tracekit cache list`: cache_list)
-_API = ("advise", "cache_clear", "cache_list", "diff", "doctor", "html", "ingest", "model", "open", "plot", "rederive",
-        "reduce", "report", "schema", "sql", "timeline", "validate", "whatif")
+# one function per command of the command line, of the same name (`tracekit cache list`: cache_list), and
+# whatif's three uses apart: fit_laws, predict_plan, counterfactual
+_API = ("advise", "cache_clear", "cache_list", "counterfactual", "diff", "doctor", "fit_laws", "html", "ingest",
+        "model", "open", "plot", "predict_plan", "rederive", "reduce", "report", "schema", "sql", "timeline",
+        "validate", "whatif")
 __all__ = ["Run", "TracekitError", "__version__", *_API]
 
 

@@ -225,70 +225,89 @@ def model(preset: str = "example", *, layers: int | None = None, hidden: int | N
     return _model(preset, fields, plan)
 
 
-def whatif(run, config=None, *, preset: str | None = None, world: int | None = None, fit: bool = False,
-           plot=None, layers: int | None = None, hidden: int | None = None, heads: int | None = None,
-           vocab: int | None = None, seq: int | None = None, micro_batch: int | None = None,
-           micro_batches: int | None = None, dtype: str | None = None, experts: int | None = None,
-           top_k: int | None = None, dp: int | None = None, tp: int | None = None, pp: int | None = None,
-           ep: int | None = None, zero: int | None = None, sequence_parallel: bool | None = None,
-           backend: str | None = None, schedule: str | None = None, sweep: bool = False, cores: int | None = None,
-           fix_ranks=(), comm_speedup: float | None = None, overlap=()):
-    """The run's model under its own plan or another, timed by the run's own network -> pyarrow.Table:
-    per process group and collective, one step on the busiest rank, predicted beside measured. The plan is
-    the run's (recorded, ``config``'s, or inferred from its process groups) with the plan fields given over
-    it; the model the recorded one, ``config``'s or ``preset``, with the model fields given over it.
-    ``config``: a dict or the path of a JSON file. ``fit``: the fitted laws (latency + traffic / bus
-    bandwidth) instead of the prediction; ``plot``: also draw the laws with the measured points to this PNG.
-    ``sweep``: every valid plan for ``world`` ranks ranked by predicted step; ``cores``: CPU runs, the cores
-    a host's ranks share; ``schedule``: the pipeline schedule to simulate. A plan field left None is the
-    run's own; ``sequence_parallel=False`` asks for the plan without it (the run's is not carried to tp 1).
-    ``fix_ranks``, ``comm_speedup``, ``overlap``: instead, a counterfactual replay (graph/counterfactual.py):
-    each rank's step measured, replayed and replayed with those ranks at the median rank's pace, transfers
-    that many times faster, those groups' collectives hidden."""
-    from .analytic.config import PLAN_FIELDS
+def fit_laws(run, plot=None):
+    """The run's network laws -> pyarrow.Table: per collective and role of group, latency + bus traffic /
+    bus bandwidth fitted to its clean matched instances (``tracekit whatif --fit``). ``plot``: also draw
+    the laws with the measured points to this PNG."""
     from .commands import whatif as w
     from .errors import TracekitError
 
-    for flag, value, what in (("--world", world, "the number of ranks the plan is for"),
-                              ("--cores", cores, "the cores a host's ranks share")):
-        if value is not None and value < 1:
-            raise TracekitError(f"{flag} {value}: give {what}, at least 1")
-    args = locals()
-    changes = {f.name: args[f.name] for f in PLAN_FIELDS}  # None: the run's own; False is a value
     r = _run(run)
-    if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay of the run's own dependencies
-        given = {"--config": config, "--preset": preset, "--world": world, "--fit": fit or None, "--plot": plot,
-                 "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab, "--seq": seq,
-                 "--micro-batch": micro_batch, "--micro-batches": micro_batches, "--dtype": dtype,
-                 "--experts": experts, "--top-k": top_k,
-                 **{f.spelled(changes[f.name]): changes[f.name] for f in PLAN_FIELDS},
-                 "--sweep": sweep or None, "--cores": cores}
-        mixed = [k.split(" ")[0] for k, v in given.items() if v is not None]
-        if mixed:
-            raise TracekitError(f"{', '.join(mixed)} with --fix-rank/--comm-speedup/--overlap: a counterfactual "
-                                "replays the run's own plan; give the plan or model flags in a whatif of their own")
-        from .commands.whatif_replay import predict
-        return predict(r, tuple(fix_ranks), comm_speedup, tuple(overlap))
-    if fit or plot:
-        pts = w.points(r)
-        laws = w.fit(r, pts)
-        if not laws:
-            raise TracekitError(f"{r.name}: no clean matched collective instance with a size to fit a law to; "
-                                "see tracekit doctor")
-        if plot:
-            from .commands.plot import fitted_laws
-            fitted_laws(pts, laws, os.fspath(plot))
-        if fit:
-            import pyarrow as pa
-            return pa.Table.from_pylist(laws)
-    model_fields = {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
-                    "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype,
-                    "experts": experts, "top_k": top_k}
+    pts = w.points(r)
+    laws = w.fit(r, pts)
+    if not laws:
+        raise TracekitError(f"{r.name}: no clean matched collective instance with a size to fit a law to; "
+                            "see tracekit doctor")
+    if plot:
+        from .commands.plot import fitted_laws
+        fitted_laws(pts, laws, os.fspath(plot))
+    import pyarrow as pa
+    return pa.Table.from_pylist(laws)
+
+
+def predict_plan(run, config=None, *, preset: str | None = None, world: int | None = None,
+                 cores: int | None = None, sweep: bool = False, **fields):
+    """The step of the run's model under its own plan or another, timed by the run's own compute and
+    network -> pyarrow.Table: the step first (with its interval), then per process group and collective,
+    one step on the busiest rank, predicted beside measured (``tracekit whatif``; docs/model.md).
+    ``fields``: the plan's (tracekit.analytic.config.PLAN_FIELDS: dp, tp, pp, ep, zero, sequence_parallel,
+    backend, schedule) and the model's (MODEL_FIELDS: layers, hidden, ...) to change; one not given is the
+    run's own, and ``sequence_parallel=False`` asks for the plan without it. The plan is the run's
+    (recorded, ``config``'s, or inferred from its process groups); the model the recorded one, ``config``'s
+    (a dict or a JSON file's path) or ``preset``. ``world``: the number of ranks the plan is for;
+    ``cores``: CPU runs, the cores a host's ranks share; ``sweep``: every valid plan for ``world`` ranks,
+    ranked by predicted step."""
+    from .analytic.config import MODEL_FIELDS, PLAN_FIELDS
+    from .commands import whatif as w
+    from .errors import TracekitError
+
+    plan_names = [f.name for f in PLAN_FIELDS]
+    unknown = sorted(set(fields) - set(plan_names) - set(MODEL_FIELDS))
+    if unknown:
+        raise TracekitError(f"predict_plan: no field {', '.join(unknown)}; the plan's are {', '.join(plan_names)}, "
+                            f"the model's {', '.join(MODEL_FIELDS)}")
+    for name, value, what in (("world", world, "the number of ranks the plan is for"),
+                              ("cores", cores, "the cores a host's ranks share")):
+        if value is not None and value < 1:
+            raise TracekitError(f"{name} {value}: give {what}, at least 1")
+    r = _run(run)
     try:
-        return w.whatif(r, config=_config(config), preset=preset, model=model_fields, changes=changes, world=world,
-                        cores=cores, sweep=sweep)
+        return w.whatif(r, config=_config(config), preset=preset, model={k: fields.get(k) for k in MODEL_FIELDS},
+                        changes={k: fields.get(k) for k in plan_names}, world=world, cores=cores, sweep=sweep)
     except TracekitError as exc:
         raise TracekitError(f"{r.name}: {exc}") from None
+
+
+def counterfactual(run, *, fix_ranks=(), comm_speedup: float | None = None, overlap=()):
+    """A counterfactual replay of the run's own dependency graph (graph/counterfactual.py) -> pyarrow.Table:
+    each rank's step measured, replayed as it is, and replayed with ``fix_ranks`` at the median rank's pace,
+    every transfer ``comm_speedup`` times faster, ``overlap``'s groups (pg_names or roles: DP, TP, PP, EP)
+    hidden behind compute (``tracekit whatif --fix-rank/--comm-speedup/--overlap``)."""
+    from .commands.whatif_replay import predict
+
+    return predict(_run(run), tuple(fix_ranks), comm_speedup, tuple(overlap))
+
+
+def whatif(run, config=None, *, fit: bool = False, plot=None, fix_ranks=(), comm_speedup: float | None = None,
+           overlap=(), **params):
+    """``tracekit whatif``'s three uses in one call, for code written before they were apart: the fitted
+    laws (``fit``/``plot``: fit_laws), a counterfactual replay (``fix_ranks``, ``comm_speedup``,
+    ``overlap``: counterfactual), else a plan's step (``params``: predict_plan's)."""
+    from .errors import TracekitError
+
+    if fix_ranks or comm_speedup is not None or overlap:
+        given = [k for k, v in {"config": config, "fit": fit or None, "plot": plot, **params}.items()
+                 if v is not None and v is not False or (k == "sequence_parallel" and v is False)]
+        if given:
+            raise TracekitError(f"{', '.join(given)} with fix_ranks/comm_speedup/overlap: a counterfactual replays "
+                                "the run's own plan (tracekit.counterfactual); ask another plan with "
+                                "tracekit.predict_plan")
+        return counterfactual(run, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap)
+    if fit or plot:
+        laws = fit_laws(run, plot)
+        if fit:
+            return laws
+    return predict_plan(run, config, **params)
 
 
 def plot(run, out, kind: str = "sizes") -> str:

@@ -274,13 +274,31 @@ def test_a_degree_kept_from_the_run_is_named_where_the_plan_cannot_fit(capsys):
     assert "tp 2 x pp 2 = 4 does not divide 2 ranks (tp 2 is the run's: give --tp/--pp too;" in err
 
 
-def test_a_counterfactual_refuses_a_plan_field_by_its_flag():
+def test_a_counterfactual_refuses_a_plan_field_by_its_flag(capsys):
     """A replay runs the run's own plan: sequence_parallel=False (dropped before, as None) is refused, by
-    the flag that gives it."""
+    the flag that gives it in the command, by its parameter in the API's one-call whatif (the API names
+    no flag: issue 38, item 5)."""
     from tracekit.errors import TracekitError
 
-    with pytest.raises(TracekitError, match="^--no-sequence-parallel with --fix-rank"):
-        tracekit.whatif(tracekit.open(ROOT / "examples" / "traces" / "tp"), fix_ranks=(1,), sequence_parallel=False)
+    tp = ROOT / "examples" / "traces" / "tp"
+    assert main(["whatif", str(tp), "--fix-rank", "1", "--no-sequence-parallel"]) == 1
+    assert "--no-sequence-parallel with --fix-rank/--comm-speedup/--overlap" in capsys.readouterr().err
+    with pytest.raises(TracekitError, match="^sequence_parallel with fix_ranks/comm_speedup/overlap"):
+        tracekit.whatif(tracekit.open(tp), fix_ranks=(1,), sequence_parallel=False)
+
+
+def test_the_three_verbs_answer_as_the_command_does():
+    """Issue 38, item 5: the API has one function per use, each with its own parameters: the fitted laws,
+    a plan's step, a counterfactual replay; each equals what the one-call whatif gives for the same ask."""
+    run = tracekit.open(ROOT / "examples" / "traces" / "tp")
+    assert tracekit.fit_laws(run).to_pylist() == tracekit.whatif(run, fit=True).to_pylist()
+    a, b = tracekit.predict_plan(run, tp=1, dp=2), tracekit.whatif(run, tp=1, dp=2)
+    assert a.to_pylist() == b.to_pylist() and a.schema.metadata == b.schema.metadata
+    with pytest.raises(tracekit.TracekitError, match="no field tensor_parallel; the plan's are dp, tp"):
+        tracekit.predict_plan(run, tensor_parallel=2)
+    import inspect
+    assert set(inspect.signature(tracekit.counterfactual).parameters) == {"run", "fix_ranks", "comm_speedup",
+                                                                          "overlap"}
 
 
 @pytest.mark.parametrize("flags, why", [

@@ -60,7 +60,7 @@ class GPTShape:
 class PlanField:
     """A field of Plan that the command line and the API may change (PLAN_FIELDS): its type, the values it
     may take (None: any the type allows) and its help. The CLI's options (tracekit.cli.options.plan_options),
-    the API's refusal of a mixture (tracekit.api.whatif), the plan a run's plan is changed into
+    the command's refusal of a mixture (cli/whatif.py), the API's predict_plan, the plan a run's plan is changed into
     (run_plan.plan_with) and Plan's own validation read it."""
     name: str
     type: type
@@ -82,6 +82,10 @@ class PlanField:
             return self.flag if value else "--no-" + self.flag[2:]
         return f"{self.flag} {value}"
 
+
+# the model's dimensions a command or tracekit.predict_plan may change over a preset or the run's model
+MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",
+                "top_k")
 
 PLAN_FIELDS = (
     PlanField("dp", int, "data-parallel degree"),

@@ -63,13 +63,10 @@ def run_argument(f_or_name):
     return click.argument("run", type=RunPath())(f_or_name)
 
 
-MODEL_FIELDS = ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "micro_batches", "dtype", "experts",
-                "top_k")
-
-
 def model_options(default_preset: str | None):
-    """--preset and one flag per model dimension (declared once for model and whatif)."""
+    """--preset and one flag per model dimension (analytic.config.MODEL_FIELDS, declared once)."""
     from ..analytic import PRESETS
+    from ..analytic.config import MODEL_FIELDS
 
     def deco(f):
         for name in reversed(MODEL_FIELDS):

@@ -52,14 +52,35 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
       tracekit whatif run/ --comm-speedup 2 --overlap DP
     """
     if fix_ranks or comm_speedup is not None or overlap:  # a counterfactual replay (graph/counterfactual.py)
-        emit(tracekit.whatif(run, fit=fit, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap, **params),
-             fmt, output,
-             title="whatif — counterfactual replay: each rank's step, predicted beside measured")
+        _refuse_a_plan_with_a_replay(fit, params)
+        emit(tracekit.counterfactual(run, fix_ranks=fix_ranks, comm_speedup=comm_speedup, overlap=overlap),
+             fmt, output, title="whatif — counterfactual replay: each rank's step, predicted beside measured")
         return
-    table = tracekit.whatif(run, fit=fit, **params)
-    if fit:
-        emit(table, fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
-    elif params.get("sweep"):
+    plot = params.pop("plot")
+    for flag, value, what in (("--world", params["world"], "the number of ranks the plan is for"),
+                              ("--cores", params["cores"], "the cores a host's ranks share")):
+        if value is not None and value < 1:
+            raise tracekit.TracekitError(f"{flag} {value}: give {what}, at least 1")
+    if fit or plot:
+        laws = tracekit.fit_laws(run, plot)
+        if fit:
+            emit(laws, fmt, output, title="whatif — fitted laws: latency + traffic / bus bandwidth")
+            return
+    table = tracekit.predict_plan(run, params.pop("config"), **params)
+    if params.get("sweep"):
         emit(table, fmt, output, title="whatif — every plan, ranked by predicted step")
     else:
         emit(table, fmt, output, title="whatif — per step, busiest rank: predicted beside measured")
+
+
+def _refuse_a_plan_with_a_replay(fit: bool, params: dict) -> None:
+    """A counterfactual replays the run's own plan: a plan or model flag beside it is refused, by its flag."""
+    from ..analytic.config import PLAN_FIELDS
+
+    plan = {f.name: f for f in PLAN_FIELDS}
+    given = [plan[k].spelled(v) if k in plan else "--" + k.replace("_", "-")
+             for k, v in {"fit": fit or None, **params, "sweep": params.get("sweep") or None}.items() if v is not None]
+    if given:
+        raise tracekit.TracekitError(
+            f"{', '.join(g.split(' ')[0] for g in given)} with --fix-rank/--comm-speedup/--overlap: a counterfactual "
+            "replays the run's own plan; give the plan or model flags in a whatif of their own")

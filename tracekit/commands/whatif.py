@@ -22,21 +22,9 @@ import pyarrow as pa
 
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
-from .whatif_model import (  # noqa: F401  (the command's public names, read by api, advise and tests)
-    IGNORED,
-    MODELLED,
-    Context,
-    _table,
-    context,
-    coverage,
-    exposed_total,
-    fit,
-    measured,
-    plans_that_fit,
-    points,
-    predicted_rows,
-    stage_collectives,
-)
+
+# fit and points: the laws' two steps, this command's public names (api.fit_laws and tests read them here)
+from .whatif_model import context, fit, points, predicted_rows, rows_table, stage_collectives  # noqa: F401
 
 
 def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = None, model: dict | None = None,
@@ -95,7 +83,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
              "measured_step_ms": ctx.meas.step_ms,
              "exposed_ms": st.get("exposed_ms"), "note": _step_note(st, run.name)}
     rows = [first] + predicted_rows(ctx, target, colls)
-    table = _table(rows, source=not own)
+    table = rows_table(rows, source=not own)
     note = f"{where}; {laws_at}; predicted: {ws.describe(target)}"
     m = "measured" if own else "source"
     firsts = (f"group,collective,step_ms,step_ms_lo,step_ms_hi,{m}_step_ms,count,transfer_ms,exposed_ms,"

@@ -342,7 +342,7 @@ def _exposed_share(meas: dict) -> dict:
     return {k: e / d for k, (e, d) in sums.items() if d > 0}
 
 
-def _table(rows: list[dict], source: bool) -> pa.Table:
+def rows_table(rows: list[dict], source: bool) -> pa.Table:
     """Counts and bytes as integers where every value is one (averages over steps may not be). ``source``:
     the run's figures are another plan's, named source_* (not measured_*: nobody measured this plan)."""
     for r in rows:
