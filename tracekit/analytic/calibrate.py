@@ -11,6 +11,7 @@ from __future__ import annotations
 from .compute import FRAMEWORK, Source, calibrate, machinery, micro_batches, rank_work
 from .config import GPTShape, Plan
 from .measured import Measured
+from .pipeline import model_chunks
 
 
 def contention(ranks_per_host: int, cores: int | None, busy: float = 1.0) -> float:
@@ -90,7 +91,7 @@ def p2p_ops(m: GPTShape, plan: Plan, stage: int) -> int:
     """Point-to-point ops per step on a rank of ``stage``: per micro-batch, each of its virtual stages
     (chunks with the interleaved schedule) receives and sends the forward's activation and the backward's
     gradient, but the first takes no input and the last sends none on."""
-    mbs, chunks = micro_batches(m, plan), plan.chunks if plan.schedule == "interleaved" else 1
+    mbs, chunks = micro_batches(m, plan), model_chunks(plan.schedule, plan.chunks)
     last = plan.pp * chunks - 1
     return sum(2 * mbs * ((v > 0) + (v < last)) for v in (c * plan.pp + stage for c in range(chunks)))
 

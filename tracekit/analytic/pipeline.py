@@ -20,7 +20,12 @@ from dataclasses import dataclass
 
 from ..errors import TracekitError
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")  # every schedule the model knows: the CLI's choices, validation's
+
+
+def model_chunks(schedule: str, chunks: int) -> int:
+    """Model chunks (virtual stages) per stage that ``schedule`` runs: ``chunks`` with interleaving, else one."""
+    return chunks if schedule == "interleaved" else 1
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ class StagePrediction:
 
 def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p: Part | None = None,
                  contention: float = 1.0, framework: list[Part] | None = None,
-                 xfer: list[float] | None = None) -> list[StagePrediction]:
+                 xfer: list[Part] | None = None) -> list[StagePrediction]:
     """Per pipeline stage, its rank's predicted step. ``exposed[s]``: stage s's exposed communication
     other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1), a lag;
     ``xfer[s]``: what each point-to-point op holds stage s, ms, at the measured run's contention (where
@@ -98,7 +98,7 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
     if slow != 1:  # a CPU collective is CPU work (Gloo reduces on the CPU, its ranks poll): it slows alike
         exposed = [Part(e.ms * slow, e.lo * slow, e.hi * slow) for e in exposed]
         p2p = Part(p2p.ms * slow, p2p.lo * slow, p2p.hi * slow) if p2p else None
-    xfer = [x * slow for x in xfer] if xfer else None
+    xfer = [Part(x.ms * slow, x.lo * slow, x.hi * slow) for x in xfer] if xfer else None
     mbs = micro_batches(m, plan)
     framework = framework or [Part(0.0, 0.0, 0.0)] * plan.pp
     per_mb, opt = [], []
@@ -126,7 +126,8 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
     for key, k, t in (("ms", 1.0, p2p.ms), ("lo", lo_k, p2p.lo), ("hi", hi_k, p2p.hi)):
         f = [x * k / (1 + BACKWARD) for x in per_mb]
         b = [x * k * BACKWARD / (1 + BACKWARD) for x in per_mb]
-        sims[key] = simulate(f, b, mbs, schedule=plan.schedule, chunks=plan.chunks, p2p=t, xfer=xfer)
+        x = [getattr(e, key) for e in xfer] if xfer else None
+        sims[key] = simulate(f, b, mbs, schedule=plan.schedule, chunks=plan.chunks, p2p=t, xfer=x)
     notes.append(f"bubble: {plan.schedule} simulated over {mbs} micro-batches "
                  f"(backward {BACKWARD:.0f}x forward, from the FLOP ratio)")
     if xfer:

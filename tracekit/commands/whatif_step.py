@@ -67,7 +67,8 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         p2p = Part(ns / 1e6, lo / 1e6, hi / 1e6)
         basis |= notes | set(more)
         if src.p2p_op:  # the run's own pipeline: each op's measured cost, not the law's typical transfer
-            xfer = _xfer(ctx, src, target, law, act)
+            r_lo, r_hi = (lo / ns, hi / ns) if ns > 0 else (1.0, 1.0)  # the law's spread around its point
+            xfer = [Part(x, x * r_lo, x * r_hi) for x in _xfer(ctx, src, target, law, act)]
             p2p = None
     framework, prior = _framework(ctx, src, target, colls, basis)
     borrowed = borrowed or prior  # machinery the run never ran: its work is a prior, not a measurement
