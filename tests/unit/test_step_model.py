@@ -31,6 +31,16 @@ def test_one_f_one_b_with_a_transfer_between_stages():
     assert (p.makespan, p.end) == (12, (12, 10.5))
 
 
+def test_each_point_to_point_op_holds_its_stage():
+    # issue 38: 2 stages, 2 micro-batches, 1F1B, F 1 and B 2; a send or receive holds stage 0 for 0.5 and stage
+    # 1 for 0.25. By hand: s0 F0 0-1, its send to 1.5; F1 1.5-2.5, send to 3.0. s1 receives F0 1.5-1.75,
+    # F0 to 2.75, B0 to 4.75, its send to 5.0; receives F1 (sent by 3.0) 5.0-5.25, F1 to 6.25, B1 to 8.25, send
+    # to 8.5. s0 receives B0 5.0-5.5, B0 to 7.5; receives B1 8.5-9.0, B1 to 11. Passes alone: (2 + 1) x 3 = 9
+    p = simulate([1, 1], [2, 2], 2, schedule="1f1b", xfer=[0.5, 0.25])
+    assert p.makespan == 11.0 and p.busy == (6.0, 6.0) and p.end == (11.0, 8.5)
+    assert simulate([1, 1], [2, 2], 2, schedule="1f1b").makespan == 9.0
+
+
 def test_interleaving_shrinks_the_bubble_by_the_chunks():
     # 4 stages, 8 micro-batches, F 1, B 2: 1F1B's step is (M + S - 1)(F + B) = 33; interleaved over two
     # chunks, the warm-up and cool-down are half as long: M (F + B) + (S - 1)(F + B) / 2 = 28.5
