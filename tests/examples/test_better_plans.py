@@ -1,7 +1,9 @@
 """advise proposes another plan only from a prediction that holds on the run itself (issue 32: on the
 planted pipeline delay, where rank 1 sleeps 300 ms a step, the model of the run's own plan left the sleep
 out, 244 ms against 341 measured, and a ZeRO-2 plan was proposed as saving 170 ms: the sleep's, which no
-plan removes). Truth: examples/traces/planted.json (the planted sleep and the recordings' measured steps)."""
+plan removes). Since issue 38 the simulated pipeline keeps each stage's measured excess and predicts that run's
+own step (344 ms): a pipelined run proposes nothing where a stage's compute is not what its work gives (the
+sleeping stage: 1.8x). Truth: examples/traces/planted.json (the planted sleep and the recordings' measured steps)."""
 
 import json
 import pathlib

@@ -11,8 +11,8 @@ import tracekit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name for p in (ROOT / "examples" / "traces").iterdir() if p.is_dir() and any(p.glob("iteration_*")))
-# examples/traces/sweep and sweep-small: folders of runs, one per plan (examples/traces/sweep/record.py)
-SWEEP = sorted(f"{d}/{p.name}" for d in ("sweep", "sweep-small")
+# examples/traces/sweep, sweep-small and sweep-pp: folders of runs, one per plan (examples/traces/sweep/record.py)
+SWEEP = sorted(f"{d}/{p.name}" for d in ("sweep", "sweep-small", "sweep-pp")
                for p in (ROOT / "examples" / "traces" / d).iterdir() if p.is_dir())
 
 

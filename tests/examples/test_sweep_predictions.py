@@ -42,7 +42,18 @@ WITHIN_25 = 0.92
 # 137 of 150 ordered right (the model before the framework's work was measured apart: 113), 56 of 100 steps
 # within 25 % (before: 39); its proposals' sizes are within their recordings' spread, not 25 %: the sign only
 SMALL = ROOT / "examples" / "traces" / "sweep-small"
-BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 4, 0.25), SMALL: (0.90, 0.55, 4, None)}
+# the pipeline sweep (issue 38): 2 stages (1F1B), 2, 4 and 8 micro-batches of 4 and of 8 rows (record.py --plans pp),
+# recorded on a busy shared machine: a plan's 9 recordings' medians spread 117-519 % (none of its pairs differs by
+# more than that), so its pairs are those whose steps differ by 1.3x or more (72), all ordered right; 25 of 36
+# steps within 25 % (docs/model.md, "The pipeline sweep": pp-mb2x8's least median is 1.5x what every other
+# recording predicts, pp-mb2x4's recorded in the one quiet minute); no plan proposed (none measured faster at the
+# source's micro-batch size whose interval lies below it)
+PP = ROOT / "examples" / "traces" / "sweep-pp"
+PP_BARS = (0.95, 0.66, 0, None)
+PAIR_RATIO = {PP: 1.3}  # pairs whose steps differ by this factor (else: by more than their spreads)
+PP_PLANS = {f"pp-mb{m}x{b}": (dict(pp=2), dict(micro_batch=b, micro_batches=m)) for b in (4, 8) for m in (2, 4, 8)}
+SWEEP_PLANS = {SWEEP: PLANS, SMALL: PLANS, PP: PP_PLANS}
+BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 4, 0.25), SMALL: (0.90, 0.55, 4, None), PP: PP_BARS}
 
 
 def _measured(sweep=SWEEP) -> tuple[dict, int]:
@@ -58,17 +69,17 @@ def predicted(tmp_path_factory) -> dict:
     step_ms_hi), and the pairs whose prediction is not the run's measurement (a law or machinery never
     measured, or another micro-batch size)."""
     out = {}
-    for sweep in (SWEEP, SMALL):
+    for sweep, plans in SWEEP_PLANS.items():
         _meas, cores = _measured(sweep)
         rows, unmeasured = {}, set()
-        for s in PLANS:
+        for s in plans:
             run = tracekit.ingest([sweep / s], tmp_path_factory.mktemp(sweep.name) / s, jobs=1)
-            for t, (kw, model) in PLANS.items():
+            for t, (kw, model) in plans.items():
                 plan = Plan(**kw, backend="gloo")
                 row = w.whatif(run, plan, model={"micro_batch": 8, "micro_batches": 2, **model}, world=plan.world,
                                cores=cores).to_pylist()[0]
                 rows[(s, t)] = row
-                if "never measured" in row["note"] or {**dict(micro_batch=8), **PLANS[s][1]}.get("micro_batch") \
+                if "never measured" in row["note"] or {**dict(micro_batch=8), **plans[s][1]}.get("micro_batch") \
                         != {**dict(micro_batch=8), **model}.get("micro_batch"):
                     unmeasured.add((s, t))
         out[sweep] = (rows, unmeasured)
@@ -76,9 +87,10 @@ def predicted(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sweep", [SWEEP, SMALL], ids=["sweep", "sweep-small"])
+@pytest.mark.parametrize("sweep", [SWEEP, SMALL, PP], ids=["sweep", "sweep-small", "sweep-pp"])
 def test_every_plan_predicted_from_every_other(predicted, sweep):
     order_right, within_25, proposals, size = BARS[sweep]
+    PLANS = SWEEP_PLANS[sweep]  # noqa: N806 (the sweep's plans)
     meas, _cores = _measured(sweep)
     assert set(meas) == set(PLANS)
     rows, unmeasured = predicted[sweep]
@@ -86,8 +98,11 @@ def test_every_plan_predicted_from_every_other(predicted, sweep):
     lo = {k: r["step_ms_lo"] for k, r in rows.items()}
     hi = {k: r["step_ms_hi"] for k, r in rows.items()}
     within = [abs(pred[k] / meas[k[1]][0] - 1) <= 0.25 for k in pred]
+    ratio = PAIR_RATIO.get(sweep)
     pairs = [(s, a, b) for s in PLANS for a, b in itertools.combinations(PLANS, 2)
-             if abs(meas[a][0] / meas[b][0] - 1) > max(meas[a][1], meas[b][1])]
+             if (max(meas[a][0], meas[b][0]) / min(meas[a][0], meas[b][0]) >= ratio if ratio else
+                 abs(meas[a][0] / meas[b][0] - 1) > max(meas[a][1], meas[b][1]))]
+    assert pairs
     right = [(pred[(s, a)] < pred[(s, b)]) == (meas[a][0] < meas[b][0]) for s, a, b in pairs]
     assert sum(right) / len(right) >= order_right
     assert sum(within) / len(within) >= within_25
@@ -117,20 +132,30 @@ def test_intervals_of_plans_not_measured_hold_the_measured_step_80_percent_of_th
     each other, both sweeps: 180), 80 % hold the plan's measured step (measured.csv: the least of its
     recordings' medians) within their interval, the tight ones (narrower than 1.5x) too, within 5 points.
     Before the calibration (analytic.step.CALIBRATED) 171 of 180 held it (95 %: too wide to choose by, hi/lo
-    up to 42x) and 5 of the 8 tight ones (a pipeline from a pipeline, 150-153 ms against 168)."""
-    held, tight, widths = [], [], []
-    for sweep in (SWEEP, SMALL):
+    up to 42x) and 5 of the 8 tight ones (a pipeline from a pipeline, 150-153 ms against 168).
+
+    With the pipeline sweep (30 more), 162 of 210 hold (77 %); its own hold 15 of 30, all of them tight (a
+    pipeline from a pipeline: hi/lo 1.44), against recordings of one plan whose medians spread 117-519 % on a
+    busy machine: the two sweeps the calibration was fitted on keep their bar, tight ones included (50 of
+    61), the pipeline sweep's tight ones are stated (docs/model.md, "The pipeline sweep")."""
+    held, tight, widths = {}, {}, []
+    for sweep in SWEEP_PLANS:
         meas, _cores = _measured(sweep)
         rows, _unmeasured = predicted[sweep]
         for (s, t), r in rows.items():
             if s == t:
                 continue
             ok = r["step_ms_lo"] <= meas[t][0] <= r["step_ms_hi"]
-            held.append(ok)
+            held.setdefault(sweep, []).append(ok)
             widths.append(r["step_ms_hi"] / r["step_ms_lo"])
             if widths[-1] < 1.5:
-                tight.append(ok)
-    assert len(held) == 180 and len(tight) >= 30
-    assert 0.75 <= sum(held) / len(held) <= 0.85
-    assert 0.75 <= sum(tight) / len(tight) <= 0.85
+                tight.setdefault(sweep, []).append(ok)
+    both = held[SWEEP] + held[SMALL]
+    both_tight = tight.get(SWEEP, []) + tight.get(SMALL, [])
+    every = both + held[PP]
+    assert len(both) == 180 and len(both_tight) >= 30 and len(every) == 210
+    assert 0.75 <= sum(both) / len(both) <= 0.85
+    assert 0.75 <= sum(both_tight) / len(both_tight) <= 0.85
+    assert 0.75 <= sum(every) / len(every) <= 0.85
+    assert sum(tight.get(PP, [])) >= 12  # 15 of 30 (the recordings' own spread: above)
     assert max(widths) < 8  # the widest before: 86x

@@ -116,6 +116,10 @@ class Source:
     tp: int = 1  # the run's tensor-parallel degree
     framework: dict = field(default_factory=dict)  # FRAMEWORK's machinery the run's plan runs -> its own work
     # per step, ms (the least rank's; CPU-only ranks, 0 elsewhere), kept out of the rates
+    p2p_op: tuple = ()  # pipelined runs: per stage of the run's plan, what one point-to-point op (a send, a
+    # receive) held its ranks, ms: their exposed transfer at send/recv per op (tracekit.analytic.pipeline)
+    stage_k: tuple = ()  # pipelined runs: per stage of the run's plan, its ranks' measured compute over what
+    # the rates give their work (1: the stage runs as its work says; a rank asleep or slowed reads above 1)
 
 
 FRAMEWORK = ("fsdp", "dtensor")  # sharding machinery whose own CPU work the trace records apart

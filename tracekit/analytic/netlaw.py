@@ -8,8 +8,10 @@ that size. A step pays for every instance, its slow ones too, so the tail a size
 third of tp-sp's transfer out); a burst of load in one step does not (the median over steps, as the step
 a prediction is checked against is the median one). Instances without a step count as steps of their own
 (the median instance). The interval is the spread of the instances around the line (10th to 90th
-percentile of measured / fitted). Over fewer than three profiled steps, the median instance (one burst
-would be a step's whole mean). Outside the measured sizes
+percentile of measured / fitted). Over one or two profiled steps, the mean of their instances: the steps
+paid each of them, and a burst cannot be told from a tail every step has (the model's compute keeps those
+steps' bursts alike; the median instance put the shipped one-step examples' own steps at 0.81: moe,
+tp-compile; issue 38); with no step at all, the median instance. Outside the measured sizes
 the interval widens with the distance (in factors of two) to the nearest measured size. From one size
 alpha and beta cannot be told apart: the prediction spans all-latency to all-bandwidth and its point is
 their geometric mean. Where nothing was measured, the link's datasheet figure and NCCL's latency are
@@ -73,13 +75,16 @@ MIN_STEPS = 3  # the median over steps sets a burst in one step aside only from 
 
 def _typical(v: list[tuple[float, float, object]]) -> float:
     """One size's typical time: per step, the mean of its instances; the median over steps (an instance
-    without a step is a step of its own). Over fewer than MIN_STEPS steps, the median instance: the mean
-    of one or two steps is a burst's, whole."""
+    without a step is a step of its own). Over fewer than MIN_STEPS steps, the mean of the instances in
+    steps (the steps paid each); with none in a step, the median instance."""
     steps: dict[object, list] = {}
     for i, (_, t, st) in enumerate(v):
         steps.setdefault(("step", st) if st is not None else ("alone", i), []).append(t)
-    if sum(1 for k in steps if k[0] == "step") < MIN_STEPS:
-        return statistics.median(t for _, t, _ in v)
+    stepped = [t for k, ts in steps.items() if k[0] == "step" for t in ts]
+    if len(steps) - sum(1 for k in steps if k[0] == "alone") < MIN_STEPS:
+        # one or two profiled steps: their instances' mean (the step paid each of them, as its compute
+        # paid its own bursts: a burst and a tail every step are not told apart); none: the median instance
+        return statistics.fmean(stepped) if stepped else statistics.median(t for _, t, _ in v)
     return statistics.median(statistics.fmean(ts) for ts in steps.values())
 
 

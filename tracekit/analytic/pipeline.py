@@ -6,6 +6,12 @@ F(m) on v - 1 and one point-to-point transfer; B(m) on v after B(m) on v + 1 and
 virtual stage: after its own F(m)). The makespan and each stage's idle time (the bubble) are results of
 the simulation, not of a formula; on unit times they match the textbook ones ((S - 1) (F + B) of bubble
 per stage for GPipe and 1F1B), which the tests check by hand.
+
+A transfer costs either a lag (``p2p``: the input arrives that long after its pass ended, no stage held)
+or, where the run measured its pipeline's transfers (issue 38), each stage's own cost per point-to-point
+op (``xfer``): the sending stage is held that long after the pass whose output it sends (the input
+arrives when the send ends), the receiving stage that long once the input is there (a blocking send and
+receive on the ranks' timelines: the exposed transfer of each op).
 """
 
 from __future__ import annotations
@@ -14,7 +20,12 @@ from dataclasses import dataclass
 
 from ..errors import TracekitError
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")  # every schedule the model knows: the CLI's choices, validation's
+
+
+def model_chunks(schedule: str, chunks: int) -> int:
+    """Model chunks (virtual stages) per stage that ``schedule`` runs: ``chunks`` with interleaving, else one."""
+    return chunks if schedule == "interleaved" else 1
 
 
 @dataclass(frozen=True)
@@ -59,11 +70,15 @@ def _order(schedule: str, stages: int, mbs: int, chunks: int, s: int) -> list[tu
 
 
 def simulate(fwd: list[float], bwd: list[float], mbs: int, *, schedule: str = "1f1b", chunks: int = 1,
-             p2p: float = 0.0) -> Pipeline:
+             p2p: float = 0.0, xfer: list[float] | None = None) -> Pipeline:
     """Simulate one step of ``len(fwd)`` stages over ``mbs`` micro-batches. ``fwd[s]``/``bwd[s]``: stage
     s's forward/backward time per micro-batch (split evenly over its ``chunks`` with interleaving);
-    ``p2p``: one transfer between neighbouring stages."""
+    ``p2p``: one transfer between neighbouring stages, a lag; ``xfer[s]``: what each point-to-point op
+    (a send, a receive) holds stage s (none if not given). ``busy`` counts passes only."""
     stages = len(fwd)
+    xfer = list(xfer) if xfer is not None else [0.0] * stages
+    if len(xfer) != stages:
+        raise TracekitError(f"a pipeline needs one transfer cost per stage ({stages}), not {len(xfer)}")
     if schedule not in SCHEDULES:
         raise TracekitError(f"pipeline schedule must be one of {', '.join(SCHEDULES)}, not {schedule!r}")
     if len(bwd) != stages or stages < 1 or mbs < 1:
@@ -85,14 +100,20 @@ def simulate(fwd: list[float], bwd: list[float], mbs: int, *, schedule: str = "1
                 kind, m, c = orders[s][pos[s]]
                 v = c * stages + s
                 if kind == "F":
-                    dep, lag = (("F", m, v - 1), p2p) if v > 0 else (None, 0.0)
+                    dep, remote = (("F", m, v - 1), True) if v > 0 else (None, False)
                 else:
-                    dep, lag = (("B", m, v + 1), p2p) if v < last else (("F", m, v), 0.0)
+                    dep, remote = (("B", m, v + 1), True) if v < last else (("F", m, v), False)
                 if dep is not None and dep not in done:
                     break
-                start = max(free[s], done[dep] + lag if dep else 0.0)
+                if remote:  # received: once it is there (a lag after it was sent), then the receive's own cost
+                    start = max(free[s], done[dep] + p2p) + xfer[s]
+                else:
+                    start = max(free[s], done[dep] if dep else 0.0)
                 dur = (fwd[s] if kind == "F" else bwd[s]) / chunks
-                done[(kind, m, v)] = free[s] = start + dur
+                free[s] = start + dur
+                if (v < last if kind == "F" else v > 0):  # its output goes to another stage: sent
+                    free[s] += xfer[s]
+                done[(kind, m, v)] = free[s]
                 busy[s] += dur
                 pos[s] += 1
                 left -= 1

@@ -71,9 +71,12 @@ class StagePrediction:
 
 
 def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p: Part | None = None,
-                 contention: float = 1.0, framework: list[Part] | None = None) -> list[StagePrediction]:
+                 contention: float = 1.0, framework: list[Part] | None = None,
+                 xfer: list[Part] | None = None) -> list[StagePrediction]:
     """Per pipeline stage, its rank's predicted step. ``exposed[s]``: stage s's exposed communication
-    other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1);
+    other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1), a lag;
+    ``xfer[s]``: what each point-to-point op holds stage s, ms, at the measured run's contention (where
+    the run measured its pipeline's transfers: tracekit.analytic.pipeline);
     ``framework[s]``: the sharding machinery's own CPU work on stage s per step at the measured run's
     contention, ms (part of compute, outside the pipeline's passes)."""
     slow = contention / src.contention
@@ -95,13 +98,16 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
     if slow != 1:  # a CPU collective is CPU work (Gloo reduces on the CPU, its ranks poll): it slows alike
         exposed = [Part(e.ms * slow, e.lo * slow, e.hi * slow) for e in exposed]
         p2p = Part(p2p.ms * slow, p2p.lo * slow, p2p.hi * slow) if p2p else None
+    xfer = [Part(x.ms * slow, x.lo * slow, x.hi * slow) for x in xfer] if xfer else None
     mbs = micro_batches(m, plan)
     framework = framework or [Part(0.0, 0.0, 0.0)] * plan.pp
     per_mb, opt = [], []
+    same_stages = len(src.stage_k) == plan.pp  # each stage keeps what its measured compute exceeds its work by
     for s in range(plan.pp):
         mb, o = step_work(m, plan, s)
-        per_mb.append(src.rates.time(mb) * slow)
-        opt.append(src.rates.time(o) * slow)
+        k = slow * (src.stage_k[s] if same_stages else 1.0)
+        per_mb.append(src.rates.time(mb) * k)
+        opt.append(src.rates.time(o) * k)
     out = []
 
     def compute(s: int) -> Part:
@@ -120,9 +126,12 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
     for key, k, t in (("ms", 1.0, p2p.ms), ("lo", lo_k, p2p.lo), ("hi", hi_k, p2p.hi)):
         f = [x * k / (1 + BACKWARD) for x in per_mb]
         b = [x * k * BACKWARD / (1 + BACKWARD) for x in per_mb]
-        sims[key] = simulate(f, b, mbs, schedule=plan.schedule, chunks=plan.chunks, p2p=t)
+        x = [getattr(e, key) for e in xfer] if xfer else None
+        sims[key] = simulate(f, b, mbs, schedule=plan.schedule, chunks=plan.chunks, p2p=t, xfer=x)
     notes.append(f"bubble: {plan.schedule} simulated over {mbs} micro-batches "
                  f"(backward {BACKWARD:.0f}x forward, from the FLOP ratio)")
+    if xfer:
+        notes.append("point-to-point: each op holds its stage as long as the run's own did (its exposed transfer)")
     for s in range(plan.pp):
         comp = compute(s)
         c = comp.ms

@@ -239,7 +239,9 @@ def validated_plans(run, ctx) -> list[dict]:
              "--sweep --cores N)" if ctx.cpu_only and ctx.cores is None else "")
     return [_finding("another plan", f"{b['plan']}{mb}",
                      f"whatif predicts a step of {_ms(b['step_ms'])} ({_ms(b['step_ms_lo'])} to "
-                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured; {b['basis']}{cores}",
+                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured (its own plan "
+                     f"predicted at {_ms(b['own_step_ms'])}: the saving is the difference of the two predictions); "
+                     f"{b['basis']}{cores}",
                      b["saving_ms"], f"record a few steps under {b['plan']}{mb} and compare (tracekit diff); "
                      "an alternative to the other findings, not added to them", "medium (predicted)",
                      "tracekit whatif RUN --sweep")]

@@ -4,6 +4,9 @@
     python examples/traces/sweep/record.py --raw /tmp/sweep --table  # only the table, from recordings made
     nice -n 5 python examples/traces/sweep/record.py --model small --out examples/traces/sweep-small
                                                                      # the same plans of another model
+    nice -n 5 python examples/traces/sweep/record.py --plans pp --out examples/traces/sweep-pp
+                                                                     # 2 pipeline stages: 2, 4 and 8
+                                                                     # micro-batches of 4 and of 8
 
 Plans drift up to 1.5x within minutes on a shared machine, so each round records every plan once (rounds
 in rotated order) and a plan's figure is the least of its recordings' medians. A recording's step, per
@@ -48,6 +51,10 @@ PLANS = {
     "tp2-dp2": (4, ["--parallel", "tp-dp", "--micro-batch", "8"]),
     "pp2-dp2": (4, ["--parallel", "pp-dp", "--micro-batch", "8", "--micro-batches", "2"]),
 }
+# the pipeline sweep (examples/traces/sweep-pp): 2 stages (1F1B), 2, 4 and 8 micro-batches of 4 and of 8 rows
+PP_PLANS = {f"pp-mb{m}x{b}": (2, ["--parallel", "pp", "--micro-batch", str(b), "--micro-batches", str(m)])
+            for b in (4, 8) for m in (2, 4, 8)}
+PLAN_SETS = {"all": PLANS, "pp": PP_PLANS}
 ROUNDS, STEPS = 3, 4
 
 
@@ -55,6 +62,8 @@ def record(name: str, dest: pathlib.Path) -> None:
     ranks, flags = PLANS[name]
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks), str(TRAIN), *flags,
             *MODEL, "--steps", str(STEPS), "--trace-dir", str(dest)]
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "load.txt").write_text(f"{os.getloadavg()[0]:.2f}\n")  # the machine's 1-minute load as it began
     proc = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     if proc.returncode:
         raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
@@ -75,6 +84,12 @@ def steps_ms(rec: pathlib.Path) -> list[float]:
     return [per[k] for k in sorted(per, key=lambda n: int(n.split("#")[1]))]
 
 
+def load(rec: pathlib.Path) -> str:
+    """The 1-minute load average as the recording began ('-' where it was not written down)."""
+    f = rec / "load.txt"
+    return f.read_text().strip() if f.exists() else "-"
+
+
 def table(raw: pathlib.Path, out: pathlib.Path, ship: bool) -> list[dict]:
     rows = []
     for name, (ranks, _) in PLANS.items():
@@ -85,7 +100,8 @@ def table(raw: pathlib.Path, out: pathlib.Path, ship: bool) -> list[dict]:
         rows.append({"plan": name, "ranks": ranks, "recordings": len(meds),
                      "medians_ms": " ".join(f"{meds[k]:.1f}" for k in sorted(meds)),
                      "step_ms": round(least, 1), "spread_pct": round(100 * (max(meds.values()) / least - 1), 1),
-                     "shipped": best, "cores": os.cpu_count()})
+                     "shipped": best, "cores": os.cpu_count(),
+                     "load": " ".join(load(raw / name / k) for k in sorted(meds))})
         if ship:
             dest = out / name
             shutil.rmtree(dest, ignore_errors=True)
@@ -100,21 +116,25 @@ def table(raw: pathlib.Path, out: pathlib.Path, ship: bool) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    global MODEL, PLANS, STEPS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raw", default=None, help="where the recordings go (default: a scratch dir)")
     ap.add_argument("--table", action="store_true", help="only write the table and ship, from --raw")
     ap.add_argument("--model", choices=sorted(MODELS), default="base", help="which model (default: base)")
+    ap.add_argument("--plans", choices=sorted(PLAN_SETS), default="all",
+                    help="which plans: all (the plan sweep, default) or pp (the pipeline sweep)")
+    ap.add_argument("--steps", type=int, default=STEPS, help=f"profiled steps per recording (default: {STEPS})")
     ap.add_argument("--out", default=str(HERE), help="where to ship the traces and measured.csv (default: here)")
     args = ap.parse_args(argv)
-    global MODEL
-    MODEL = MODELS[args.model]
+    MODEL, PLANS, STEPS = MODELS[args.model], PLAN_SETS[args.plans], args.steps
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     raw = pathlib.Path(args.raw or tempfile.mkdtemp(prefix="tracekit-sweep-"))
     names = list(PLANS)
     if not args.table:
         for k in range(ROUNDS):
-            order = names[k * 3 % len(names):] + names[:k * 3 % len(names)]  # rotated: no plan always first
+            cut = k * len(names) // ROUNDS
+            order = names[cut:] + names[:cut]  # rotated: no plan always first
             for name in order:
                 dest = raw / name / f"rec{k + 1}"
                 if not trace_files(dest):
