@@ -24,6 +24,7 @@ import msgspec
 from .. import __version__
 from ..discover import iterations_of
 from ..errors import TracekitError
+from ..layout.objstore import is_store_url
 from ..layout.paths import (
     MARKER,
     PART_EVENTS,
@@ -53,6 +54,10 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
 
+    if is_store_url(run):  # made here, then uploaded, part.json last (layout/remote.py)
+        from .to_store import part_in_store
+
+        return part_in_store(trace, run, iteration, threads)
     refuse_url(run)
     run = os.path.abspath(run)
     trace = os.path.abspath(trace)

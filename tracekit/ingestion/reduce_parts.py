@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from ..derive import reduce_run
 from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
+from ..layout.objstore import is_store_url
 from ..layout.paths import (
     FACTS_DIR,
     PART_EVENTS,
@@ -39,6 +40,10 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     """Build run ``run`` from its rank parts (of cycle ``iteration``, or the only cycle there is). Returns
     {"ranks": [...], "world": N, "missing": [...], "seconds": S}."""
     start = time.perf_counter()
+    if is_store_url(run):  # the parts fetched, reduced here, the version published (layout/remote.py)
+        from .to_store import reduce_in_store
+
+        return dict(reduce_in_store(run, iteration, hosts, align), seconds=time.perf_counter() - start)
     refuse_url(run, RunError)
     out = resolve_output(os.path.abspath(run))
     cycle = _pick_cycle(out, run, list_parts(out), iteration)
