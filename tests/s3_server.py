@@ -26,8 +26,8 @@ def _fix_complete_multipart(serialize) -> None:
     API model) says <CompleteMultipartUploadResult>; the AWS SDK in pyarrow reads the other name as an error
     inside a 200 and fails every upload. The server's answer is put right here (the test's server, not
     tracekit, is what is wrong)."""
-    cls = serialize.S3Serializer
-    if getattr(cls, "_tracekit_fixed", False):
+    cls = getattr(serialize, "S3Serializer", None)
+    if cls is None or getattr(cls, "_tracekit_fixed", False):
         return
     original = cls._serialized_result_to_response
 
@@ -58,6 +58,9 @@ def s3_server():
         why = f"moto in server mode is not installed ({exc}); pip install -e '.[dev]'"
     require(why is None, why or "", "CI installs the dev extra, moto[server] with it")
     _fix_complete_multipart(serialize)
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # (a line per request otherwise)
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     try:

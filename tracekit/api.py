@@ -36,7 +36,10 @@ def ingest(paths, out, *, jobs: int | None = None, on_error: str = "fail", force
 def _ingest(paths: list[str], out: str, **options) -> bool:
     """Ingest with the executor the options ask for: a Dask cluster (``scheduler``) or a process pool."""
     from .ingestion.run_writer import ingest_run
+    from .layout.objstore import is_store_url
 
+    if is_store_url(out):  # built here, uploaded, published by one PUT last (layout/remote.py)
+        from .ingestion.to_store import ingest_to_store as ingest_run
     if options.get("scheduler"):
         from .ingestion.on_dask import run_on_dask as execute
     else:

@@ -55,9 +55,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     from .one_file import ingest_file, release_memory
 
     if is_store_url(run):  # made here, then uploaded, part.json last (layout/remote.py)
-        from .to_store import part_in_store
-
-        return part_in_store(trace, run, iteration, threads)
+        return _part_in_store(trace, run, iteration, threads)
     refuse_url(run)
     run = os.path.abspath(run)
     trace = os.path.abspath(trace)
@@ -99,6 +97,22 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     finally:
         if held is not None:
             os.close(held)
+
+
+def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) -> str:
+    """A rank's part of a run in an object store: made here in a scratch run, then uploaded into the store's
+    parts, part.json last (layout/remote.py); its URL."""
+    from ..layout import remote
+    from ..layout.objstore import Store
+
+    store = Store(url)
+    remote.prepare(store)
+    with remote.scratch("part") as tmp:
+        local = os.path.join(tmp, "run")
+        part = make_part(trace, local, iteration, threads)
+        rel = os.path.relpath(part, local).replace(os.sep, "/")
+        remote.upload_part(store, part, rel)
+    return f"{store.url}/{rel}"
 
 
 def _prepare(run: str) -> None:

@@ -23,7 +23,6 @@ from ..errors import RankError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.bind import check_path
 from ..layout.manifest import read_manifest, write_manifest
-from ..layout.objstore import is_store_url
 from ..layout.paths import (
     FACTS_DIR,
     RUN_FORMAT,
@@ -137,13 +136,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
-    if is_store_url(out):  # built here, uploaded, published by one PUT (layout/remote.py)
-        from .to_store import ingest_to_store
-
-        return ingest_to_store(paths, out, execute=execute, jobs=jobs, on_error=on_error, force=force, ranks=ranks,
-                               show_progress=show_progress, scheduler=scheduler, iteration=iteration, hosts=hosts,
-                               align=align)
-    refuse_url(out)  # before any work: never a local folder named 'gs:'
+    refuse_url(out)  # before any work: never a local folder named 'gs:' (s3://: to_store.py, api.py sends it there)
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind

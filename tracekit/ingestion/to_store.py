@@ -1,12 +1,12 @@
-"""The writers of a run in an object store (``s3://bucket/prefix``; layout/remote.py says the layout): an
-ingest, a reduce and a rank's part, each built locally by the code that builds a run directory, then
-uploaded, with the one PUT that makes it visible last."""
+"""An ingest into a run in an object store (``tracekit ingest TRACES -o s3://bucket/prefix``; layout/remote.py
+says the layout): built locally by the ingest of a run directory, then uploaded, CURRENT's PUT last. (A rank's
+part: rank_part.py; a reduce: reduce_parts.py.)"""
 
 from __future__ import annotations
 
 import os
 
-from ..errors import RunError, TracekitError
+from ..errors import TracekitError
 from ..layout import remote
 from ..layout.objstore import Store
 from ..layout.versions import current_version
@@ -43,37 +43,3 @@ def ingest_to_store(paths, url: str, *, force: bool = False, scheduler: str | No
         remote.publish(store, version)
         remote.seed(store.url, version)
     return True
-
-
-def reduce_in_store(url: str, iteration: int | None = None, hosts=None, align: bool = True) -> dict:
-    """``tracekit ingest --reduce s3://...``: the parts of the cycle fetched, reduced here, published."""
-    from .reduce_parts import _pick_cycle, reduce_parts
-
-    store = Store(url, RunError)
-    store.check()
-    found = remote.list_parts(store)
-    cycle = _pick_cycle(url, url, found, iteration)
-    with remote.scratch("reduce") as tmp:
-        local = os.path.join(tmp, "run")
-        fetched = remote.download_parts(store, found[cycle], local)
-        done = reduce_parts(local, iteration=cycle, hosts=hosts, align=align)
-        remote.prepare(store)
-        version = current_version(local)
-        done["published"] = remote.publish(store, version)
-        done["fetched_bytes"] = fetched
-        remote.seed(store.url, version)
-    return done
-
-
-def part_in_store(trace: str, url: str, iteration: int | None = None, threads: int = 1) -> str:
-    """A rank's part made here, then uploaded into ``url``'s parts (part.json last); its URL."""
-    from .rank_part import make_part
-
-    store = Store(url)
-    remote.prepare(store)
-    with remote.scratch("part") as tmp:
-        local = os.path.join(tmp, "run")
-        part = make_part(trace, local, iteration, threads)
-        rel = os.path.relpath(part, local).replace(os.sep, "/")
-        remote.upload_part(store, part, rel)
-    return f"{store.url}/{rel}"
