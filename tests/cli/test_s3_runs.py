@@ -59,6 +59,14 @@ def current_of(s3) -> str:
     return c.get_object(Bucket=s3["bucket"], Key=f"{s3['prefix']}/CURRENT")["Body"].read().decode().strip()
 
 
+def said_of(capsys, argv, run) -> tuple:
+    """A command's exit code and what it printed, on ``run`` (RUN in ``argv``), the run's name taken out."""
+    capsys.readouterr()
+    code = main([str(run) if a == "RUN" else a for a in argv])
+    said = capsys.readouterr()
+    return code, said.out.replace(str(run), "RUN"), said.err.replace(str(run), "RUN")
+
+
 def page(capsys, run, out) -> str:
     """The HTML page of ``run`` with its name and the time it was made taken out (they differ by design)."""
     assert main(["html", str(run), "-o", str(out)]) == 0
@@ -85,6 +93,10 @@ def test_ingest_into_s3_answers_every_report_html_and_diff_as_a_local_run(s3, tm
     for report in REGISTRY:
         assert remote[report] == central[report], report
     assert page(capsys, url, tmp_path / "s3.html") == page(capsys, local, tmp_path / "local.html")
+    for argv in (["advise", "RUN", "--format", "json"], ["whatif", "RUN", "--format", "json"],
+                 ["sql", "RUN", "SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank", "--format", "json"],
+                 ["doctor", "RUN", "--format", "json"]):
+        assert said_of(capsys, argv, url) == said_of(capsys, argv, local), argv
     # diff: of two runs in the store, as of the same two runs here (and the store's run against its own traces)
     other, other_local = url + "-tp", tmp_path / "local-tp"
     assert main(["ingest", str(EXAMPLES / "tp"), "-o", other]) == 0
@@ -136,11 +148,11 @@ def test_a_reader_fetches_the_live_version_once_into_the_cache(s3, tmp_path, mon
 def test_rank_parts_written_into_s3_reduce_to_the_local_answers(s3, tmp_path, capsys):
     url = s3["url"]
     files = traces_of(EXAMPLES / "tp")
-    # as the handler makes them: python -m tracekit.ingestion.rank_part TRACE RUN, in a process of its own
-    for f in files:
-        p = subprocess.run([sys.executable, "-m", "tracekit.ingestion.rank_part", str(f), url], capture_output=True,
-                           text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
-        assert p.returncode == 0, p.stderr
+    from tracekit.profiler import start_part, wait_for_parts
+
+    for f in files:  # as the handler makes them: python -m tracekit.ingestion.rank_part, a process of its own
+        start_part(str(f), url, 3)
+    assert wait_for_parts(timeout=300) == [0, 0]
     held = objects(s3, "parts/")
     assert sorted(k for k in held if k.endswith("part.json")) == [
         "parts/iteration_3/rank-0/part.json", "parts/iteration_3/rank-1/part.json"]
