@@ -93,9 +93,9 @@ def test_ingest_into_s3_answers_every_report_html_and_diff_as_a_local_run(s3, tm
     for report in REGISTRY:
         assert remote[report] == central[report], report
     assert page(capsys, url, tmp_path / "s3.html") == page(capsys, local, tmp_path / "local.html")
+    ranks = "SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank"
     for argv in (["advise", "RUN", "--format", "json"], ["whatif", "RUN", "--format", "json"],
-                 ["sql", "RUN", "SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank", "--format", "json"],
-                 ["doctor", "RUN", "--format", "json"]):
+                 ["sql", "RUN", ranks, "--format", "json"], ["doctor", "RUN", "--format", "json"]):
         assert said_of(capsys, argv, url) == said_of(capsys, argv, local), argv
     # diff: of two runs in the store, as of the same two runs here (and the store's run against its own traces)
     other, other_local = url + "-tp", tmp_path / "local-tp"
@@ -168,36 +168,46 @@ def test_rank_parts_written_into_s3_reduce_to_the_local_answers(s3, tmp_path, ca
 
 # A kill -9 in the middle of an upload: after some of the files went up, before the rest.
 _KILL_MID_UPLOAD = """
-import os, signal, sys
+import os, signal, sys, threading
 from tracekit.layout import objstore
-put, sent = objstore.Store.put_file, []
-def put_then_die(self, local, rel):
-    if len(sent) == int(sys.argv[1]):
-        os.kill(os.getpid(), signal.SIGKILL)
-    sent.append(rel)
-    put(self, local, rel)
-objstore.Store.put_file = put_then_die
+sig = getattr(signal, sys.argv[2])
+moved, lock = [], threading.Lock()
+def then_die(move):
+    def each(self, a, b):
+        with lock:
+            if len(moved) == int(sys.argv[1]):
+                os.kill(os.getpid(), sig)
+                threading.Event().wait(5)  # (SIGINT: the main thread raises; this file is not moved)
+                raise OSError("stopped")
+            moved.append(b)
+        return move(self, a, b)
+    return each
+objstore.Store.put_file = then_die(objstore.Store.put_file)
+objstore.Store.get_file = then_die(objstore.Store.get_file)
 objstore.THREADS = 1  # one file at a time: the kill comes after exactly N files
-if sys.argv[2] == "part":
+if sys.argv[3] == "part":
     from tracekit.ingestion.rank_part import make_part
-    make_part(sys.argv[3], sys.argv[4])
+    make_part(sys.argv[4], sys.argv[5])
 else:
     from tracekit.cli.main import main
-    main(["ingest", sys.argv[3], "-o", sys.argv[4], "--force"])
+    sys.exit(main(sys.argv[3:]))
 """
 
 
-def _killed(*args) -> None:
-    p = subprocess.run([sys.executable, "-c", _KILL_MID_UPLOAD, *map(str, args)], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=os.getcwd()))
-    assert p.returncode == -signal.SIGKILL, p.stderr
+def _killed(n: int, what: str, *args, sig: str = "SIGKILL") -> subprocess.CompletedProcess:
+    """Run ``what`` (part TRACE RUN, or a command line of tracekit), killed by ``sig`` when N files have moved."""
+    p = subprocess.run([sys.executable, "-c", _KILL_MID_UPLOAD, str(n), sig, what, *map(str, args)],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    if sig == "SIGKILL":
+        assert p.returncode == -signal.SIGKILL, p.stderr
+    return p
 
 
 def test_an_ingest_killed_mid_upload_leaves_the_earlier_run(s3, tmp_path, capsys):
     url = s3["url"]
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url]) == 0
     before, live = answers(capsys, url), current_of(s3)
-    _killed(5, "ingest", EXAMPLES / "tp", url)  # 5 files of tp's version uploaded, then killed
+    _killed(5, "ingest", EXAMPLES / "tp", "-o", url, "--force")  # 5 files of tp's version uploaded, then killed
     half = {k.split("/")[1] for k in objects(s3, "versions/")} - {live}
     assert len(half) == 1  # its objects are there, but no manifest and no CURRENT naming them
     assert not any(k.endswith("manifest.json") for k in objects(s3, f"versions/{half.pop()}/"))
@@ -292,3 +302,47 @@ def test_the_handler_asks_the_store_at_once_and_a_bucket_alone_is_no_run(s3, tmp
     assert trace_handler(str(tmp_path / "t"), run=s3["url"] + "/job-{step}")  # its bucket is there: made
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", f"s3://{s3['bucket']}"]) == 1
     assert "a run in an object store is s3://BUCKET/PREFIX" in capsys.readouterr().err
+
+
+def test_ctrl_c_mid_upload_says_the_store_run_is_as_it_was(s3, capsys):
+    url = s3["url"]
+    assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url]) == 0
+    before, live = answers(capsys, url), current_of(s3)
+    p = _killed(4, "ingest", EXAMPLES / "tp", "-o", url, "--force", sig="SIGINT")
+    assert p.returncode == 130
+    assert p.stderr.strip().splitlines()[-1].endswith(f"interrupted: nothing was written; {url} is as it was (an "
+                                                      "earlier run there is intact)"), p.stderr
+    assert current_of(s3) == live and answers(capsys, url) == before
+
+
+def test_a_reader_killed_mid_fetch_leaves_the_cache_to_fetch_again(s3, tmp_path, monkeypatch, capsys):
+    url = s3["url"]
+    assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url]) == 0
+    assert main(["ingest", str(EXAMPLES / "ddp"), "-o", str(tmp_path / "local")]) == 0
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "reader-cache"))
+    _killed(6, "report", url, "summary")  # 6 files of the version downloaded, then killed
+    import tracekit
+
+    run = tracekit.open(url)  # the half download is never read: fetched again, whole
+    version = {k: v for k, v in objects(s3).items() if k.startswith(f"versions/{current_of(s3)}/")}
+    assert run.fetched["files"] == len(version) and run.fetched["bytes"] == sum(version.values())
+    run.close()
+    assert answers(capsys, url) == answers(capsys, tmp_path / "local")
+
+
+def test_two_writers_at_once_leave_one_whole_run(s3, tmp_path, capsys, monkeypatch):
+    """Two ingests into one run started together (whether their uploads overlap is up to the scheduler): the
+    run answers as one of the two, whole, never a mix."""
+    url = s3["url"]
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    procs = {name: subprocess.Popen([sys.executable, "-m", "tracekit.cli.main", "ingest", str(EXAMPLES / name), "-o",
+                                     url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in ("ddp", "tp")}
+    for p in procs.values():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    for name in procs:
+        assert main(["ingest", str(EXAMPLES / name), "-o", str(tmp_path / name)]) == 0
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "reader-cache"))  # read as another machine would
+    got = answers(capsys, url)
+    assert got in (answers(capsys, tmp_path / "ddp"), answers(capsys, tmp_path / "tp"))  # one of them, whole

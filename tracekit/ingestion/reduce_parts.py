@@ -94,7 +94,7 @@ def _reduce_in_store(url: str, iteration: int | None, hosts, align: bool) -> dic
     store.check()
     found = remote.list_parts(store)
     cycle = _pick_cycle(url, url, found, iteration)
-    with remote.scratch("reduce") as tmp:
+    with remote.said_when_interrupted(store), remote.scratch("reduce") as tmp:
         local = os.path.join(tmp, "run")
         fetched = remote.download_parts(store, found[cycle], local)
         done = reduce_parts(local, iteration=cycle, hosts=hosts, align=align)

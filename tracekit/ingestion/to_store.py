@@ -25,7 +25,7 @@ def ingest_to_store(paths, url: str, *, force: bool = False, scheduler: str | No
     files = pick_iteration(find_traces(list(paths)), iteration)  # (a bad input is said before the store is asked)
     store = Store(url)
     remote.prepare(store)
-    with remote.scratch("upload") as tmp:
+    with remote.said_when_interrupted(store), remote.scratch("upload") as tmp:
         name = remote.current(store)
         if not force and name:
             seen = os.path.join(tmp, "seen")

@@ -187,13 +187,17 @@ class Store:
 
 
 def _each(fn, items) -> list:
-    """``fn`` over ``items`` on THREADS threads (the first failure raised)."""
+    """``fn`` over ``items`` on THREADS threads (the first failure raised; on a failure or Ctrl-C, the files
+    not yet started are not started)."""
     if len(items) <= 1:
         return [fn(i) for i in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(THREADS) as pool:
+    pool = ThreadPoolExecutor(THREADS)
+    try:
         return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _detail(text: str) -> str:

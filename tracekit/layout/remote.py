@@ -85,6 +85,20 @@ def publish(store: Store, version: str) -> dict:
     return {"bytes": sent, "seconds": time.perf_counter() - start}
 
 
+@contextlib.contextmanager
+def said_when_interrupted(store: Store):
+    """Ctrl-C (or SIGTERM) while a version is built or uploaded: the message names the store's run and
+    what it holds (the local scratch it was built in is gone)."""
+    from ..errors import Interrupted
+
+    before = current(store)
+    try:
+        yield
+    except (KeyboardInterrupt, Interrupted):
+        now = current(store)
+        raise Interrupted(store.url, now is not None and now != before, before is not None) from None
+
+
 def _age_s(name: str) -> float:
     try:
         return time.time() - int(name.split("-")[1]) / 1e9
