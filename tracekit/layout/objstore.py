@@ -88,6 +88,10 @@ class Store:
             return self.error(f"{self.url}: the object store at {self.where()} refused the credentials while {doing} "
                               f"({_detail(text)}); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) "
                               f"to keys allowed to read and write s3://{self.bucket}")
+        if "301" in text or "PermanentRedirect" in text or "AuthorizationHeaderMalformed" in text:
+            here = region() or "the default one"
+            return self.error(f"{self.url}: the bucket {self.bucket!r} is in another region than {here} "
+                              f"({_detail(text)}); set AWS_REGION to the bucket's region")
         return self.error(f"{self.url}: the object store failed while {doing} ({_detail(text)}); try again, or "
                           "check the bucket with `aws s3 ls`")
 
