@@ -83,12 +83,12 @@ class Store:
                               f"{doing}; check AWS_ENDPOINT_URL and that the server is up, then try again")
         if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
             return self.missing_bucket()
-        if any(w in text for w in ("ACCESS_DENIED", "INVALID_ACCESS_KEY", "SIGNATURE_DOES_NOT_MATCH", "403",
+        if any(w in text for w in ("ACCESS_DENIED", "INVALID_ACCESS_KEY", "SIGNATURE_DOES_NOT_MATCH", "HTTP status 403",
                                    "AccessDenied", "InvalidAccessKeyId", "EXPIRED_TOKEN", "UNRECOGNIZED_CLIENT")):
             return self.error(f"{self.url}: the object store at {self.where()} refused the credentials while {doing} "
                               f"({_detail(text)}); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) "
                               f"to keys allowed to read and write s3://{self.bucket}")
-        if "301" in text or "PermanentRedirect" in text or "AuthorizationHeaderMalformed" in text:
+        if "HTTP status 301" in text or "PermanentRedirect" in text or "AuthorizationHeaderMalformed" in text:
             here = region() or "the default one"
             return self.error(f"{self.url}: the bucket {self.bucket!r} is in another region than {here} "
                               f"({_detail(text)}); set AWS_REGION to the bucket's region")
