@@ -112,6 +112,7 @@ class Run:
         if name in self._created:
             return
         if name == "events":
+            self.fetch_events()
             self._check_every_rank_has_events()
             try:
                 bind_events(self._con, self.version)
@@ -132,6 +133,17 @@ class Run:
                 self._ensure_view(dep)
         self._con.execute(_sql.rule(name).text)
         self._created.add(name)
+
+    def fetch_events(self) -> None:
+        """A version fetched from an object store holds its events once a query needs them (layout/remote.py):
+        fetched now if they are not here yet (what it cost added to ``fetched``)."""
+        from .layout.remote import EVENTS_PENDING, fetch_events
+
+        if os.path.exists(os.path.join(self.version, EVENTS_PENDING)):
+            got = fetch_events(self.version, self.name)
+            if got and self.fetched is not None:
+                self.fetched["events_bytes"] = self.fetched.get("events_bytes", 0) + got["bytes"]
+                self.fetched["events_files"] = self.fetched.get("events_files", 0) + got["files"]
 
     def _check_every_rank_has_events(self) -> None:
         """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would

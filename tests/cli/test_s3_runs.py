@@ -51,6 +51,14 @@ def objects(s3, under: str = "") -> dict[str, int]:
         token = page["NextContinuationToken"]
 
 
+def live_version(s3) -> tuple[dict, dict]:
+    """The objects of the live version: (its events files, the rest), {key: size} each."""
+    name = current_of(s3)
+    version = {k: v for k, v in objects(s3).items() if k.startswith(f"versions/{name}/")}
+    events = {k: v for k, v in version.items() if k.startswith(f"versions/{name}/events/")}
+    return events, {k: v for k, v in version.items() if k not in events}
+
+
 def current_of(s3) -> str:
     import boto3
 
@@ -125,9 +133,14 @@ def test_a_reader_fetches_the_live_version_once_into_the_cache(s3, tmp_path, mon
     mine.close()
     monkeypatch.setenv("TRACEKIT_CACHE", reader)
     run = tracekit.open(url)
-    version = {k: v for k, v in objects(s3).items() if k.startswith(f"versions/{current_of(s3)}/")}
-    assert run.fetched["files"] == len(version) and run.fetched["bytes"] == sum(version.values())
+    events, rest = live_version(s3)
+    assert run.fetched["files"] == len(rest) and run.fetched["bytes"] == sum(rest.values())  # all but the events
     assert run.version.startswith(reader) and run.name == url
+    tracekit.report(run, "summary")  # (the stored facts: no events needed)
+    assert "events_bytes" not in run.fetched and os.listdir(os.path.join(run.version, "events")) == []
+    n = run.sql("SELECT count(*) AS n FROM events").column("n")[0].as_py()
+    assert n == 2 * 1704  # 1,704 traceEvents in each of ddp's two traces
+    assert run.fetched["events_files"] == len(events) and run.fetched["events_bytes"] == sum(events.values())
     run.close()
     again = tracekit.open(url)
     assert again.fetched["bytes"] == 0 and again.fetched["files"] == 0  # the cache holds that version
@@ -138,8 +151,8 @@ def test_a_reader_fetches_the_live_version_once_into_the_cache(s3, tmp_path, mon
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url, "--force"]) == 0
     monkeypatch.setenv("TRACEKIT_CACHE", reader)
     third = tracekit.open(url)
-    version = {k: v for k, v in objects(s3).items() if k.startswith(f"versions/{current_of(s3)}/")}
-    assert third.fetched["files"] == len(version) and third.fetched["bytes"] == sum(version.values())
+    _, rest = live_version(s3)
+    assert third.fetched["files"] == len(rest) and third.fetched["bytes"] == sum(rest.values())
     assert os.listdir(os.path.join(cache.dir_for_url(url), "versions")) == [current_of(s3)]
     third.close()
     assert {k.split("/")[1] for k in objects(s3, "versions/")} == {current_of(s3)}  # the replaced one removed
@@ -324,8 +337,8 @@ def test_a_reader_killed_mid_fetch_leaves_the_cache_to_fetch_again(s3, tmp_path,
     import tracekit
 
     run = tracekit.open(url)  # the half download is never read: fetched again, whole
-    version = {k: v for k, v in objects(s3).items() if k.startswith(f"versions/{current_of(s3)}/")}
-    assert run.fetched["files"] == len(version) and run.fetched["bytes"] == sum(version.values())
+    _, rest = live_version(s3)
+    assert run.fetched["files"] == len(rest) and run.fetched["bytes"] == sum(rest.values())
     run.close()
     assert answers(capsys, url) == answers(capsys, tmp_path / "local")
 

@@ -15,9 +15,10 @@ result visible comes last. Readers fetch the live version into tracekit's cache 
 - The handler's part is made locally, then uploaded: its old part.json removed first, the part's files,
   part.json last. A reduce reads a part only through its part.json (and again after its files: a part
   replaced meanwhile is read again).
-- A reader reads CURRENT (one GET), and where the cache does not hold that version yet, downloads it whole
-  into the cache's run for this URL (``run-HASH``: the cache's size cap, list and clear apply) under that
-  run's writer lock, its manifest last, and opens it there.
+- A reader reads CURRENT (one GET), and where the cache does not hold that version yet, downloads it into
+  the cache's run for this URL (``run-HASH``: the cache's size cap, list and clear apply) under that run's
+  writer lock, its manifest last, and opens it there: its tables and facts at once, its events (most of its
+  bytes) when a query first needs them (``fetch_events``; the version notes where they are meanwhile).
 - Two writers at once: no lock holds them apart (the store has none); each publishes a whole version and
   the last CURRENT written wins. Readers never see a mix.
 """
@@ -35,6 +36,7 @@ from ..errors import RunError, TracekitError
 from .objstore import Store
 from .paths import (
     CURRENT,
+    EVENTS_DIR,
     MANIFEST,
     MARKER,
     MARKER_FORMAT,
@@ -44,6 +46,7 @@ from .paths import (
     is_version_name,
 )
 
+EVENTS_PENDING = "events-in-store.json"  # in a fetched version: its events are still in the store (where, which)
 STALE_S = 3600  # a version no CURRENT names, this old (by its name's time): a killed writer's, removed
 _PART_TOP = (PARTS_DIR,)
 
@@ -178,13 +181,49 @@ def _fill(store: Store, name: str, local: str) -> dict:
         files = [p[len(rel) + 1:] for p in store.files(rel)]
         if MANIFEST not in files:
             raise FileNotFoundError(name)
-        os.makedirs(target)
-        names = [f for f in sorted(files) if f != MANIFEST]
+        os.makedirs(os.path.join(target, EVENTS_DIR))
+        events = [f for f in sorted(files) if f.startswith(EVENTS_DIR + "/")]
+        names = [f for f in sorted(files) if f != MANIFEST and f not in events]
         got = store.download(names, rel, target)
+        if events:  # fetched when a query first needs them (fetch_events): most reports read the facts alone
+            with open(os.path.join(target, EVENTS_PENDING), "w") as f:
+                json.dump({"url": store.url, "version": name, "files": events}, f)
         got += store.download([MANIFEST], rel, target)
         switch(target, local)
         collect(local)
-    return {"bytes": got, "files": len(files)}
+    return {"bytes": got, "files": len(names) + 1}
+
+
+def fetch_events(version: str, named: str) -> dict | None:
+    """The events of a version fetched from an object store without them (``_fill``), fetched now, under the
+    cache run's writer lock: {"bytes", "files", "seconds"}, or None where they are here already."""
+    from .. import cache
+    from .versions import run_of, writer_lock
+
+    pending = os.path.join(version, EVENTS_PENDING)
+    if not os.path.exists(pending):
+        return None
+    start = time.perf_counter()
+    with writer_lock(run_of(version), wait_s=cache.FILL_WAIT_S):
+        doc = _json(_read_local(pending))
+        if not isinstance(doc, dict):
+            return None  # (another process fetched them meanwhile)
+        store = Store(doc["url"], RunError)
+        try:
+            got = store.download(doc["files"], f"{VERSIONS_DIR}/{doc['version']}", version)
+        except FileNotFoundError:
+            raise RunError(f"{named}: the version it opened ({doc['version']}) was replaced in the object store before "
+                           "its events were fetched; open it again (the live version is fetched then)") from None
+        os.remove(pending)
+    return {"bytes": got, "files": len(doc["files"]), "seconds": time.perf_counter() - start}
+
+
+def _read_local(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def seed(url: str, version: str) -> None:
