@@ -195,28 +195,29 @@ def then_die(move):
             moved.append(b)
         return move(self, a, b)
     return each
-objstore.Store.put_file = then_die(objstore.Store.put_file)
-objstore.Store.get_file = then_die(objstore.Store.get_file)
+op = sys.argv[3]  # put_file (an upload) or get_file (a download)
+setattr(objstore.Store, op, then_die(getattr(objstore.Store, op)))
 objstore.THREADS = 1  # one file at a time: the kill comes after exactly N files
-if sys.argv[3] == "part":
+if sys.argv[4] == "part":
     from tracekit.ingestion.rank_part import make_part
-    make_part(sys.argv[4], sys.argv[5])
+    make_part(sys.argv[5], sys.argv[6])
 else:
     from tracekit.cli.main import main
-    sys.exit(main(sys.argv[3:]))
+    sys.exit(main(sys.argv[4:]))
 """
 
 
-def _killed(n: int, what: str, *args, sig: str = "SIGKILL") -> subprocess.CompletedProcess:
-    """Run ``what`` (part TRACE RUN, or a command line of tracekit), killed by ``sig`` when N files have moved."""
-    p = subprocess.run([sys.executable, "-c", _KILL_MID_UPLOAD, str(n), sig, what, *map(str, args)],
+def _killed(n: int, what: str, *args, sig: str = "SIGKILL", op: str = "put_file") -> subprocess.CompletedProcess:
+    """Run ``what`` (part TRACE RUN, or a command line of tracekit), killed by ``sig`` when N files have moved
+    (``op``: put_file, uploaded; get_file, downloaded)."""
+    p = subprocess.run([sys.executable, "-c", _KILL_MID_UPLOAD, str(n), sig, op, what, *map(str, args)],
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
     if sig == "SIGKILL":
         assert p.returncode == -signal.SIGKILL, p.stderr
     return p
 
 
-def test_an_ingest_killed_mid_upload_leaves_the_earlier_run(s3, tmp_path, capsys):
+def test_an_ingest_killed_mid_upload_leaves_the_earlier_run(s3, tmp_path, capsys, monkeypatch):
     url = s3["url"]
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url]) == 0
     before, live = answers(capsys, url), current_of(s3)
@@ -226,7 +227,11 @@ def test_an_ingest_killed_mid_upload_leaves_the_earlier_run(s3, tmp_path, capsys
     assert not any(k.endswith("manifest.json") for k in objects(s3, f"versions/{half.pop()}/"))
     assert current_of(s3) == live
     assert answers(capsys, url) == before  # the earlier run, intact (read from a fresh fetch too)
-    assert main(["ingest", str(EXAMPLES / "tp"), "-o", url]) == 0  # a later ingest publishes whole
+    from tracekit.layout import remote
+
+    monkeypatch.setattr(remote, "STALE_S", 0)  # (the killed writer's objects count as an hour old)
+    assert main(["ingest", str(EXAMPLES / "tp"), "-o", url]) == 0  # a later ingest publishes whole ...
+    assert {k.split("/")[1] for k in objects(s3, "versions/")} == {current_of(s3)}  # ... and removes them
     assert main(["ingest", str(EXAMPLES / "tp"), "-o", str(tmp_path / "local")]) == 0
     assert answers(capsys, url) == answers(capsys, tmp_path / "local")
 
@@ -333,7 +338,7 @@ def test_a_reader_killed_mid_fetch_leaves_the_cache_to_fetch_again(s3, tmp_path,
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", url]) == 0
     assert main(["ingest", str(EXAMPLES / "ddp"), "-o", str(tmp_path / "local")]) == 0
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "reader-cache"))
-    _killed(6, "report", url, "summary")  # 6 files of the version downloaded, then killed
+    _killed(6, "report", url, "summary", op="get_file")  # 6 files of the version downloaded, then killed
     import tracekit
 
     run = tracekit.open(url)  # the half download is never read: fetched again, whole
@@ -359,3 +364,17 @@ def test_two_writers_at_once_leave_one_whole_run(s3, tmp_path, capsys, monkeypat
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "reader-cache"))  # read as another machine would
     got = answers(capsys, url)
     assert got in (answers(capsys, tmp_path / "ddp"), answers(capsys, tmp_path / "tp"))  # one of them, whole
+
+
+def test_a_reduce_killed_mid_upload_leaves_the_earlier_run(s3, capsys):
+    url = s3["url"]
+    from tracekit.ingestion.rank_part import make_part
+
+    for f in traces_of(EXAMPLES / "ddp"):
+        make_part(str(f), url)
+    assert main(["ingest", "--reduce", url]) == 0
+    before, live = answers(capsys, url), current_of(s3)
+    _killed(5, "ingest", "--reduce", url)  # the parts fetched, reduced, 5 files of the version uploaded: killed
+    half = {k.split("/")[1] for k in objects(s3, "versions/")} - {live}
+    assert len(half) == 1 and len(objects(s3, f"versions/{half.pop()}/")) == 5  # (its 5 files, no manifest)
+    assert current_of(s3) == live and answers(capsys, url) == before
