@@ -71,6 +71,10 @@ def s3_server():
     endpoint = f"http://127.0.0.1:{port}"
     old_auth = settings.INITIAL_NO_AUTH_ACTION_COUNT
     try:
+        import urllib.request
+
+        # moto's state is this process's, shared by every server it starts: a fresh one each time
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
         iam = boto3.client("iam", endpoint_url=endpoint, region_name=REGION, aws_access_key_id="setup",
                            aws_secret_access_key="setup")
         iam.create_user(UserName="tracekit")

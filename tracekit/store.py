@@ -49,8 +49,9 @@ class Run:
             self._release = weakref.finalize(self, os.close, self._hold)
         self.manifest = open_manifest(self.version, self.name)
         if self.manifest.get("facts_key") != facts_key():
-            raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; derive them "
-                           f"again from its events with `tracekit ingest --rederive {path}`")
+            fix = (f"ingest the traces into {self.name} again (or reduce its parts again)" if self.fetched is not None
+                   else f"derive them again from its events with `tracekit ingest --rederive {path}`")
+            raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; {fix}")
         self._db: duckdb.DuckDBPyConnection | None = None  # connected on first use (an ingest need not)
         self._created: set[str] = set()
         self._cursors: set = set()  # those of batches() still being read
