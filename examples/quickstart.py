@@ -56,7 +56,8 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--trace-dir", required=True, help="where the traces go (one iteration_N directory per cycle)")
 ap.add_argument("--steps", type=int, default=2, help="profiled steps")
 # (not --run: torchrun would take it for an abbreviation of its own --run-path)
-ap.add_argument("--run-dir", default=None, help="a run directory: each rank makes its part of it from its trace")
+ap.add_argument("--run-dir", default=None,
+                help="a run directory (or s3://bucket/prefix): each rank makes its part of it from its trace")
 args = ap.parse_args()
 
 backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -101,5 +102,6 @@ if rank == 0:
     print(f"traces of {world} ranks in {os.path.abspath(args.trace_dir)}; next: tracekit validate {args.trace_dir}")
     if args.run_dir:  # every rank's part is there: only the cross-rank work is left
         tracekit.reduce(args.run_dir)
-        print(f"run of {world} ranks in {os.path.abspath(args.run_dir)}; next: tracekit report {args.run_dir} summary")
+        where = args.run_dir if "://" in args.run_dir else os.path.abspath(args.run_dir)  # (s3://bucket/run as is)
+        print(f"run of {world} ranks in {where}; next: tracekit report {args.run_dir} summary")
 dist.destroy_process_group()

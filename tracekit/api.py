@@ -36,7 +36,10 @@ def ingest(paths, out, *, jobs: int | None = None, on_error: str = "fail", force
 def _ingest(paths: list[str], out: str, **options) -> bool:
     """Ingest with the executor the options ask for: a Dask cluster (``scheduler``) or a process pool."""
     from .ingestion.run_writer import ingest_run
+    from .layout.objstore import is_store_url
 
+    if is_store_url(out):  # built here, uploaded, published by one PUT last (layout/remote.py)
+        from .ingestion.to_store import ingest_to_store as ingest_run
     if options.get("scheduler"):
         from .ingestion.on_dask import run_on_dask as execute
     else:
@@ -70,12 +73,18 @@ def open(path, size_buckets: list[int] | None = None, **ingest_options) -> Run: 
     """Open a run directory; a trace file, a directory of traces or a list of them is ingested into a
     cache directory first (reused while the inputs are unchanged)."""
     from .errors import RunError
+    from .layout.objstore import is_store_url
     from .layout.paths import refuse_url, to_open_as_run
     from .layout.versions import left_aside
 
     paths = _paths(path)
+    if len(paths) == 1 and is_store_url(paths[0]):  # a run in an object store (layout/remote.py)
+        return Run(paths[0], size_buckets=size_buckets)
     for p in paths:
-        refuse_url(p, RunError)  # a run or traces at a URL: never a local folder named 's3:'
+        if is_store_url(p):
+            raise RunError(f"{p}: a run in an object store opens alone (traces there are not read: copy them here "
+                           "and ingest them, or ingest them where they are with -o s3://...)")
+        refuse_url(p, RunError)  # a run or traces at a URL: never a local folder named 'gs:'
     # a run, or one an ingest that died mid-swap left beside its place (read there: opening never writes)
     if len(paths) == 1 and (to_open_as_run(paths[0]) or left_aside(os.path.realpath(paths[0]))):
         return Run(paths[0], size_buckets=size_buckets)

@@ -32,6 +32,13 @@ def dir_for(paths: list[str]) -> str:
     return os.path.join(root(), f"run-{key}")
 
 
+def dir_for_url(url: str) -> str:
+    """The cache's copy of the run at an object store's ``url`` (layout/remote.py): a run of the cache's
+    own, under the cache's rules (its cap, list, clear)."""
+    key = hashlib.sha256(("url\0" + url).encode()).hexdigest()[:16]
+    return os.path.join(root(), f"run-{key}")
+
+
 def own_dir_for(paths: list[str]) -> str:
     """``dir_for``, refused where that name holds a symbolic link tracekit did not make (planted in a shared
     cache folder, it would have the fill write into whatever it points to)."""

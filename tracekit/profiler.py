@@ -70,9 +70,13 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
     rank's file is there (it waits on a barrier when a process group is up).
     """
     if run is not None:
+        from .layout.objstore import Store, is_store_url
         from .layout.paths import refuse_url
 
-        refuse_url(run)  # at once, not in the part's process after the first cycle
+        if is_store_url(run):  # at once: its bucket and credentials, not in the part's process after a cycle
+            Store(run.replace("{step}", "0")).check()
+        else:
+            refuse_url(run)  # at once, not in the part's process after the first cycle
 
     def handler(prof) -> None:
         step = getattr(prof, "step_num", 0)
@@ -114,7 +118,10 @@ def start_part(trace: str, run: str, iteration: int | None = None):
 
     if not _PARTS:
         atexit.register(wait_for_parts)
-    cmd = [sys.executable, "-m", "tracekit.ingestion.rank_part", os.path.abspath(trace), os.path.abspath(run),
+    from .layout.objstore import is_store_url
+
+    where = run if is_store_url(run) else os.path.abspath(run)
+    cmd = [sys.executable, "-m", "tracekit.ingestion.rank_part", os.path.abspath(trace), where,
            "--nice", str(PART_NICE)]
     if iteration is not None:
         cmd += ["--iteration", str(iteration)]

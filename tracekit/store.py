@@ -17,6 +17,7 @@ from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.manifest import open_manifest
+from .layout.objstore import is_store_url
 from .layout.paths import refuse_url
 from .layout.versions import pin
 from .query_errors import describe
@@ -31,9 +32,14 @@ class Run:
     """A run directory opened for SQL. ``.sql(query, params)`` -> pyarrow.Table; ``.con`` is DuckDB."""
 
     def __init__(self, path: str, size_buckets: list[int] | None = None):
+        self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
+        self.fetched = None  # a run in an object store: what opening it fetched into the cache (bytes, files, s)
+        if is_store_url(self.name):  # its live version fetched into the cache, read there (layout/remote.py)
+            from .layout.remote import fetch
+
+            path, self.fetched = fetch(self.name)
         refuse_url(os.fspath(path), RunError)
         self.directory = os.path.abspath(path)  # the run directory (RUN/CURRENT names its live version)
-        self.name = os.fspath(path)  # the run as the user names it, in messages (traces for a cached run)
         self.size_buckets = size_buckets
         # the version it reads (RUN/versions/v-...), pinned by a shared lock while this Run lives: a reader
         # keeps it whatever replaces the run, and cache eviction and clear leave it alone
@@ -41,10 +47,11 @@ class Run:
         if self._hold is not None:
             import weakref
             self._release = weakref.finalize(self, os.close, self._hold)
-        self.manifest = open_manifest(self.version, path)
+        self.manifest = open_manifest(self.version, self.name)
         if self.manifest.get("facts_key") != facts_key():
-            raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; derive them "
-                           f"again from its events with `tracekit ingest --rederive {path}`")
+            fix = (f"ingest the traces into {self.name} again (or reduce its parts again)" if self.fetched is not None
+                   else f"derive them again from its events with `tracekit ingest --rederive {path}`")
+            raise RunError(f"{self.name}: its facts were derived by other rules than this tracekit's; {fix}")
         self._db: duckdb.DuckDBPyConnection | None = None  # connected on first use (an ingest need not)
         self._created: set[str] = set()
         self._cursors: set = set()  # those of batches() still being read
@@ -106,6 +113,7 @@ class Run:
         if name in self._created:
             return
         if name == "events":
+            self.fetch_events()
             self._check_every_rank_has_events()
             try:
                 bind_events(self._con, self.version)
@@ -126,6 +134,17 @@ class Run:
                 self._ensure_view(dep)
         self._con.execute(_sql.rule(name).text)
         self._created.add(name)
+
+    def fetch_events(self) -> None:
+        """A version fetched from an object store holds its events once a query needs them (layout/remote.py):
+        fetched now if they are not here yet (what it cost added to ``fetched``)."""
+        from .layout.remote import EVENTS_PENDING, fetch_events
+
+        if os.path.exists(os.path.join(self.version, EVENTS_PENDING)):
+            got = fetch_events(self.version, self.name)
+            if got and self.fetched is not None:
+                self.fetched["events_bytes"] = self.fetched.get("events_bytes", 0) + got["bytes"]
+                self.fetched["events_files"] = self.fetched.get("events_files", 0) + got["files"]
 
     def _check_every_rank_has_events(self) -> None:
         """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would

@@ -72,7 +72,10 @@ def test_no_command_shown_needs_files_a_clone_lacks():
 # that needs a Dask cluster or a path of the user's is left out, with its reason.
 PLACEHOLDERS = {"traces/quick": "ddp", "traces/fsdp": "fsdp"}
 RUN_PLACEHOLDERS = {"runs/quick": "ddp"}  # a run of rank parts (trace_handler(DIR, run=RUN)), reduced
-NEEDS_MORE = {"tracekit ingest traces/ -o /nfs/run/ --scheduler tcp://host:8786": "a Dask scheduler at tcp://host:8786"}
+NEEDS_MORE = {"tracekit ingest traces/ -o /nfs/run/ --scheduler tcp://host:8786": "a Dask scheduler at tcp://host:8786",
+              # (tests/cli/test_s3_runs.py runs these against the S3 server it starts)
+              "tracekit ingest traces/ -o s3://my-bucket/runs/job-1": "an S3 bucket my-bucket at AWS_ENDPOINT_URL",
+              "tracekit report s3://my-bucket/runs/job-1 summary": "an S3 bucket my-bucket at AWS_ENDPOINT_URL"}
 
 
 @pytest.mark.slow

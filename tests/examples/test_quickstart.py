@@ -80,3 +80,29 @@ def test_quickstart_with_a_run_answers_as_an_ingest_of_its_traces(tmp_path, monk
         "rank-0", "rank-1"]
     assert main(["ingest", str(project / "traces" / "quick"), "-o", str(tmp_path / "central")]) == 0
     assert answers(capsys, project / "runs" / "quick") == answers(capsys, tmp_path / "central")
+
+
+@pytest.mark.slow  # torchrun, 2 ranks
+def test_quickstart_with_a_run_in_s3_answers_as_an_ingest_of_its_traces(tmp_path, monkeypatch, capsys):
+    """--run-dir s3://bucket/prefix: each rank's handler uploads its part, rank 0 reduces them in the store; the
+    run answers every report as `tracekit ingest DIR` does (issue 39; the S3 server: tests/s3_server.py)."""
+    from tests.cli.test_rank_parts import answers
+    from tests.s3_server import aws_env, s3_server
+    from tracekit.cli.main import main
+
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "cache"))
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "quickstart.py", project / "quickstart.py")
+    with s3_server() as server:
+        aws_env(monkeypatch, server, tmp_path)
+        url = f"s3://{server['bucket']}/runs/quick"
+        run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                              "quickstart.py", "--trace-dir", "traces/quick", "--run-dir", url],
+                             capture_output=True, text=True, timeout=600, cwd=project)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert f"run of 2 ranks in {url}; next: tracekit report {url} summary" in run.stdout
+        assert not (project / "s3:").exists()
+        assert main(["ingest", str(project / "traces" / "quick"), "-o", str(tmp_path / "central")]) == 0
+        monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "reader-cache"))  # fetched, as another machine would
+        assert answers(capsys, url) == answers(capsys, tmp_path / "central")

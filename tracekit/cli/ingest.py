@@ -17,7 +17,9 @@ def _parse_ranks(values):
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("-o", "--out", default=None, type=click.Path(file_okay=False), help="Run directory to write.")
+@click.option("-o", "--out", default=None, type=click.Path(file_okay=False),
+              help="Run directory to write, or s3://BUCKET/PREFIX (credentials and AWS_ENDPOINT_URL as the AWS tools "
+                   "read them).")
 @click.option("-j", "--jobs", type=int, default=None, help="Files parsed in parallel [default: all cores].")
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="skip: record a bad file and its reason in manifest.json and go on.")
@@ -53,6 +55,7 @@ def ingest_cmd(paths, out, jobs, on_error, force, ranks, progress, scheduler, it
       tracekit ingest traces/ -o run/
       tracekit ingest 'logs/**/*.pt.trace.json.gz' -o run/ --on-error skip
       tracekit ingest traces/ -o /shared/run/ --scheduler tcp://10.0.0.5:8786
+      tracekit ingest traces/ -o s3://my-bucket/runs/job-1
       tracekit ingest traces/ -o run/ --hosts 8          (8 consecutive ranks per host)
       tracekit ingest --rederive run/
       tracekit ingest --reduce run/      (the ranks' parts that trace_handler(DIR, run="run/") made)

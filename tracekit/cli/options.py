@@ -48,6 +48,10 @@ class RunPath(click.Path):
         super().__init__(exists=True)
 
     def convert(self, value, param, ctx):
+        from ..layout.objstore import is_store_url
+
+        if is_store_url(value):  # a run in an object store: opening it says what is wrong with it
+            return value
         if isinstance(value, (str, os.PathLike)) and not os.path.lexists(value):
             from ..layout.versions import left_aside
             if left_aside(os.path.realpath(value)):

@@ -319,6 +319,7 @@ def _step_spans(run, lo: int, hi: int, in_ranks: str) -> dict:
 def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dict | None):
     """The rows of ``query`` for each rank in turn: {events} that rank's own files, {span} its events inside
     one of its ``spans`` (every event when None), the parameters its clock."""
+    run.fetch_events()  # (a run read from an object store: its events, if not fetched yet)
     for rank in ranks:
         try:
             files = rank_parts(run.version, rank)

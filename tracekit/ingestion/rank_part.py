@@ -24,6 +24,7 @@ import msgspec
 from .. import __version__
 from ..discover import iterations_of
 from ..errors import TracekitError
+from ..layout.objstore import is_store_url
 from ..layout.paths import (
     MARKER,
     PART_EVENTS,
@@ -53,6 +54,8 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
 
+    if is_store_url(run):  # made here, then uploaded, part.json last (layout/remote.py)
+        return _part_in_store(trace, run, iteration, threads)
     refuse_url(run)
     run = os.path.abspath(run)
     trace = os.path.abspath(trace)
@@ -94,6 +97,22 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     finally:
         if held is not None:
             os.close(held)
+
+
+def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) -> str:
+    """A rank's part of a run in an object store: made here in a scratch run, then uploaded into the store's
+    parts, part.json last (layout/remote.py); its URL."""
+    from ..layout import remote
+    from ..layout.objstore import Store
+
+    store = Store(url)
+    remote.prepare(store)
+    with remote.scratch("part") as tmp:
+        local = os.path.join(tmp, "run")
+        part = make_part(trace, local, iteration, threads)
+        rel = os.path.relpath(part, local).replace(os.sep, "/")
+        remote.upload_part(store, part, rel)
+    return f"{store.url}/{rel}"
 
 
 def _prepare(run: str) -> None:

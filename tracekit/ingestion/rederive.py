@@ -40,6 +40,13 @@ def _share_inputs(src: str, dst: str) -> None:
 
 def rederive_run(run: str) -> None:
     """Derive the facts of run ``run`` again from its events, as a new version switched in whole."""
+    from ..layout.objstore import is_store_url
+    from ..layout.paths import refuse_url
+
+    if is_store_url(run):
+        raise RunError(f"{run}: --rederive works on a run directory; ingest the traces into {run} again (or reduce "
+                       "its parts again: tracekit ingest --reduce), which derives the facts with this tracekit")
+    refuse_url(run, RunError)
     out = resolve_output(os.path.abspath(run))
     if not is_run(out) and left_aside(out) is None:  # (one a killed migration left aside: put back below)
         raise RunError(f"{run}: not a tracekit run (no readable manifest.json); --rederive takes a run directory")

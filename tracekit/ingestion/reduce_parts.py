@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from ..derive import reduce_run
 from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
+from ..layout.objstore import is_store_url
 from ..layout.paths import (
     FACTS_DIR,
     PART_EVENTS,
@@ -39,6 +40,8 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     """Build run ``run`` from its rank parts (of cycle ``iteration``, or the only cycle there is). Returns
     {"ranks": [...], "world": N, "missing": [...], "seconds": S}."""
     start = time.perf_counter()
+    if is_store_url(run):  # the parts fetched, reduced here, the version published (layout/remote.py)
+        return dict(_reduce_in_store(run, iteration, hosts, align), seconds=time.perf_counter() - start)
     refuse_url(run, RunError)
     out = resolve_output(os.path.abspath(run))
     cycle = _pick_cycle(out, run, list_parts(out), iteration)
@@ -78,6 +81,29 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     world = max([doc["trace"].get("world_size") or 0 for doc in docs.values()] + [max(docs) + 1])
     return {"ranks": sorted(docs), "world": world, "missing": sorted(set(range(world)) - set(docs)),
             "seconds": time.perf_counter() - start}
+
+
+def _reduce_in_store(url: str, iteration: int | None, hosts, align: bool) -> dict:
+    """The reduce of a run in an object store: the cycle's parts fetched into a local scratch run, reduced
+    there as any run's, the version uploaded and published by CURRENT's PUT last (layout/remote.py)."""
+    from ..layout import remote
+    from ..layout.objstore import Store
+    from ..layout.versions import current_version
+
+    store = Store(url, RunError)
+    store.check()
+    found = remote.list_parts(store)
+    cycle = _pick_cycle(url, url, found, iteration)
+    with remote.said_when_interrupted(store), remote.scratch("reduce") as tmp:
+        local = os.path.join(tmp, "run")
+        fetched = remote.download_parts(store, found[cycle], local)
+        done = reduce_parts(local, iteration=cycle, hosts=hosts, align=align)
+        remote.prepare(store)
+        version = current_version(local)
+        done["published"] = remote.publish(store, version)
+        done["fetched_bytes"] = fetched
+        remote.seed(store.url, version)
+    return done
 
 
 def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):

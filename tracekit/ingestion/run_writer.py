@@ -136,7 +136,7 @@ def ingest_run(paths, out: str, *, execute, jobs: int | None = None, on_error: s
     if on_error not in ("fail", "skip"):
         raise TracekitError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     settings.check()  # a bad setting stops here, not in a worker process (where --on-error skip hides it)
-    refuse_url(out)  # before any work: never a local folder named 's3:'
+    refuse_url(out)  # before any work: never a local folder named 'gs:' (s3://: to_store.py, api.py sends it there)
     files = pick_iteration(find_traces(list(paths)), iteration)
     out = resolve_output(os.path.abspath(out))  # a user's link to a run: update that run, keep the link
     refuse_output(out, files)  # before the lock: a refusal leaves no lock file behind

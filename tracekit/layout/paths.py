@@ -34,15 +34,16 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
 
 def refuse_url(path: str, error=None) -> None:
-    """A run is a directory on a file system: an object-store URL (``s3://bucket/run``) given as one is
-    refused (``error``: the TracekitError class to raise), never taken for a local folder named ``s3:``."""
+    """A run is a directory on a file system or an object store's ``s3://bucket/prefix`` (layout/remote.py);
+    any other URL given as one (``gs://``, ``file://``) is refused (``error``: the TracekitError class to
+    raise), never taken for a local folder named ``gs:``. Callers handle an s3:// URL before this."""
     if isinstance(path, str) and _URL.match(path):
         from ..errors import TracekitError
 
         raise (error or TracekitError)(
-            f"{path}: a URL, and a run is a directory on a file system (tracekit does not read or write object "
-            "stores); write the run to a local or shared directory, then copy it there whole (e.g. `aws s3 sync "
-            "RUN s3://bucket/run`), or mount the bucket and give its path")
+            f"{path}: a URL tracekit does not read or write (a run is a directory on a file system, or s3://BUCKET/"
+            "PREFIX in an S3-compatible object store); write the run to a local or shared directory, then copy it "
+            "there whole, or mount that storage and give its path")
 
 
 # Rank parts (tracekit.profiler.trace_handler(DIR, run=RUN)): each rank's events and per-rank facts, made
