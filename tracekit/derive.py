@@ -400,7 +400,7 @@ def _inputs_of(run_dir: str, lo: int, hi: int) -> str:
 
 def _largest_event(run_dir: str, lo: int, hi: int) -> str:
     """"; its largest event is #N (M MB of text)" for the ranks' events, or "" where they cannot be read."""
-    files = [f for r in range(lo, hi + 1) for f in rank_parts(run_dir, r)] if os.path.isdir(run_dir) else []
+    files = _files_of(run_dir, range(lo, hi + 1)) if os.path.isdir(run_dir) else []
     if not files or hi - lo > 64:
         return ""
     try:
@@ -419,6 +419,11 @@ def _largest_event(run_dir: str, lo: int, hi: int) -> str:
     if not found or (found[0][1] or 0) < 2**20:  # only an event that explains the memory
         return ""
     return f"; its largest event is event #{found[0][0]:,} of traceEvents ({found[0][1] / 2**20:,.1f} MB of text)"
+
+
+def _files_of(run_dir: str, ranks) -> list[str]:
+    """The events files of ``ranks`` (a packed file of several once)."""
+    return list(dict.fromkeys(f for r in ranks for f in rank_parts(run_dir, r)))
 
 
 def _drop_finished(run_dir: str, file_name: str) -> None:
@@ -464,8 +469,7 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
     lo, hi = ranks[0], ranks[-1]
     events = "events" in _finish_uses()
     spill = spill_dir(run_dir, f"finish-{lo}")
-    with _facts_connection(1, spill, [f for r in ranks for f in rank_parts(run_dir, r)] if events else [],
-                           memory_mb=memory_mb) as con:
+    with _facts_connection(1, spill, _files_of(run_dir, ranks) if events else [], memory_mb=memory_mb) as con:
         if events:
             bind_events(con, run_dir, ranks=(lo, hi))
         bind_tables(con, run_dir, materialize=True)
