@@ -309,7 +309,12 @@ def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = No
     try:
         bind_tables(con, run_dir, ("traces",))
         define_base(con)
-        bind_fact(con, run_dir, "_collectives")
+        # read once (a file per rank where the ranks made their own parts), not by each pass of the rules
+        try:
+            con.execute(f"CREATE TABLE _collectives AS SELECT * FROM read_parquet("
+                        f"{sql_string(facts_glob(run_dir, '_collectives'))}, union_by_name = true)")
+        except duckdb.Error as exc:
+            raise TracekitError(f"{run_dir}: could not read its collectives: {str(exc).splitlines()[0]}") from None
         for name in REDUCED + [CLOCKS]:
             os.makedirs(facts_dir(run_dir, name), exist_ok=True)
         reduce_on(con, lambda name: facts_file(run_dir, name),

@@ -41,12 +41,32 @@ def run_events(run: str, ranks: tuple[int, int] | None = None) -> str:
     where = f" WHERE rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}" if ranks else ""
     packed = [p for lo, hi, p in packed_files(run) if not ranks or (lo <= ranks[1] and hi >= ranks[0])]
     parts = []
-    if not packed or _has_rank_folders(run):  # (neither: DuckDB's error, that no file matched, as before)
+    listed = bool(ranks) and ranks[1] - ranks[0] < FILES_LISTED
+    folders = _folder_files(run, ranks) if listed else []
+    if folders:  # a few ranks of many: their files named (a glob lists every rank's folder, for each query)
+        parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet([{', '.join(map(sql_string, folders))}], "
+                     f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
+    elif not packed or (not listed and _has_rank_folders(run)):  # (neither: DuckDB's error, as before)
         parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(events_glob(run))}, "
                      f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
     if packed:
         parts.append(f"SELECT * FROM read_parquet([{', '.join(map(sql_string, packed))}]){where}")
     return " UNION ALL ".join(parts)
+
+
+FILES_LISTED = 4096  # a range of up to this many ranks has its folders listed, not globbed
+
+
+def _folder_files(run: str, ranks: tuple[int, int]) -> list[str]:
+    """The events files of the rank folders of ranks LO to HI."""
+    files = []
+    for r in range(int(ranks[0]), int(ranks[1]) + 1):
+        d = os.path.join(run, EVENTS_DIR, f"rank={r}")
+        try:
+            files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+        except FileNotFoundError:
+            continue
+    return files
 
 
 def _has_rank_folders(run: str) -> bool:
