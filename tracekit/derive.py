@@ -261,6 +261,17 @@ def value_room_mb(files) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    files = [os.fspath(f) for f in files]
+    if len(files) > 1:  # one query over every file's metadata (a file at a time: 1.8 ms each, 256 ranks a finish)
+        con = duckdb.connect(config={"threads": 1})
+        try:
+            (big,), = con.execute(f"SELECT coalesce(max(total_uncompressed_size) FILTER (WHERE type = 'BYTE_ARRAY'), "
+                                  f"0) FROM parquet_metadata([{', '.join(map(sql_string, files))}])").fetchall()
+            return 0 if big < BIG_CHUNK else VALUE_COPIES * (big >> 20)
+        except duckdb.Error:
+            pass  # (a file that cannot be read: the others, one at a time, below)
+        finally:
+            con.close()
     big = 0
     for f in files:
         try:
