@@ -1,7 +1,7 @@
 """A job whose ranks made their own parts of the run (tracekit.profiler.trace_handler(DIR, run=RUN)): how soon
 the first answer comes once the last part is written, and at what memory.
 
-    python benchmarks/bench_source.py --ranks 4096 [--work DIR] [--compare] [--keep]
+    python benchmarks/bench_source.py --ranks 4096 [--work DIR] [--compare] [--keep] [--reuse-parts]
 
 A synthetic job of N ranks, 8 per host (benchmarks/synth_traces.py, 2 steps, each host's clock offset),
 each rank's part made as the handler's process makes it (python -m tracekit.ingestion.rank_part; here in a
@@ -80,6 +80,20 @@ def rows_of(name: str, code: int, text: str):
     return sorted(json.dumps(r, sort_keys=True) for r in rows)
 
 
+def _timings(run: pathlib.Path) -> str:
+    """" (cross-rank facts A s, ...)": the reduce's steps, from the run's manifest."""
+    from tracekit.layout.manifest import read_manifest
+    from tracekit.layout.versions import current_version
+
+    try:
+        t = read_manifest(current_version(str(run)))["executor"]["timings"]
+    except (TypeError, KeyError, OSError):
+        return ""
+    names = {"cross_rank_s": "cross-rank facts", "align_s": "clock alignment", "compact_s": "compaction",
+             "finish_s": "finish"}
+    return " (" + ", ".join(f"{names[k]} {v:.1f} s" for k, v in t.items() if k in names) + ")"
+
+
 def every_report(run: pathlib.Path) -> dict:
     from tracekit.reports import REGISTRY
 
@@ -97,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="where the traces and runs go [default: a temporary directory]")
     ap.add_argument("--compare", action="store_true", help="also ingest centrally and compare every report")
     ap.add_argument("--keep", action="store_true", help="keep --work's traces and runs")
+    ap.add_argument("--reuse-parts", action="store_true",
+                    help="where --work holds every rank's part (an earlier --keep), reduce those again")
     args = ap.parse_args(argv)
     n = args.ranks
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="tk-source-"))
@@ -105,24 +121,36 @@ def main(argv=None) -> int:
         if not traces.is_dir():
             synth_main(["--ranks", str(n), "--plan", plan_for(n), "--steps", "2", "--gpus-per-host", "8",
                         "--clock-offset-us", "200", "-o", str(traces)])
-        shutil.rmtree(run, ignore_errors=True)
         files = sorted(traces.glob("*.json.gz"))
-        cores = os.cpu_count() or 1
-        start = time.perf_counter()
-        with Pool(cores) as pool:  # each rank's part, as its handler makes it on its own host
-            made = pool.map(_part, [(str(f), str(run)) for f in files], chunksize=8)
-        parts_s = time.perf_counter() - start
-        each = [t for t, _ in made]
-        failed = [why for _, why in made if why]
-        if failed:
-            print(f"  ! {len(failed)} parts not made: {failed[0]}", file=sys.stderr)
-        print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): parts made in {parts_s:.1f} s on "
-              f"{cores} cores "
-              f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most)")
+        failed = []
+        if args.reuse_parts and len(list((run / "parts" / "iteration_2").glob("rank-*"))) == len(files):
+            # the parts of an earlier --work --keep (setup, not what is timed: 4,096 parts take half an hour
+            # on 2 cores); the reduce below builds the run from them again, as a first reduce does
+            for entry in run.iterdir():  # what the parts' writers did not make: as before a first reduce
+                if entry.name not in ("parts", "tracekit-run.json", "writer.lock"):
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): the parts of {run} reused")
+        else:
+            shutil.rmtree(run, ignore_errors=True)
+            cores = os.cpu_count() or 1
+            start = time.perf_counter()
+            with Pool(cores) as pool:  # each rank's part, as its handler makes it on its own host
+                made = pool.map(_part, [(str(f), str(run)) for f in files], chunksize=8)
+            parts_s = time.perf_counter() - start
+            each = [t for t, _ in made]
+            failed = [why for _, why in made if why]
+            if failed:
+                print(f"  ! {len(failed)} parts not made: {failed[0]}", file=sys.stderr)
+            print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): parts made in {parts_s:.1f} s on "
+                  f"{cores} cores "
+                  f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most)")
+        load = os.getloadavg()[0]
         r_s, r_mb, r_rc, _ = measured("ingest", "--reduce", str(run))
         s_s, s_mb, s_rc, out = measured("report", str(run), "summary", "--format", "csv")
         rows = max(0, len(out.strip().splitlines()) - 1)
-        print(f"  reduce {r_s:.1f} s, {r_mb:.0f} MB; report summary {s_s:.1f} s, {s_mb:.0f} MB ({rows} rows)")
+        steps = _timings(run)
+        print(f"  reduce {r_s:.1f} s, {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s, {s_mb:.0f} MB ({rows} rows); "
+              f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
         if args.compare:
             c_s, c_mb, c_rc, _ = measured("ingest", str(traces), "-o", str(work / "central"), "--no-progress")
             a, b = every_report(run), every_report(work / "central")

@@ -149,14 +149,16 @@ class Run:
     def _check_every_rank_has_events(self) -> None:
         """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would
         make the graph replay that rank from nothing, with no word why. (One listing, whatever the ranks.)"""
-        from .layout.paths import EVENTS_DIR, rank_dir
+        from .layout.paths import EVENTS_DIR, packed_files, rank_dir
 
         try:
             present = set(os.listdir(os.path.join(self.version, EVENTS_DIR)))
         except OSError:
             return  # (no events at all: a copy of the run without them, said where they are bound)
+        packed = [(lo, hi) for lo, hi, _ in packed_files(self.version)]
         for (rank,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
-            if os.path.basename(rank_dir(self.version, rank)) not in present:
+            if os.path.basename(rank_dir(self.version, rank)) not in present \
+                    and not any(lo <= rank <= hi for lo, hi in packed):
                 raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
                                f"what needs them ({_NEED_EVENTS}) cannot answer: ingest the traces again with --force")
 

@@ -228,3 +228,20 @@ def test_advise_says_there_are_no_steps_before_reading_the_graph(tmp_path, capsy
     assert main(["advise", str(tmp_path / "rank0.json"), "--format", "csv"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "no replay (the traces hold no ProfilerStep, and the replay times steps)" in err
+
+
+def test_the_page_says_there_are_no_steps_before_reading_the_graph(tmp_path, monkeypatch):
+    """Issue 40, item 5: the page built the graph of 10,000 ranks (its critical path section) to find no
+    step. Without a ProfilerStep the section says so, and the graph is never read."""
+    from tracekit.cli.main import main
+    from tracekit.graph import from_run
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(from_run, "build", no_graph)
+    monkeypatch.setattr(from_run, "path_replay", no_graph)
+    write_trace(tmp_path / "rank0.json", [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                                           "dur": 5}], header=dist(0, world=1))
+    assert main(["html", str(tmp_path / "rank0.json"), "-o", str(tmp_path / "page.html")]) == 0
+    assert "No critical path: the traces hold no ProfilerStep" in (tmp_path / "page.html").read_text()

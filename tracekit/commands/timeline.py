@@ -26,8 +26,8 @@ from json.encoder import encode_basestring_ascii
 
 from .. import settings
 from ..errors import TracekitError
-from ..layout.bind import rank_events
-from ..layout.paths import rank_parts
+from ..layout.bind import rank_events, sql_string
+from ..layout.paths import is_packed, rank_parts
 from ..spill import spill_dir
 
 # every rank's times on the aligned clock (clock_offsets: its host's offset and drift), as the instances are:
@@ -197,9 +197,9 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
                 counts["kernels"] += 1
             if not kernels_only:
                 # each rank's events from its own files: a few ranks of a big run never open every rank's
-                q = (f"SELECT rank, pid, tid, name, cat, {ALIGNED} AS ts_ns, dur_ns FROM ({{events}}) e "
+                q = ("SELECT rank, pid, tid, name, cat, {aligned} AS ts_ns, dur_ns FROM ({events}) e {join} "
                      "WHERE ph = 'X' AND coalesce(cat, '') NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset') "
-                     "AND {span} ORDER BY ts_ns, e.event_index")
+                     "AND {span} ORDER BY rank, ts_ns, e.event_index")
                 spans = None if steps is None else _step_spans(run, int(lo), int(hi), in_ranks)
                 for rank, pid, tid, name, cat, ts, dur in _per_rank_events(run, q, shown, clocks, spans):
                     cpu_tid = track(rank, cpu_track_name(pid, tid), 200000)
@@ -318,7 +318,11 @@ def _step_spans(run, lo: int, hi: int, in_ranks: str) -> dict:
 
 def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dict | None):
     """The rows of ``query`` for each rank in turn: {events} that rank's own files, {span} its events inside
-    one of its ``spans`` (every event when None), the parameters its clock."""
+    one of its ``spans`` (every event when None), {aligned} the time on its clock ({join} the clocks' rows
+    where given as a table). The ranks of a packed events file (many small ranks: tracekit/pack_events.py)
+    are read RANKS_PER_QUERY at a time from it, their clocks as literal rows ``k``: a query per rank of
+    10,000 ranks was most of the timeline's time. The query orders by rank."""
+    packed: dict[str, list[int]] = {}
     run.fetch_events()  # (a run read from an object store: its events, if not fetched yet)
     for rank in ranks:
         try:
@@ -327,9 +331,37 @@ def _per_rank_events(run, query: str, ranks: list[int], clocks: dict, spans: dic
             continue
         if not files or (spans is not None and rank not in spans):
             continue
-        span = "TRUE" if spans is None else " OR ".join(
-            f"(e.ts_ns >= {int(a)} AND e.ts_ns < {int(b)})" for a, b in spans[rank])
-        yield from _rows(run, query.format(events=rank_events(files, rank), span=f"({span})"), params=clocks[rank])
+        if is_packed(files[0]):  # (in rank order: a packed file holds consecutive ranks)
+            packed.setdefault(files[0], []).append(rank)
+            if len(packed[files[0]]) < RANKS_PER_QUERY:
+                continue
+            yield from _packed_rows(run, query, files[0], packed.pop(files[0]), clocks, spans)
+            continue
+        for f, held in list(packed.items()):  # (ranks in order: what is pending comes before this rank)
+            yield from _packed_rows(run, query, f, held, clocks, spans)
+            del packed[f]
+        yield from _rows(run, query.format(events=rank_events(files, rank), span=_span_of(spans, rank),
+                                           aligned=ALIGNED, join=""), params=clocks[rank])
+    for f, held in packed.items():
+        yield from _packed_rows(run, query, f, held, clocks, spans)
+
+
+def _span_of(spans: dict | None, rank: int) -> str:
+    if spans is None:
+        return "TRUE"
+    return "(" + " OR ".join(f"(e.ts_ns >= {int(a)} AND e.ts_ns < {int(b)})" for a, b in spans[rank]) + ")"
+
+
+def _packed_rows(run, query: str, path: str, held: list[int], clocks: dict, spans: dict | None):
+    """``query``'s rows for ranks ``held`` of packed file ``path``, in one query."""
+    events = (f"SELECT * FROM read_parquet({sql_string(path)}) "
+              f"WHERE rank IN ({', '.join(str(int(r)) for r in held)})")
+    span = "TRUE" if spans is None else "(" + " OR ".join(
+        f"(e.rank = {int(r)} AND {_span_of(spans, r)})" for r in held) + ")"
+    values = ", ".join(_clock_row(r, **clocks[r]) for r in held)
+    yield from _rows(run, query.format(events=events, span=span, aligned=ALIGNED_K,
+                                       join=f"JOIN (VALUES {values}) AS k(rank, offset_ns, drift_ppm, ref_ns) "
+                                            "USING (rank)"))
 
 
 def _rows(run, query: str, batch: int = 50000, params: dict | None = None):

@@ -32,6 +32,10 @@ def by_cause_figure(rows: list[dict]) -> dict | None:
     return {"data": data, "layout": _layout("rank", "ms on the critical path (all steps)", barmode="stack")}
 
 
+_NO_STEPS = ("No critical path: the traces hold no ProfilerStep (profile with torch.profiler.schedule and call "
+             "prof.step() once per training step).")
+
+
 def section(run) -> str:
     import duckdb
 
@@ -42,6 +46,8 @@ def section(run) -> str:
     big = too_big(run)
     if big:
         return why(f"Not drawn: {big}.")
+    if not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:  # said before the graph is read (10,000 ranks)
+        return why(_NO_STEPS)
     try:
         r = path_replay(run)
     except TracekitError as exc:
@@ -50,8 +56,7 @@ def section(run) -> str:
         return why("No replay: the run's events files are not here, and the dependency graph is built from them.")
     rows = critical_path(r).to_pylist()
     if not rows:
-        return why("No critical path: the traces hold no ProfilerStep (profile with torch.profiler.schedule and "
-                   "call prof.step() once per training step).")
+        return why(_NO_STEPS)
     steps = len({x["step"] for x in rows})
     from .critical import thread_gap_note
 

@@ -30,7 +30,7 @@ from ..layout.paths import (
     table_path,
 )
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
-from ..rules import FACTS
+from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .rank_part import read_part
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
@@ -52,7 +52,8 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
         parts = list_parts(out).get(cycle, {})  # again, under the lock
         if not parts:
             raise RunError(f"{run}: its rank parts went while the reduce waited; make them again")
-        docs = {rank: read_part(d) for rank, d in sorted(parts.items())}
+        key = facts_key()
+        docs = {rank: read_part(d, key) for rank, d in sorted(parts.items())}
         tmp = version_dir(out)
         options = {"hosts": hosts, "align": bool(align)}
 

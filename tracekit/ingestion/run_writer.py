@@ -48,6 +48,7 @@ from ..layout.versions import (
     version_dir,
     writer_lock,
 )
+from ..pack_events import pack_events
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
 from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
 from .one_file import MAX_WRITERS, part_paths
@@ -301,6 +302,10 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
             place_facts(part_facts_dir(task.part), tmp, res.facts_label or rank, FACTS,
                         REDUCED + [CLOCKS] + FINISHED)
     os.rmdir(os.path.dirname(staging_part(tmp, 0)))
+    timings = executor.setdefault("timings", {})
+    start = time.perf_counter()
+    if pack_events(tmp, executor.get("cores")):  # many small ranks: their events in few files
+        timings["pack_s"] = round(time.perf_counter() - start, 3)
     traces = [res.trace for _, res in results]
     assign_hosts(traces, options["hosts"])
     pgs = [pg for _, res in results for pg in res.process_groups]
@@ -316,7 +321,6 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 one = rank_facts_scratch(tmp, res.rank)
                 derive_rank(rank_parts(tmp, res.rank), res.rank, res.trace, res.process_groups, one)
                 place_facts(one, tmp, res.rank, FACTS)
-    timings = executor.setdefault("timings", {})
     reduce_run(tmp, align=options["align"], timings=timings)
     write_run_manifest(tmp, [input_entry(r.trace, r.stat, r.worker) for _, r in results], failures, executor, options)
 

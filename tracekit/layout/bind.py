@@ -4,7 +4,9 @@ ranks) and for derive (one rank, or all)."""
 
 from __future__ import annotations
 
-from .paths import events_glob, facts_glob, table_path
+import os
+
+from .paths import EVENTS_DIR, events_glob, facts_glob, is_packed, packed_files, table_path
 
 
 def sql_string(path: str) -> str:
@@ -26,17 +28,61 @@ def bind_events(con, run: str | None = None, *, files: list[str] | None = None, 
     """``events`` over every rank of ``run`` (``ranks``: those from LO to HI only), or over one rank's
     ``files`` (their rank given)."""
     if files is None:
-        where = f" WHERE rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}" if ranks else ""
-        con.execute(f"CREATE VIEW events AS SELECT rank, * EXCLUDE (rank) FROM read_parquet("
-                    f"{sql_string(events_glob(run))}, hive_partitioning = true, hive_types = {{'rank': BIGINT}})"
-                    + where)
+        con.execute(f"CREATE VIEW events AS {run_events(run, ranks)}")
     else:
         con.execute(f"CREATE VIEW events AS {rank_events(files, rank)}")
 
 
+def run_events(run: str, ranks: tuple[int, int] | None = None) -> str:
+    """A query of every rank's events of ``run`` (``ranks``: LO to HI only): the rank folders
+    (events/rank=R/, the rank from the folder's name) and the packed files of many small ranks
+    (events/packed/, a rank column each: tracekit/pack_events.py), whichever the run has. The packed
+    files outside ``ranks`` are not opened."""
+    where = f" WHERE rank BETWEEN {int(ranks[0])} AND {int(ranks[1])}" if ranks else ""
+    packed = [p for lo, hi, p in packed_files(run) if not ranks or (lo <= ranks[1] and hi >= ranks[0])]
+    parts = []
+    listed = bool(ranks) and ranks[1] - ranks[0] < FILES_LISTED
+    folders = _folder_files(run, ranks) if listed else []
+    if folders:  # a few ranks of many: their files named (a glob lists every rank's folder, for each query)
+        parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet([{', '.join(map(sql_string, folders))}], "
+                     f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
+    elif not packed or (not listed and _has_rank_folders(run)):  # (neither: DuckDB's error, as before)
+        parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(events_glob(run))}, "
+                     f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
+    if packed:
+        parts.append(f"SELECT * FROM read_parquet([{', '.join(map(sql_string, packed))}]){where}")
+    return " UNION ALL ".join(parts)
+
+
+FILES_LISTED = 4096  # a range of up to this many ranks has its folders listed, not globbed
+
+
+def _folder_files(run: str, ranks: tuple[int, int]) -> list[str]:
+    """The events files of the rank folders of ranks LO to HI."""
+    files = []
+    for r in range(int(ranks[0]), int(ranks[1]) + 1):
+        d = os.path.join(run, EVENTS_DIR, f"rank={r}")
+        try:
+            files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+        except FileNotFoundError:
+            continue
+    return files
+
+
+def _has_rank_folders(run: str) -> bool:
+    try:
+        return any(n.startswith("rank=") for n in os.listdir(os.path.join(run, EVENTS_DIR)))
+    except OSError:
+        return True  # (said by DuckDB, as before)
+
+
 def rank_events(files: list[str], rank: int) -> str:
     """A query of one rank's events from its own files (layout.paths.rank_parts), the columns of ``events``:
-    what reads a few ranks of a big run opens only their files, not every rank's."""
+    what reads a few ranks of a big run opens only their files, not every rank's. A packed file (of many
+    small ranks) gives that rank's rows."""
+    if files and all(is_packed(f) for f in files):
+        return (f"SELECT * FROM read_parquet([{', '.join(sql_string(f) for f in files)}]) "
+                f"WHERE rank = {int(rank)}")
     return (f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
             f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
 

@@ -192,14 +192,48 @@ def table_path(run: str, name: str) -> str:
 
 
 def events_glob(run: str) -> str:
-    """Every events part of a run (hive-partitioned by rank), as a glob pattern: the run's own path escaped
-    (a '[' in it is a character class to a glob: no file matched)."""
-    return os.path.join(glob.escape(run), EVENTS_DIR, "*", "*.parquet")
+    """Every events part of a run's rank folders (hive-partitioned by rank, events/rank=R/), as a glob
+    pattern: the run's own path escaped (a '[' in it is a character class to a glob: no file matched)."""
+    return os.path.join(glob.escape(run), EVENTS_DIR, "rank=*", "*.parquet")
+
+
+PACKED_DIR = "packed"  # events/packed/ranks-LO-HI.parquet: the events of many small ranks, a rank column each
+
+
+def packed_dir(run: str) -> str:
+    return os.path.join(run, EVENTS_DIR, PACKED_DIR)
+
+
+def packed_glob(run: str) -> str:
+    return os.path.join(glob.escape(packed_dir(run)), "*.parquet")
+
+
+def packed_files(run: str) -> list[tuple[int, int, str]]:
+    """[(first rank, last rank, path)] of a run's packed events files (tracekit/pack_events.py), in rank
+    order; a rank in that range whose folder events/rank=R/ exists is not in the file."""
+    try:
+        names = os.listdir(packed_dir(run))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for n in names:
+        m = _PACKED_NAME.match(n)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2)), os.path.join(packed_dir(run), n)))
+    return sorted(out)
+
+
+_PACKED_NAME = re.compile(r"^ranks-([0-9]+)-([0-9]+)\.parquet$")
+
+
+def is_packed(path: str) -> bool:
+    """A packed events file (holding a rank column), not one rank's own part."""
+    return os.path.basename(os.path.dirname(path)) == PACKED_DIR and bool(_PACKED_NAME.match(os.path.basename(path)))
 
 
 def events_files(run: str) -> list[str]:
-    """Every events part of a run, as paths."""
-    return glob.glob(events_glob(run))
+    """Every events file of a run (rank folders and packed files), as paths."""
+    return glob.glob(events_glob(run)) + [p for _, _, p in packed_files(run)]
 
 
 def spill_dir(where: str, tag: str = "") -> str:
@@ -223,9 +257,17 @@ def rank_dir(run: str, rank: int) -> str:
 
 
 def rank_parts(run: str, rank: int) -> list[str]:
-    """The Parquet files of one rank's events in a run (one, or two when two writers shared the work)."""
+    """The Parquet files of one rank's events in a run (one, or two when two writers shared the work), or
+    the packed file that holds them (layout.bind.rank_events reads that rank's rows of it); raises
+    FileNotFoundError where neither is there."""
     d = rank_dir(run, rank)
-    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+    try:
+        return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+    except FileNotFoundError:
+        for lo, hi, path in packed_files(run):
+            if lo <= rank <= hi:
+                return [path]
+        raise
 
 
 def staging_part(run: str, i: int) -> str:
