@@ -276,9 +276,12 @@ def advise(run) -> pa.Table:
 
 
 def _advise(run) -> pa.Table:
+    from ..analytic.measured import job_step_ms, job_steps_ms
     from .whatif_model import context
 
     (step,) = _q(run, "_advise_step")
+    job_step = job_step_ms(job_steps_ms(run))  # the job's step, as whatif and diff read it (job_steps)
+    step_ms = job_step if job_step is not None else step["step_ms"]  # without ProfilerSteps: a rank's timeline
     try:
         ctx = context(run)
         rp = ctx.rp
@@ -293,10 +296,9 @@ def _advise(run) -> pa.Table:
     from . import advise_replay
 
     try:  # savings by replay (advise_replay); where the graph does not replay, the rules of thumb below
-        found, replay_note, job_step = advise_replay.findings(run, rp)
+        found, replay_note = advise_replay.findings(run, rp)
     except TracekitError as exc:
-        found, replay_note, job_step = (None, f"no replay ({exc}): savings from the rules of docs/advise.md; "
-                                        f"{COMBINES}", None)
+        found, replay_note = None, f"no replay ({exc}): savings from the rules of docs/advise.md; {COMBINES}"
     steps = _steps_text(run)
     if found is not None:
         for f in found:
@@ -311,28 +313,24 @@ def _advise(run) -> pa.Table:
         if measure:
             replay_note += "; " + measure
     else:
-        found = comm_findings(run, rp, laws, step["step_ms"] or 0) + straggler_finding(run) + pipeline_finding(run, rp)
+        found = comm_findings(run, rp, laws, step_ms or 0) + straggler_finding(run) + pipeline_finding(run, rp)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
         found.sort(key=lambda f: -(f["saving_ms"] or 0))
         if ctx is not None:  # a model's prediction after what was measured (and the most costly change to try)
             found += plan_finding(run, ctx)
     found += hygiene_findings(run)
-    denominator = job_step if job_step else step["step_ms"]  # one step for every percent
-    for i, f in enumerate(found):
+    for i, f in enumerate(found):  # one step for every percent
         f["priority"] = i + 1
-        f["saving_pct"] = None if f["saving_ms"] is None or not denominator else 100 * f["saving_ms"] / denominator
+        f["saving_pct"] = None if f["saving_ms"] is None or not step_ms else 100 * f["saving_ms"] / step_ms
     if job_step:
-        note = (f"the job's step {job_step:,.3f} ms ({plural(step['steps'], 'step', 'steps')} x "
-                f"{plural(step['ranks'], 'rank', 'ranks')})")
-    elif step["step_ms"] is None:
+        note = (f"the job's step {job_step:,.3f} ms (the longest rank's ProfilerStep, median over "
+                f"{plural(step['steps'], 'step', 'steps')}; {plural(step['ranks'], 'rank', 'ranks')})")
+    elif step_ms is None:
         note = ("no step time: no rank has a step or a timeline of any length (its ProfilerSteps last 0 ns, or it "
                 "has none and no kernel or collective); savings are not a share of anything")
     else:
-        note = (f"step {step['step_ms']:,.3f} ms (mean timeline of a rank's step, "
-                f"{plural(step['steps'], 'step', 'steps')} x {plural(step['ranks'], 'rank', 'ranks')})"
-                if step["steps"] else
-                f"step {step['step_ms']:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep; "
+        note = (f"step {step_ms:,.3f} ms (the mean rank's timeline: the traces hold no ProfilerStep of any length; "
                 f"{plural(step['ranks'], 'rank', 'ranks')})")
     note += f"; {replay_note}"
     if plan_note:

@@ -275,9 +275,9 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
     return out
 
 
-def findings(run, rp) -> tuple[list[dict], str, float]:
-    """The findings sized by replay (the bound first), a note, and the job's measured step (ms): the
-    percents' denominator. Each saving is the replay as is minus the replay with the cause removed."""
+def findings(run, rp) -> tuple[list[dict], str]:
+    """The findings sized by replay (the bound first) and a note. Each saving is the replay as is minus the
+    replay with the cause removed (advise takes its percents of the job's step, sql/views/job_steps.sql)."""
     from ..graph.shared import too_big
 
     big = too_big(run)
@@ -287,9 +287,8 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
         raise TracekitError("the traces hold no ProfilerStep, and the replay times steps")
     sp = split(run)
     base = sp.replay()
-    measured = cf.measured_job_step_ms(base)
     # savings: the replay as is minus the replay changed (where the graph does not give back the measured
-    # step, its error would otherwise count as a saving); percents: of the measured step
+    # step, its error would otherwise count as a saving); percents: of the job's step (advise, job_steps)
     step = cf.job_step_ms(base)
     late = late_finding(run, sp, step)
     bound, kind, per = bound_finding(run, sp, step)
@@ -310,10 +309,10 @@ def findings(run, rp) -> tuple[list[dict], str, float]:
     for f in out:
         f.pop("bound", None)
         f.pop("ranks", None)
-    note = ("savings by replay of the job's step (from one step's last work on any rank to the next one's, mean "
-            "over steps; the percentages are of it); each saving is the replay as is minus the replay with the "
-            "finding's cause removed; they do not add up (fixing one changes what the others cost)")
-    return out, note, measured
+    note = ("savings by replay (the replayed step from one step's last work on any rank to the next one's, mean "
+            "over steps); each saving is the replay as is minus the replay with the finding's cause removed; "
+            "they do not add up (fixing one changes what the others cost)")
+    return out, note
 
 
 def measure_instead(rp) -> str:

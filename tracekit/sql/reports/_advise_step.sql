@@ -1,4 +1,5 @@
--- _advise_step: the step time advise measures savings against (step_breakdown's windows).
+-- _advise_step: the run's profiled steps and ranks, and the step time advise takes its percents of where
+-- the run has no job's step (job_steps: no ProfilerStep of any length): the mean rank timeline.
 -- @stage report
 -- @uses step_breakdown
 -- @column step_ms: mean over ranks and steps of the step's timeline (step_breakdown.timeline_ns); without steps, the mean rank timeline, ms

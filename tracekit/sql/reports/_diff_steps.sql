@@ -1,4 +1,5 @@
--- _diff_steps: run B against run A (tracekit diff A B), per profiled step, averaged over ranks. Steps meet
+-- _diff_steps: run B against run A (tracekit diff A B), per profiled step: the job's step (job_steps), comm
+-- and exposed comm averaged over ranks. Steps meet
 -- by their position among each run's profiled steps ($steps_by = 'order': A's first with B's first, so
 -- that runs profiled at different steps line up) or by their number ('number'); a step only one run has
 -- shows nothing for the other.
@@ -9,7 +10,7 @@
 -- @column step_b: ProfilerStep number in B
 -- @column ranks_a: ranks with this step in A, count
 -- @column ranks_b: the same in B, count
--- @column step_ms_a: step time in A (the ProfilerStep's CPU span, mean over ranks), ms
+-- @column step_ms_a: the job's step in A (job_steps: the longest rank's ProfilerStep, its CPU span), ms
 -- @column step_ms_b: the same in B, ms
 -- @column step_ms_delta: step_ms_b − step_ms_a, ms
 -- @column comm_ms_a: communication time in the step in A (union of comm kernels, mean over ranks), ms
