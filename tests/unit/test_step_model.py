@@ -8,9 +8,10 @@ import pytest
 
 from tracekit.analytic import GPTShape, Plan, check_fits
 from tracekit.analytic.compute import Rates, forward_work
+from tracekit.analytic.estimate import ZERO, Estimate
 from tracekit.analytic.netlaw import fit_law, predict, prior_law
 from tracekit.analytic.pipeline import simulate
-from tracekit.analytic.step import Part, Source, predict_step
+from tracekit.analytic.step import Source, predict_step
 from tracekit.errors import TracekitError
 
 
@@ -55,8 +56,7 @@ def test_the_law_recovers_latency_and_bandwidth_from_several_sizes():
     pts = [(b, 20_000 + 0.1 * b, b) for b in (8192, 32768, 131072) for _ in range(3)]
     law = fit_law(pts)
     assert (law.alpha_ns, law.ns_per_byte) == (pytest.approx(20_000), pytest.approx(0.1))
-    small, *_ = predict(law, 8, 8192, 8 * 8192)
-    large, *_ = predict(law, 2, 32768, 2 * 32768)
+    small, large = predict(law, 8, 8192, 8 * 8192)[0].value, predict(law, 2, 32768, 2 * 32768)[0].value
     assert small == pytest.approx(8 * 20_000 + 0.1 * 65536) and large == pytest.approx(2 * 20_000 + 0.1 * 65536)
 
 
@@ -94,7 +94,8 @@ def test_a_tail_in_every_step_counts_and_a_burst_in_one_step_does_not():
 def test_one_size_spans_all_latency_to_all_bandwidth():
     # measured: 32 KiB in 40 us. 8 KiB messages: all bandwidth 10 us each, all latency 40 us each
     law = fit_law([(32768, 40_000, 32768)] * 3)
-    t, lo, hi, notes = predict(law, 8, 8192, 8 * 8192)
+    est, notes = predict(law, 8, 8192, 8 * 8192)
+    t, lo, hi = est.value, est.lo, est.hi
     assert (lo, hi) == (pytest.approx(8 * 10_000 / 1.5), pytest.approx(8 * 40_000 * 1.5))  # 2 octaves out
     assert t == pytest.approx(8 * math.sqrt(10_000 * 40_000))
     assert notes == ["extrapolated 2.0 factors of 2 below the measured message sizes"]  # 8 KiB against 32
@@ -104,7 +105,8 @@ def test_one_size_spans_all_latency_to_all_bandwidth():
 def test_the_prior_is_labelled_and_spans_nccl_latency():
     law = prior_law(450.0)  # H100 NVLink datasheet: 450 GB/s; typical 80 % of it
     assert law.label().startswith("prior, not measured") and law.bus_gbps == pytest.approx(360)
-    t, lo, hi, _ = predict(law, 1, 1, 1)  # one byte: all latency, 10 us (5-30)
+    est, _ = predict(law, 1, 1, 1)  # one byte: all latency, 10 us (5-30)
+    t, lo, hi = est.value, est.lo, est.hi
     assert (t, lo, hi) == (pytest.approx(10_000, rel=1e-3), pytest.approx(5_000, rel=1e-3),
                            pytest.approx(30_000, rel=1e-3))
 
@@ -121,20 +123,20 @@ def test_work_of_a_layer_by_hand():
 def test_the_step_adds_its_parts():
     m = GPTShape(layers=2, hidden=64, heads=4, vocab=256, seq=32, micro_batch=4)
     src = Source(Rates(1e-6, 1e-6, 1e-6), wait_share=0.1)
-    (st,) = predict_step(m, Plan(dp=2), src, [Part(5.0, 4.0, 6.0)])
-    assert st.step.ms == pytest.approx(st.compute.ms * 1.1 + 5.0)
-    assert (st.wait.lo, st.wait.hi) == (0.0, pytest.approx(0.2 * st.compute.ms))
+    (st,) = predict_step(m, Plan(dp=2), src, [Estimate(5.0, 4.0, 6.0)])
+    assert st.step.value == pytest.approx(st.compute.value * 1.1 + 5.0)
+    assert (st.wait.lo, st.wait.hi) == (0.0, pytest.approx(0.2 * st.compute.value))
 
 
 def test_a_pipeline_step_is_the_simulated_makespan_plus_the_optimizer():
     m = GPTShape(layers=2, hidden=64, heads=4, vocab=256, seq=32, micro_batch=4, micro_batches=4)
     src = Source(Rates(1e-6, 1e-6, 0.0), wait_share=0.0)  # elementwise free: no optimizer time
-    zero = Part(0.0, 0.0, 0.0)
+    zero = ZERO
     stages = predict_step(m, Plan(pp=2, schedule="gpipe"), src, [zero, zero], zero)
     f = [src.rates.time(forward_work(m, Plan(pp=2), s)) for s in (0, 1)]
     expect = simulate(f, [2 * x for x in f], 4, schedule="gpipe")
-    assert max(s.step.ms for s in stages) == pytest.approx(expect.makespan)
-    assert stages[0].bubble.ms == pytest.approx(expect.bubble[0])
+    assert max(s.step.value for s in stages) == pytest.approx(expect.makespan)
+    assert stages[0].bubble.value == pytest.approx(expect.bubble[0])
 
 
 def test_tensor_parallel_experts_are_refused():

@@ -24,6 +24,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from .estimate import ZERO, Estimate
 from .links import NCCL_LATENCY_US, NVLINK_EFFICIENCY
 
 WIDEN_PER_OCTAVE = 0.25  # extrapolated: the interval widens by this share per factor 2 beyond the range
@@ -139,26 +140,26 @@ def prior_law(link_gbps: float) -> Law:
                kind="prior")
 
 
-def predict(law: Law, count: float, msg_bytes: float, traffic: float) -> tuple[float, float, float, list[str]]:
-    """Transfer time, ns, of ``count`` collectives of ``msg_bytes`` each with ``traffic`` bus bytes in all:
-    (point, lo, hi, notes)."""
+def predict(law: Law, count: float, msg_bytes: float, traffic: float) -> tuple[Estimate, list[str]]:
+    """Transfer time, ns, of ``count`` collectives of ``msg_bytes`` each with ``traffic`` bus bytes in all,
+    with its interval, and notes."""
     notes = []
     if count <= 0:
-        return 0.0, 0.0, 0.0, notes
+        return ZERO, notes
     per = traffic / count
     if law.kind == "one size":
         bw_only = law.one_size_ns * per / law.one_size_traffic
         ends = (bw_only, law.one_size_ns)  # alpha = 0, alpha = the whole measured time
         t, lo, hi = math.sqrt(ends[0] * ends[1]), min(ends), max(ends)
-        lo, hi = lo * law.lo, hi * law.hi
+        one = Estimate(t, lo * law.lo, hi * law.hi)
     else:
         t = law.alpha_ns + per * law.ns_per_byte
-        lo, hi = t * law.lo, t * law.hi
+        one = Estimate(t, t * law.lo, t * law.hi)
     if law.kind != "prior" and law.min_bytes > 0 and not law.min_bytes <= msg_bytes <= law.max_bytes:
         edge = law.min_bytes if msg_bytes < law.min_bytes else law.max_bytes
         octaves = abs(math.log2(msg_bytes / edge)) if msg_bytes > 0 else 0.0
         widen = 1 + WIDEN_PER_OCTAVE * octaves
-        lo, hi = lo / widen, hi * widen
+        one = one.widen(widen)
         side = "below" if msg_bytes < law.min_bytes else "above"
         notes.append(f"extrapolated {octaves:.1f} factors of 2 {side} the measured message sizes")
-    return count * t, count * lo, count * hi, notes
+    return one.scale(count), notes

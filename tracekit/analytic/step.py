@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .compute import BACKWARD, Source, micro_batches, rank_work, step_work
 from .config import GPTShape, Plan
+from .estimate import ZERO, Estimate
 from .pipeline import simulate
 
 EXTRAPOLATED_WORK = 0.10  # compute's interval widens by this share where the work per rank changes > 1.5x
@@ -40,39 +41,30 @@ TP_CHANGE = (0.5, 2.5)
 CALIBRATED = (0.4, 0.2)
 
 
-def calibrated(ms: float, lo: float, hi: float) -> tuple[float, float]:
-    """The interval (lo, hi) around ``ms`` of a plan the run did not measure, calibrated (CALIBRATED): its
-    ends' ratios to the point to the power k, and at least (1 + f) either way."""
+def calibrated(est: Estimate) -> Estimate:
+    """The estimate of a plan the run did not measure, its interval calibrated (CALIBRATED): its ends'
+    ratios to the point to the power k, and at least (1 + f) either way."""
     k, f = CALIBRATED
+    ms, lo, hi = est.value, est.lo, est.hi
     lo = ms * (min(lo, ms) / ms) ** k if ms > 0 else lo
     hi = ms * (max(hi, ms) / ms) ** k if ms > 0 else hi
-    return min(lo, ms / (1 + f)), max(hi, ms * (1 + f))
-
-
-@dataclass
-class Part:
-    ms: float
-    lo: float
-    hi: float
-
-    def __add__(self, o: "Part") -> "Part":
-        return Part(self.ms + o.ms, self.lo + o.lo, self.hi + o.hi)
+    return Estimate(ms, min(lo, ms / (1 + f)), max(hi, ms * (1 + f)))
 
 
 @dataclass
 class StagePrediction:
     stage: int
-    step: Part
-    compute: Part
-    exposed: Part
-    bubble: Part
-    wait: Part
+    step: Estimate
+    compute: Estimate
+    exposed: Estimate
+    bubble: Estimate
+    wait: Estimate
     notes: list[str] = field(default_factory=list)
 
 
-def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p: Part | None = None,
-                 contention: float = 1.0, framework: list[Part] | None = None,
-                 xfer: list[Part] | None = None) -> list[StagePrediction]:
+def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Estimate], p2p: Estimate | None = None,
+                 contention: float = 1.0, framework: list[Estimate] | None = None,
+                 xfer: list[Estimate] | None = None) -> list[StagePrediction]:
     """Per pipeline stage, its rank's predicted step. ``exposed[s]``: stage s's exposed communication
     other than point-to-point, ms; ``p2p``: one activation transfer between stages, ms (pp > 1), a lag;
     ``xfer[s]``: what each point-to-point op holds stage s, ms, at the measured run's contention (where
@@ -96,11 +88,11 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         notes.append(f"compute's interval {TP_CHANGE[0]:g}-{TP_CHANGE[1]:g}x: tp {src.tp} -> {plan.tp} changes the "
                      "GEMMs' shapes, whose rate the run did not measure")
     if slow != 1:  # a CPU collective is CPU work (Gloo reduces on the CPU, its ranks poll): it slows alike
-        exposed = [Part(e.ms * slow, e.lo * slow, e.hi * slow) for e in exposed]
-        p2p = Part(p2p.ms * slow, p2p.lo * slow, p2p.hi * slow) if p2p else None
-    xfer = [Part(x.ms * slow, x.lo * slow, x.hi * slow) for x in xfer] if xfer else None
+        exposed = [e.scale(slow) for e in exposed]
+        p2p = p2p.scale(slow) if p2p else None
+    xfer = [x.scale(slow) for x in xfer] if xfer else None
     mbs = micro_batches(m, plan)
-    framework = framework or [Part(0.0, 0.0, 0.0)] * plan.pp
+    framework = framework or [ZERO] * plan.pp
     per_mb, opt = [], []
     same_stages = len(src.stage_k) == plan.pp  # each stage keeps what its measured compute exceeds its work by
     for s in range(plan.pp):
@@ -110,20 +102,20 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         opt.append(src.rates.time(o) * k)
     out = []
 
-    def compute(s: int) -> Part:
+    def compute(s: int) -> Estimate:
         c = per_mb[s] * mbs + opt[s]
         f = framework[s]
-        return Part(c + f.ms * slow, c * lo_k + f.lo * slow * lo_k, c * hi_k + f.hi * slow * hi_k)
+        return Estimate(c + f.value * slow, c * lo_k + f.lo * slow * lo_k, c * hi_k + f.hi * slow * hi_k)
 
     if plan.pp == 1:
         comp = compute(0)
-        c = comp.ms
-        wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
+        c = comp.value
+        wait = Estimate(c * src.wait_share, 0.0, 2 * c * src.wait_share)
         step = comp + exposed[0] + wait
-        return [StagePrediction(0, step, comp, exposed[0], Part(0.0, 0.0, 0.0), wait, notes)]
-    p2p = p2p or Part(0.0, 0.0, 0.0)
+        return [StagePrediction(0, step, comp, exposed[0], ZERO, wait, notes)]
+    p2p = p2p or ZERO
     sims = {}
-    for key, k, t in (("ms", 1.0, p2p.ms), ("lo", lo_k, p2p.lo), ("hi", hi_k, p2p.hi)):
+    for key, k, t in (("value", 1.0, p2p.value), ("lo", lo_k, p2p.lo), ("hi", hi_k, p2p.hi)):
         f = [x * k / (1 + BACKWARD) for x in per_mb]
         b = [x * k * BACKWARD / (1 + BACKWARD) for x in per_mb]
         x = [getattr(e, key) for e in xfer] if xfer else None
@@ -134,10 +126,10 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Part], p2p:
         notes.append("point-to-point: each op holds its stage as long as the run's own did (its exposed transfer)")
     for s in range(plan.pp):
         comp = compute(s)
-        c = comp.ms
-        wait = Part(c * src.wait_share, 0.0, 2 * c * src.wait_share)
-        bubble = Part(*(sims[key].makespan - sims[key].busy[s] for key in ("ms", "lo", "hi")))
-        bubble = Part(bubble.ms, min(bubble.lo, bubble.hi), max(bubble.lo, bubble.hi))
+        c = comp.value
+        wait = Estimate(c * src.wait_share, 0.0, 2 * c * src.wait_share)
+        bubble = Estimate(*(sims[key].makespan - sims[key].busy[s] for key in ("value", "lo", "hi")))
+        bubble = Estimate(bubble.value, min(bubble.lo, bubble.hi), max(bubble.lo, bubble.hi))
         step = comp + bubble + exposed[s] + wait
         out.append(StagePrediction(s, step, comp, exposed[s], bubble, wait, notes))
     return out

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from .. import sql_files as _sql
 from ..analytic import netlaw
+from ..analytic.estimate import Estimate
 from ..analytic.roles import role_sizes
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
@@ -147,13 +148,13 @@ def _law_for(ctx: "Context", coll: str, role: str, n: int, notes: set) -> tuple[
     return law, where, key is not None and key[0] == coll
 
 
-def widen_borrowed(law: netlaw.Law, own: bool, lo: float, hi: float, notes: set) -> tuple[float, float]:
-    """A prediction's interval (lo, hi), widened BORROWED_WIDEN each way where its law is another
-    collective's (not ``own``, not the prior), said in ``notes``."""
+def widen_borrowed(law: netlaw.Law, own: bool, est: Estimate, notes: set) -> Estimate:
+    """A prediction, its interval widened BORROWED_WIDEN each way where its law is another collective's
+    (not ``own``, not the prior), said in ``notes``."""
     if own or law.kind == "prior":
-        return lo, hi
+        return est
     notes.add(f"another collective's law: the interval widened {BORROWED_WIDEN:g}x each way")
-    return lo / BORROWED_WIDEN, hi * BORROWED_WIDEN
+    return est.widen(BORROWED_WIDEN)
 
 
 def _pick_law(ctx: "Context", coll: str, role: str, n: int, notes: set):
@@ -252,7 +253,7 @@ def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> s
 
 
 def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
-    """Per pipeline stage, group and collective: count, bytes and transfer time (ms, lo, hi) under
+    """Per pipeline stage, group and collective: count, bytes and transfer time (an Estimate, ms) under
     ``target``, on a representative rank of each stage."""
     from ..analytic import predict_rank
 
@@ -270,18 +271,18 @@ def stage_collectives(ctx: Context, target, shape=None) -> list[dict]:
                 notes.add("no time: the run has no clean matched instance with a size to fit a law to")
             else:
                 f = busbw_factor(e.collective, n) or 0.0
-                ns, lo, hi, more = netlaw.predict(law, e.count, e.bytes / e.count, e.bytes * f)
+                ns, more = netlaw.predict(law, e.count, e.bytes / e.count, e.bytes * f)
                 notes |= set(more)
-                lo, hi = widen_borrowed(law, own, lo, hi, notes)
+                ns = widen_borrowed(law, own, ns, notes)
                 if law.kind != "fit":
                     notes.add(f"law: {law.label()}")
-                t = (ns / 1e6, lo / 1e6, hi / 1e6)
+                t = ns.over(1e6)
                 notes.add(f"law: {where}")
             if e.group == "EP":
                 notes.add("routing decides each rank's share of the all-to-alls: predicted is the mean per rank")
             prev = per.get((e.group, e.collective))
             if prev is not None:  # several terms of one group and collective (MoE: counts, then tokens)
-                t = None if t is None or prev["t"] is None else tuple(a + b for a, b in zip(t, prev["t"], strict=True))
+                t = None if t is None or prev["t"] is None else t + prev["t"]
                 notes |= prev["notes"]
                 own = own and prev["own_law"]
                 e = type(e)(e.collective, e.group, e.count + prev["count"], e.bytes + prev["bytes"], e.why)
@@ -308,7 +309,7 @@ def predicted_rows(ctx: Context, target, colls: list[dict] | None = None) -> lis
         share, why = share_for(exp_share, key)
         if p and key not in meas:
             notes.add("not run by the measured plan: " + why)
-        t = p["t"][0] if p and p["t"] else None
+        t = p["t"].value if p and p["t"] else None
         rows.append({"group": key[0], "collective": key[1], "count": p["count"] if p else None,
                      "measured_count": m.get("count"), "bytes": p["bytes"] if p else None,
                      "measured_bytes": m.get("bytes"), "transfer_ms": t, "measured_transfer_ms": m.get("transfer_ms"),

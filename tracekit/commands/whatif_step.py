@@ -13,7 +13,8 @@ import itertools
 from ..analytic.calibrate import contention, source
 from ..analytic.compute import FRAMEWORK, machinery
 from ..analytic.config import PLAN_FIELDS
-from ..analytic.step import Part, calibrated, predict_step
+from ..analytic.estimate import ZERO, Estimate
+from ..analytic.step import calibrated, predict_step
 from ..comms.bandwidth import busbw_factor
 from ..errors import TracekitError
 from . import whatif_model as w
@@ -36,7 +37,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         return {"step_ms": None, "basis": "no profiled step with compute to rescale"}
     colls = w.stage_collectives(ctx, target, shape) if colls is None else colls
     share = w._exposed_share(ctx.measured)
-    exposed = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
+    exposed = [ZERO] * target.pp
     hidden = [0.0] * target.pp  # transfer overlapped with compute, ms: its CPU work beside the compute's
     basis = set()
     borrowed = False  # a collective timed by another's law or the prior
@@ -48,9 +49,8 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             return {"step_ms": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
         k, _ = w.share_for(share, (c["group"], c["collective"]))
         k = 1.0 if k is None else k
-        ms, lo, hi = c["t"]
-        exposed[c["stage"]] = exposed[c["stage"]] + Part(ms * k, lo * k, hi * k)
-        hidden[c["stage"]] += ms * (1 - k)
+        exposed[c["stage"]] = exposed[c["stage"]] + c["t"].scale(k)
+        hidden[c["stage"]] += c["t"].value * (1 - k)
         basis |= {n for n in c["notes"] if not n.startswith("law: ")}
     p2p, xfer = None, None
     if target.pp > 1:
@@ -62,30 +62,31 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         if law is None:
             return {"step_ms": None, "basis": "pipeline: no law to time a point-to-point transfer"}
         from ..analytic import netlaw
-        ns, lo, hi, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
-        lo, hi = w.widen_borrowed(law, own, lo, hi, notes)
-        p2p = Part(ns / 1e6, lo / 1e6, hi / 1e6)
+        ns, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
+        ns = w.widen_borrowed(law, own, ns, notes)
+        p2p = ns.over(1e6)
         basis |= notes | set(more)
         if src.p2p_op:  # the run's own pipeline: each op's measured cost, not the law's typical transfer
-            r_lo, r_hi = (lo / ns, hi / ns) if ns > 0 else (1.0, 1.0)  # the law's spread around its point
-            xfer = [Part(x, x * r_lo, x * r_hi) for x in _xfer(ctx, src, target, law, act)]
+            # the law's spread around its point
+            r_lo, r_hi = (ns.lo / ns.value, ns.hi / ns.value) if ns.value > 0 else (1.0, 1.0)
+            xfer = [Estimate(x, x * r_lo, x * r_hi) for x in _xfer(ctx, src, target, law, act)]
             p2p = None
     framework, prior = _framework(ctx, src, target, colls, basis)
     borrowed = borrowed or prior  # machinery the run never ran: its work is a prior, not a measurement
     slow = src.contention
     for _ in range(4):  # the plan's share of busy time sets how its ranks contend for cores, and back
         stages = predict_step(shape, target, src, exposed, p2p, slow, framework, xfer)
-        busy = sum(1 - s.bubble.ms / s.step.ms + hidden[s.stage] / s.step.ms
-                   for s in stages if s.step.ms > 0) / len(stages)
+        busy = sum(1 - s.bubble.value / s.step.value + hidden[s.stage] / s.step.value
+                   for s in stages if s.step.value > 0) / len(stages)
         slow = contention(_hosts_ranks(ctx, target.world), ctx.cores, busy * src.contention / slow)
-    worst = max(stages, key=lambda s: s.step.ms)
+    worst = max(stages, key=lambda s: s.step.value)
     basis |= set(worst.notes)
-    lo, hi = max(s.step.lo for s in stages), max(s.step.hi for s in stages)
+    est = Estimate(worst.step.value, max(s.step.lo for s in stages), max(s.step.hi for s in stages))
     if not (same_plan(target, rp.plan) and shape == (ctx.src_shape or rp.shape)):
-        lo, hi = calibrated(worst.step.ms, lo, hi)  # a plan the run did not measure: 80 % hold its step
-    return {"step_ms": worst.step.ms, "step_ms_lo": lo, "step_ms_hi": hi, "stage": worst.stage,
-            "compute_ms": worst.compute.ms, "exposed_ms": worst.exposed.ms, "bubble_ms": worst.bubble.ms,
-            "wait_ms": worst.wait.ms, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
+        est = calibrated(est)  # a plan the run did not measure: 80 % hold its step
+    return {"step_ms": est.value, "step_ms_lo": est.lo, "step_ms_hi": est.hi, "stage": worst.stage,
+            "compute_ms": worst.compute.value, "exposed_ms": worst.exposed.value, "bubble_ms": worst.bubble.value,
+            "wait_ms": worst.wait.value, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
             "unmeasured_law": borrowed}
 
 
@@ -100,7 +101,7 @@ def _xfer(ctx, src, target, law, act: float) -> list[float]:
     k = 1.0
     if own != act:
         f = busbw_factor("sendrecv", 2) or 1.0
-        a, b = netlaw.predict(law, 1, act, act * f)[0], netlaw.predict(law, 1, own, own * f)[0]
+        a, b = netlaw.predict(law, 1, act, act * f)[0].value, netlaw.predict(law, 1, own, own * f)[0].value
         k = a / b if b > 0 else 1.0
     per = src.p2p_op
     if len(per) == target.pp:
@@ -134,7 +135,7 @@ def _calls(plan, role: str, counts) -> float:
     return float(sum(n for g, coll, n in counts if g == group and coll not in ("send", "recv", "sendrecv")))
 
 
-def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Part], bool]:
+def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Estimate], bool]:
     """Per stage of ``target``, the sharding machinery's own CPU work per step: what the run measured of
     each machinery (FSDP's hooks and copies, DTensor's redistributions and dispatch) per collective it
     issued (tracekit.analytic.calibrate.source: the least rank's), times the collectives the plan's
@@ -143,7 +144,7 @@ def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Pa
     the prior. With whether a prior was used."""
     rp = ctx.rp
     own = [(g, c, m["count"]) for (g, c), m in ctx.measured.items()]
-    out = [Part(0.0, 0.0, 0.0) for _ in range(target.pp)]
+    out = [ZERO] * target.pp
     prior = False
     for mech in FRAMEWORK:
         have = _calls(rp.plan, mech, own)
@@ -154,12 +155,12 @@ def _framework(ctx, src, target, colls: list[dict], basis: set) -> tuple[list[Pa
                 continue
             if have > 0:
                 ms = src.framework.get(mech, 0.0) / have * want
-                out[stage] = out[stage] + Part(ms, ms, ms)
+                out[stage] = out[stage] + Estimate.exact(ms)
                 continue
             if not ctx.cpu_only:  # a GPU rank's compute is its kernels: the CPU's work is not in it
                 continue
             ms = FRAMEWORK_PRIOR_MS[mech] * want
-            out[stage] = out[stage] + Part(ms, 0.0, 2 * ms)
+            out[stage] = out[stage] + Estimate(ms, 0.0, 2 * ms)
             prior = True
             basis.add(f"{'FSDP' if mech == 'fsdp' else 'DTensor'}'s own work never measured in {ctx.run_name}: "
                       f"the prior, {FRAMEWORK_PRIOR_MS[mech]:g} ms per collective (0-2x)")
