@@ -42,3 +42,10 @@ class Estimate:
 
 
 ZERO = Estimate(0.0, 0.0, 0.0)
+
+
+def columns(est: Estimate | None, name: str) -> dict:
+    """The estimate as a table's three columns: ``name``, ``name``_lo, ``name``_hi (None without one)."""
+    if est is None:
+        return {name: None, f"{name}_lo": None, f"{name}_hi": None}
+    return {name: est.value, f"{name}_lo": est.lo, f"{name}_hi": est.hi}

@@ -44,10 +44,8 @@ class Law:
     """distinct message sizes measured"""
     points: int
     """instances measured"""
-    lo: float = 1.0
-    """measured / fitted, 10th percentile"""
-    hi: float = 1.0
-    """measured / fitted, 90th percentile"""
+    spread: Estimate = Estimate(1.0, 1.0, 1.0)
+    """measured / fitted: 1 at the line, from its 10th to its 90th percentile"""
     kind: str = "fit"
     """fit, one size (alpha and beta not separable), constant (no size effect), or prior (datasheet)"""
     one_size_ns: float = 0.0
@@ -125,9 +123,9 @@ def fit_law(points: list[tuple]) -> Law | None:
 def _spread(pts, f) -> dict:
     ratios = sorted(t / f(x) for x, t, *_ in pts if f(x) > 0)
     if len(ratios) < 3:
-        return {"lo": min(ratios + [1.0]), "hi": max(ratios + [1.0])}
+        return {"spread": Estimate(1.0, min(ratios + [1.0]), max(ratios + [1.0]))}
     q = statistics.quantiles(ratios, n=10, method="inclusive")
-    return {"lo": min(q[0], 1.0), "hi": max(q[-1], 1.0)}
+    return {"spread": Estimate(1.0, min(q[0], 1.0), max(q[-1], 1.0))}
 
 
 def prior_law(link_gbps: float) -> Law:
@@ -136,8 +134,8 @@ def prior_law(link_gbps: float) -> Law:
     lat_lo, lat, lat_hi = (u * 1e3 for u in NCCL_LATENCY_US)
     eff_lo, eff = NVLINK_EFFICIENCY
     nspb = 1.0 / (link_gbps * eff)
-    return Law(lat, nspb, 0.0, math.inf, 0, 0, lo=min(lat_lo / lat, eff), hi=max(lat_hi / lat, eff / eff_lo),
-               kind="prior")
+    spread = Estimate(1.0, min(lat_lo / lat, eff), max(lat_hi / lat, eff / eff_lo))
+    return Law(lat, nspb, 0.0, math.inf, 0, 0, spread=spread, kind="prior")
 
 
 def predict(law: Law, count: float, msg_bytes: float, traffic: float) -> tuple[Estimate, list[str]]:
@@ -151,10 +149,10 @@ def predict(law: Law, count: float, msg_bytes: float, traffic: float) -> tuple[E
         bw_only = law.one_size_ns * per / law.one_size_traffic
         ends = (bw_only, law.one_size_ns)  # alpha = 0, alpha = the whole measured time
         t, lo, hi = math.sqrt(ends[0] * ends[1]), min(ends), max(ends)
-        one = Estimate(t, lo * law.lo, hi * law.hi)
+        one = Estimate(t, lo * law.spread.lo, hi * law.spread.hi)
     else:
         t = law.alpha_ns + per * law.ns_per_byte
-        one = Estimate(t, t * law.lo, t * law.hi)
+        one = law.spread.scale(t)  # the line's point, and its spread around it
     if law.kind != "prior" and law.min_bytes > 0 and not law.min_bytes <= msg_bytes <= law.max_bytes:
         edge = law.min_bytes if msg_bytes < law.min_bytes else law.max_bytes
         octaves = abs(math.log2(msg_bytes / edge)) if msg_bytes > 0 else 0.0

@@ -238,8 +238,8 @@ def validated_plans(run, ctx) -> list[dict]:
     cores = ("; each rank on a core of its own (where a host's ranks share its cores: tracekit whatif RUN "
              "--sweep --cores N)" if ctx.cpu_only and ctx.cores is None else "")
     return [_finding("another plan", f"{b['plan']}{mb}",
-                     f"whatif predicts a step of {_ms(b['step_ms'])} ({_ms(b['step_ms_lo'])} to "
-                     f"{_ms(b['step_ms_hi'])}) against {_ms(b['measured_step_ms'])} measured (its own plan "
+                     f"whatif predicts a step of {_ms(b['step'].value)} ({_ms(b['step'].lo)} to "
+                     f"{_ms(b['step'].hi)}) against {_ms(b['measured_step_ms'])} measured (its own plan "
                      f"predicted at {_ms(b['own_step_ms'])}: the saving is the difference of the two predictions); "
                      f"{b['basis']}{cores}",
                      b["saving_ms"], f"record a few steps under {b['plan']}{mb} and compare (tracekit diff); "

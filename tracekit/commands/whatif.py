@@ -20,6 +20,7 @@ import dataclasses
 
 import pyarrow as pa
 
+from ..analytic.estimate import columns
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
 
@@ -71,6 +72,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         batch = ws.global_batch(rp.shape, rp.plan) * world // rp.world
         note = (f"{where}; {laws_at}; every plan for {world} ranks at {batch} sequences per step, ranked by "
                 f"predicted step; versus_best: {ws.NOT_SEPARABLE} where its interval overlaps the best's")
+        rows = [{**r, **columns(r["step"], "step_ms")} for r in rows]
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
             {NOTE_KEY: note.encode(),
              FIRST_KEY: b"place,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,versus_best,basis"})
@@ -79,7 +81,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
     st = ws.step(ctx, target, colls)
     own = ws.same_plan(target, rp.plan) and world == rp.world and ctx.src_shape == rp.shape
     first = {"group": f"step (stage {st.get('stage', 0)})" if target.pp > 1 else "step", "collective": None,
-             "step_ms": st["step_ms"], "step_ms_lo": st.get("step_ms_lo"), "step_ms_hi": st.get("step_ms_hi"),
+             **columns(st["step"], "step_ms"),
              "measured_step_ms": ctx.meas.step_ms,
              "exposed_ms": st.get("exposed_ms"), "note": _step_note(st, run.name)}
     rows = [first] + predicted_rows(ctx, target, colls)
@@ -99,7 +101,7 @@ SWEEP_SCHEMA = pa.schema([("place", pa.int64()), ("plan", pa.string()), ("micro_
 
 
 def _step_note(st: dict, run_name: str) -> str:
-    if st["step_ms"] is None:
+    if st["step"] is None:
         return f"no step: {st['basis']}"
     parts = (f"compute {st['compute_ms']:.3g} + exposed {st['exposed_ms']:.3g} + bubble {st['bubble_ms']:.3g} "
              f"+ waiting {st['wait_ms']:.3g} ms")

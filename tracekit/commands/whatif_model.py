@@ -79,7 +79,7 @@ def fit(run, pts: dict | None = None, rp: RunPlan | None = None) -> list[dict]:
         out.append({"collective": coll, "kind": kind, "link_kind": link, "points": len(p), "sizes": law.sizes,
                     "latency_us": law.alpha_ns / 1e3,
                     "bus_gbps": law.bus_gbps if law.bus_gbps is not None else float("inf"),
-                    "law": law.label(), "lo": law.lo, "hi": law.hi,
+                    "law": law.label(), "lo": law.spread.lo, "hi": law.spread.hi,
                     "min_bytes": min(q[2] for q in p), "max_bytes": max(q[2] for q in p),
                     "min_ranks": min(q[3] for q in p), "max_ranks": max(q[3] for q in p),
                     "warning": _quality(p)})

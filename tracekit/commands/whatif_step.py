@@ -27,14 +27,14 @@ def _hosts_ranks(ctx, world: int) -> int:
 
 
 def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
-    """The predicted step of ``target``: {step_ms, step_ms_lo, step_ms_hi, stage, compute_ms, exposed_ms,
-    bubble_ms, wait_ms, basis (what is measured, what extrapolated)}; step_ms None where the run gives no
+    """The predicted step of ``target``: {step (an Estimate, ms), stage, compute_ms, exposed_ms, bubble_ms,
+    wait_ms, basis (what is measured, what extrapolated), unmeasured_law}; step None where the run gives no
     compute to rescale."""
     rp = ctx.rp
     shape = shape or rp.shape
     src = source(ctx.src_shape or rp.shape, rp.plan, ctx.meas, ctx.cores)
     if src is None:
-        return {"step_ms": None, "basis": "no profiled step with compute to rescale"}
+        return {"step": None, "basis": "no profiled step with compute to rescale"}
     colls = w.stage_collectives(ctx, target, shape) if colls is None else colls
     share = w._exposed_share(ctx.measured)
     exposed = [ZERO] * target.pp
@@ -46,7 +46,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
             continue
         borrowed = borrowed or not c.get("own_law", True)
         if c["t"] is None:
-            return {"step_ms": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
+            return {"step": None, "basis": f"{c['group']} {c['collective']}: no law to time it"}
         k, _ = w.share_for(share, (c["group"], c["collective"]))
         k = 1.0 if k is None else k
         exposed[c["stage"]] = exposed[c["stage"]] + c["t"].scale(k)
@@ -60,7 +60,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
         law, _, own = w._law_for(ctx, "sendrecv", "PP", 2, notes)
         borrowed = borrowed or not own
         if law is None:
-            return {"step_ms": None, "basis": "pipeline: no law to time a point-to-point transfer"}
+            return {"step": None, "basis": "pipeline: no law to time a point-to-point transfer"}
         from ..analytic import netlaw
         ns, more = netlaw.predict(law, 1, act, act * (busbw_factor("sendrecv", 2) or 1.0))
         ns = w.widen_borrowed(law, own, ns, notes)
@@ -84,7 +84,7 @@ def step(ctx, target, colls: list[dict] | None = None, shape=None) -> dict:
     est = Estimate(worst.step.value, max(s.step.lo for s in stages), max(s.step.hi for s in stages))
     if not (same_plan(target, rp.plan) and shape == (ctx.src_shape or rp.shape)):
         est = calibrated(est)  # a plan the run did not measure: 80 % hold its step
-    return {"step_ms": est.value, "step_ms_lo": est.lo, "step_ms_hi": est.hi, "stage": worst.stage,
+    return {"step": est, "stage": worst.stage,
             "compute_ms": worst.compute.value, "exposed_ms": worst.exposed.value, "bubble_ms": worst.bubble.value,
             "wait_ms": worst.wait.value, "basis": "; ".join(sorted(basis)) or "measured plan's own parts",
             "unmeasured_law": borrowed}
@@ -219,7 +219,7 @@ def sweep(ctx, world: int) -> list[dict]:
         shape = dataclasses.replace(rp.shape, micro_batch=size, micro_batches=mbs or rp.shape.micro_batches)
         r = step(ctx, plan, shape=shape)
         rows.append({"plan": describe(plan), "micro_batch": size, "micro_batches": mbs, **r})
-    rows.sort(key=lambda r: (r["step_ms"] is None, r["step_ms"] or 0.0))
+    rows.sort(key=lambda r: (r["step"] is None, r["step"].value if r["step"] else 0.0))
     for i, r in enumerate(rows, 1):
         r["place"] = i
     mark_separable(rows)
@@ -232,14 +232,14 @@ NOT_SEPARABLE = "not separable from the best"
 def mark_separable(rows: list[dict]) -> None:
     """Set each ranked row's ``versus_best``: "best" for the first (the least predicted step), NOT_SEPARABLE
     for a plan whose interval overlaps the best one's (the model cannot tell which is faster), else None."""
-    best = rows[0] if rows and rows[0]["step_ms"] is not None else None
+    best = rows[0] if rows and rows[0]["step"] is not None else None
     for r in rows:
         r["versus_best"] = None
-        if best is None or r["step_ms"] is None:
+        if best is None or r["step"] is None:
             continue
         if r is best:
             r["versus_best"] = "best"
-        elif r.get("step_ms_lo") is None or best.get("step_ms_hi") is None or r["step_ms_lo"] <= best["step_ms_hi"]:
+        elif r["step"].lo <= best["step"].hi:
             r["versus_best"] = NOT_SEPARABLE
 
 
@@ -247,7 +247,7 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
     step interval lies wholly below the run's measured step, each of whose collectives the run measured
     (no law borrowed from another collective, no prior) at the run's micro-batch size: rows with plan,
-    micro_batch, micro_batches, step_ms, step_ms_lo, step_ms_hi, measured_step_ms, own_step_ms (the run's
+    micro_batch, micro_batches, step (an Estimate, ms), measured_step_ms, own_step_ms (the run's
     own plan predicted from the run), saving_ms (own_step_ms - step_ms: the model's error on the run's own
     step is not read as a saving; on planted-fsdp-slow, whose own plan it puts 7 % low, measured - predicted
     said DDP saves 100 ms where the same plant under DDP measures 75 less; predicted - predicted says 72)
@@ -268,20 +268,19 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
         return []
     out = []
     for r in sweep(ctx, rp.world):
-        if r["step_ms"] is None or r.get("step_ms_hi") is None or r["step_ms_hi"] >= ctx.meas.step_ms:
+        if r["step"] is None or r["step"].hi >= ctx.meas.step_ms:
             continue
         if r.get("unmeasured_law") or r["micro_batch"] != rp.shape.micro_batch:
             # a collective the run never ran (timed by another's law or a prior), or another micro-batch
             # size (the cost per op of a smaller one is not in the model): predicted, not proposed
             continue
         out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
-                    "step_ms": r["step_ms"],
-                    "step_ms_lo": r["step_ms_lo"], "step_ms_hi": r["step_ms_hi"],
-                    "measured_step_ms": ctx.meas.step_ms, "own_step_ms": own, "saving_ms": own - r["step_ms"],
+                    "step": r["step"],
+                    "measured_step_ms": ctx.meas.step_ms, "own_step_ms": own, "saving_ms": own - r["step"].value,
                     "basis": r["basis"]})
     # the best of them, and none the model cannot tell from it (their intervals overlap): which of those is
     # faster is not known, and advise proposes the best alone (the sweep marks them: mark_separable)
-    return out[:1] + [r for r in out[1:] if r["step_ms_lo"] > out[0]["step_ms_hi"]]
+    return out[:1] + [r for r in out[1:] if r["step"].lo > out[0]["step"].hi]
 
 
 def explains_own_step(ctx) -> float | None:
@@ -296,14 +295,14 @@ def explains_own_step(ctx) -> float | None:
     right there (344 ms), so a pipelined run's stages must each run as their work says, within OWN_WITHIN
     (the sleeping stage reads 1.8x)."""
     own = step(ctx, ctx.rp.plan)
-    lo, hi, ms = own.get("step_ms_lo"), own.get("step_ms_hi"), own.get("step_ms")
+    est = own["step"]
     src = source(ctx.src_shape or ctx.rp.shape, ctx.rp.plan, ctx.meas, ctx.cores)
     # a pipeline stage whose compute its work does not explain (a rank asleep, a straggler): the run's own
     # plan keeps it stage for stage (analytic.step), another plan cannot say where it goes
     stages_ok = src is not None and all(abs(k - 1) <= OWN_WITHIN for k in src.stage_k)
-    ok = (lo is not None and hi is not None and lo <= ctx.meas.step_ms <= hi
-          and abs(ms / ctx.meas.step_ms - 1) <= OWN_WITHIN and stages_ok)
-    return ms if ok else None
+    ok = (est is not None and est.lo <= ctx.meas.step_ms <= est.hi
+          and abs(est.value / ctx.meas.step_ms - 1) <= OWN_WITHIN and stages_ok)
+    return est.value if ok else None
 
 
 OWN_WITHIN = 0.15  # explains_own_step: the run's own plan predicted within this share of its measured step
