@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .compute import FRAMEWORK, Source, calibrate, machinery, micro_batches, rank_work
 from .config import GPTShape, Plan
+from .estimate import Estimate
 from .measured import Measured
 from .pipeline import model_chunks
 
@@ -82,7 +83,7 @@ def source(m: GPTShape, plan: Plan, meas: Measured, cores: int | None = None) ->
         stage_k = tuple(k * sum(v) / len(v) / t if v and (t := rates.time(rank_work(m, plan, s))) > 0 else 1.0
                         for s, v in enumerate(stage_ms))
     mean_work = sum(rates.time(w) for w in works) / len(works)
-    return Source(rates, wait / comp, min(min(spread), 1.0), max(max(spread), 1.0), mean_work,
+    return Source(rates, wait / comp, Estimate(1.0, min(min(spread), 1.0), max(max(spread), 1.0)), mean_work,
                   contention(meas.ranks_per_host, cores, busy_share(window, idle, hidden)), plan.tp,
                   {mech: v * k for mech, v in least.items()}, p2p, stage_k)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import GPTShape, Plan, rank_params, stage_layers
+from .estimate import Estimate
 
 BACKWARD = 2.0  # backward work / forward work
 OPTIMIZER_TOUCHES = 3  # elements an SGD step reads and writes per parameter (grad, param in, param out)
@@ -109,8 +110,8 @@ class Source:
     its work per rank, and how many ranks shared a host's cores."""
     rates: Rates
     wait_share: float
-    step_lo: float = 1.0  # least step / median step
-    step_hi: float = 1.0  # largest step / median step
+    step_spread: Estimate = Estimate(1.0, 1.0, 1.0)  # the measured steps over their median: 1, the least, the
+    # largest
     work_per_rank: float = 0.0  # mean over ranks of rank_work's total (FLOP-weighted by the rates, ms)
     contention: float = 1.0  # ranks per core on the busiest host (1: a processor each, as GPUs)
     tp: int = 1  # the run's tensor-parallel degree

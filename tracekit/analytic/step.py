@@ -82,7 +82,8 @@ def predict_step(m: GPTShape, plan: Plan, src: Source, exposed: list[Estimate], 
     if slow != 1:
         widen += CONTENTION
         notes.append(f"ranks share the host's cores {slow:.2g}x as much as in the measured run: compute x{slow:.2g}")
-    lo_k, hi_k = src.step_lo / (1 + widen), src.step_hi * (1 + widen)
+    spread = src.step_spread.widen(1 + widen)
+    lo_k, hi_k = spread.lo, spread.hi
     if plan.tp != src.tp:
         lo_k, hi_k = lo_k * TP_CHANGE[0], hi_k * TP_CHANGE[1]
         notes.append(f"compute's interval {TP_CHANGE[0]:g}-{TP_CHANGE[1]:g}x: tp {src.tp} -> {plan.tp} changes the "
