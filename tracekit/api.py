@@ -219,19 +219,26 @@ def _config(config):
 def model(preset: str = "example", *, layers: int | None = None, hidden: int | None = None,
           heads: int | None = None, vocab: int | None = None, seq: int | None = None,
           micro_batch: int | None = None, micro_batches: int | None = None, dtype: str | None = None,
-          experts: int | None = None, top_k: int | None = None, dp: int = 1, tp: int = 1, pp: int = 1,
-          ep: int = 1, zero: int = 0, sequence_parallel: bool = False, backend: str = "nccl"):
+          experts: int | None = None, top_k: int | None = None, **plan):
     """One training step's collectives per rank and process group from the analytic model: one row per
     (pipeline stage, group, collective), count and bytes per rank and step -> pyarrow.Table. The model is
-    ``preset`` (``tracekit.analytic.PRESETS``) with the dimensions given over it; the plan is dp x tp x pp."""
+    ``preset`` (``tracekit.analytic.PRESETS``) with the dimensions given over it; ``plan``: the plan's
+    fields (tracekit.analytic.config.PLAN_FIELDS but the schedule: dp, tp, pp, ep, zero, sequence_parallel,
+    backend), each one not given 1, off or nccl."""
     from .analytic import Plan
+    from .analytic.config import PLAN_FIELDS
     from .commands.model import model as _model
+    from .errors import TracekitError
 
+    kinds = {f.name: f.type for f in PLAN_FIELDS if f.name != "schedule"}
+    unknown = sorted(set(plan) - set(kinds))
+    if unknown:
+        raise TracekitError(f"model: no plan field {', '.join(unknown)}; the plan's are {', '.join(kinds)}")
+    given = {k: bool(v) if kinds[k] is bool else v for k, v in plan.items() if v is not None}
     fields = {"layers": layers, "hidden": hidden, "heads": heads, "vocab": vocab, "seq": seq,
               "micro_batch": micro_batch, "micro_batches": micro_batches, "dtype": dtype, "experts": experts,
               "top_k": top_k}
-    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sequence_parallel=bool(sequence_parallel), backend=backend)
-    return _model(preset, fields, plan)
+    return _model(preset, fields, Plan(**{"backend": "nccl", **given}))
 
 
 def fit_laws(run, plot=None):
@@ -305,8 +312,11 @@ def whatif(run, config=None, *, fit: bool = False, plot=None, fix_ranks=(), comm
     from .errors import TracekitError
 
     if fix_ranks or comm_speedup is not None or overlap:
+        from .analytic.config import PLAN_FIELDS
+
+        bools = {f.name for f in PLAN_FIELDS if f.type is bool}  # False asks for a plan without it
         given = [k for k, v in {"config": config, "fit": fit or None, "plot": plot, **params}.items()
-                 if v is not None and v is not False or (k == "sequence_parallel" and v is False)]
+                 if v is not None and v is not False or (k in bools and v is False)]
         if given:
             raise TracekitError(f"{', '.join(given)} with fix_ranks/comm_speedup/overlap: a counterfactual replays "
                                 "the run's own plan (tracekit.counterfactual); ask another plan with "

@@ -9,7 +9,7 @@ from .options import emit, model_options, output_options, plan_options
 
 @click.command("model")
 @model_options("example")
-@plan_options({"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "backend": "nccl"})
+@plan_options({"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "backend": "nccl"}, exclude=("schedule",))
 @output_options
 def model_cmd(fmt, output, **params):
     """Predict one training step's collectives per rank and process group (analytic model).

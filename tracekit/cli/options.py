@@ -85,15 +85,14 @@ def model_options(default_preset: str | None):
     return deco
 
 
-def plan_options(defaults: dict, names: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "sequence_parallel",
-                                                            "backend")):
-    """One option per field of tracekit.analytic.PLAN_FIELDS in ``names`` (declared once for model and
-    whatif): an int or a choice, a bool as --flag/--no-flag; ``defaults``: their defaults (None: not given,
-    the run's own)."""
+def plan_options(defaults: dict, exclude: tuple[str, ...] = ()):
+    """One option per field of tracekit.analytic.PLAN_FIELDS but those in ``exclude`` (declared once for
+    model and whatif: a new field is an option of both): an int or a choice, a bool as --flag/--no-flag;
+    ``defaults``: their defaults (None: not given, the run's own)."""
     from ..analytic.config import PLAN_FIELDS
 
     def deco(f):
-        for field in reversed([p for p in PLAN_FIELDS if p.name in names]):
+        for field in reversed([p for p in PLAN_FIELDS if p.name not in exclude]):
             default = defaults.get(field.name)
             if field.type is bool:
                 f = click.option(f"{field.flag}/--no-{field.flag[2:]}", field.name, default=None, help=field.help)(f)

@@ -12,7 +12,7 @@ from .options import emit, model_options, output_options, plan_options, run_argu
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON {model: {...}, plan: {...}} for a run that recorded none (plan optional).")
 @model_options(None)
-@plan_options({}, ("dp", "tp", "pp", "ep", "zero", "sequence_parallel", "backend", "schedule"))
+@plan_options({})
 @click.option("--world", type=int, default=None, help="plan for this many ranks, at least 1 [default: the run's]")
 @click.option("--sweep", is_flag=True, help="Every valid plan for the world size, ranked by predicted step.")
 @click.option("--cores", type=int, default=None,

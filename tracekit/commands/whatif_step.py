@@ -183,7 +183,7 @@ def global_batch(shape, plan) -> int:
 def candidates(shape, world: int, like, batch: int) -> list[tuple]:
     """Every plan for ``world`` ranks the model allows at ``batch`` sequences per step: dp x tp x pp, ZeRO
     0-3 (with dp > 1), each bool of PLAN_FIELDS off and on where its degree exceeds 1 (sequence parallelism:
-    tp > 1), 2, 4 or 8 micro-batches (with pp > 1), the
+    tp > 1; a bool that needs none: always), 2, 4 or 8 micro-batches (with pp > 1), the
     micro-batch size what the batch leaves: (plan, micro-batch size, micro-batches)."""
     from ..analytic import check_fits
 
@@ -191,7 +191,8 @@ def candidates(shape, world: int, like, batch: int) -> list[tuple]:
     flags = [f for f in PLAN_FIELDS if f.type is bool]  # each tried on and off where its degree exceeds 1
     for base in w.plans_that_fit(shape, world, like):
         for zero in ((0, 1, 2, 3) if base.dp > 1 else (0,)):
-            for on in itertools.product(*(((False, True) if getattr(base, f.needs) > 1 else (False,))
+            for on in itertools.product(*(((False, True) if f.needs is None or getattr(base, f.needs) > 1
+                                           else (False,))
                                           for f in flags)):
                 for mbs in ((2, 4, 8) if base.pp > 1 else (1,)):
                     if base.pp > 1 and zero > 1:
