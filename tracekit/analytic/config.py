@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 from ..comms.dtypes import dtype_bytes
 from ..errors import TracekitError
-from .pipeline import SCHEDULES
+from .pipeline import SCHEDULES, model_chunks
 
 
 @dataclass(kw_only=True)
@@ -173,8 +173,8 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = "sequence parallelism shards over tensor-parallel ranks: it needs tp > 1"
     elif plan.sequence_parallel and shape.seq % plan.tp:
         why = f"sequence parallel: tp {plan.tp} does not divide the sequence length {shape.seq}"
-    elif plan.pp > 1 and plan.schedule == "interleaved" and shape.layers % (plan.pp * plan.chunks):
-        why = f"interleaved: pp {plan.pp} x {plan.chunks} chunks does not divide the model's {shape.layers} layers"
+    elif plan.pp > 1 and shape.layers % (plan.pp * (c := model_chunks(plan.schedule, plan.chunks))):
+        why = f"{plan.schedule}: pp {plan.pp} x {c} chunks does not divide the model's {shape.layers} layers"
     elif plan.pp > 1 and plan.schedule == "interleaved" and shape.micro_batches % plan.pp:
         why = f"interleaved: pp {plan.pp} does not divide the {shape.micro_batches} micro-batches"
     elif plan.ep > 1 and not shape.experts:

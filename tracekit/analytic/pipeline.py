@@ -84,9 +84,8 @@ def simulate(fwd: list[float], bwd: list[float], mbs: int, *, schedule: str = "1
     if len(bwd) != stages or stages < 1 or mbs < 1:
         raise TracekitError(f"a pipeline needs a forward and a backward time per stage ({stages} and {len(bwd)}) "
                             f"and at least one micro-batch ({mbs})")
-    if schedule != "interleaved":
-        chunks = 1
-    elif mbs % stages:
+    chunks = model_chunks(schedule, chunks)
+    if schedule == "interleaved" and mbs % stages:
         raise TracekitError(f"interleaved 1F1B needs micro-batches ({mbs}) divisible by the stages ({stages})")
     last = stages * chunks - 1
     orders = [_order(schedule, stages, mbs, chunks, s) for s in range(stages)]
