@@ -37,7 +37,9 @@ def sets(extra: list[str]) -> dict[str, str]:
         else:
             out[d.name] = str(d)
     for d in sorted(EXAMPLES.iterdir()) if EXAMPLES.is_dir() else []:
-        if d.is_dir():
+        if d.is_dir() and d.name.startswith("sweep-"):  # a run per folder
+            out.update({f"examples.{d.name}.{s.name}": str(s) for s in sorted(d.iterdir()) if s.is_dir()})
+        elif d.is_dir():
             out[f"examples.{d.name}"] = str(d)
     for e in extra:
         name, path = e.split("=", 1)
@@ -51,6 +53,8 @@ def build(checkout: str, out: str, extra: list[str]) -> int:
     bad = 0
     for name, src in sets(extra).items():
         run = os.path.join(out, name)
+        if os.path.exists(run + ".reports.json"):  # (built before)
+            continue
         p = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "ingest", src, "-o", run, "--force",
                             "--no-progress"], env=env, capture_output=True, text=True, cwd=checkout)
         if p.returncode:
