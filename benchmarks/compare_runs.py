@@ -94,10 +94,9 @@ print(n, h.hexdigest())
 
 
 def _live(run: str) -> str:
-    cur = os.path.join(run, "CURRENT")
-    if os.path.exists(cur):
-        return os.path.join(run, pathlib.Path(cur).read_text().strip())
-    return run
+    from tracekit.layout.versions import current_version
+
+    return current_version(os.path.realpath(run)) or run
 
 
 def _tables(run: str) -> dict[str, list[str]]:

@@ -24,7 +24,6 @@ from . import sql_files as _sql
 from .errors import TracekitError, disk_error
 from .layout.bind import sql_string
 
-
 RULES_AT_ONCE = 2  # rules run at once on the connection (each beside the Parquet writes)
 
 
