@@ -1,6 +1,7 @@
 """Ingest benchmark: tracekit against HTA 0.5.0, side by side, whole processes, in one run.
 
     python benchmarks/bench_ingest.py [--work DIR] [--sizes 270,1000] [--hta-max-mb 300] [--jobs N]
+    python benchmarks/bench_ingest.py --sizes 270 --side-by-side 5    (tracekit and HTA in turn: wall, CPU)
 
 1. Ingest: `tracekit ingest` (per-rank facts included) with the compiled fast path, the same with
    TRACEKIT_PURE_PYTHON=1 (every event through Python: what the compiled core gains), and HTA's
@@ -24,7 +25,9 @@ import compileall
 import json
 import os
 import pathlib
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,19 +59,62 @@ def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]
 
 
 def _measure_once(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    return _measure_cpu(cmd, env)[:3]
+
+
+def _measure_cpu(cmd: list[str], env: dict | None = None) -> tuple[float, float, int, float]:
+    """(wall s, peak RSS MB, exit status, CPU s: user + system of the process and its workers) of one run."""
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, str(HERE / "peak.py"), tmp.name, *cmd],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, **(env or {})})
         elapsed = time.perf_counter() - start
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
         try:
             info = json.loads(pathlib.Path(tmp.name).read_text())
         except ValueError:
             info = {"tree_peak_rss_mb": float("nan"), "status": proc.returncode}
     if proc.returncode != 0:
         print(f"  ! {' '.join(cmd[:2])} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-    return elapsed, info["tree_peak_rss_mb"], proc.returncode
+    return elapsed, info["tree_peak_rss_mb"], proc.returncode, cpu
+
+
+def side_by_side(trace: pathlib.Path, work: pathlib.Path, rounds: int, jobs: int) -> dict:
+    """tracekit ingest and HTA's load of one trace, in turn, ``rounds`` times (a burst of load on the shared
+    machine falls on both alike): each run's wall and CPU seconds (user + system, workers included), the
+    medians, the least CPU, and HTA's over tracekit's of each."""
+    d = work / "side"
+    d.mkdir(parents=True, exist_ok=True)
+    target = d / trace.name
+    if not target.exists():
+        os.symlink(trace, target)
+    out = work / "run-side"
+    tk_cmd = ["-m", "tracekit.cli.main", "ingest", str(target), "-o", str(out), "--force", "--jobs", str(jobs),
+              "--no-progress", "--rank", f"{target}=0"]
+    runs: dict = {"tracekit": [], "hta": []}
+    print(f"\nside by side, {trace.name}: {rounds} rounds (tracekit --jobs {jobs}, then HTA), load at start "
+          f"{os.getloadavg()[0]:.1f}\n{'round':>5} {'tool':>8} {'wall s':>7} {'CPU s':>6} {'RSS MB':>6} {'load':>5}")
+    for r in range(rounds):
+        for tool, cmd in (("tracekit", tk_cmd), ("hta", ["-c", HTA_LOAD.format(d=str(d))])):
+            wall, rss, status, cpu = _measure_cpu(cmd)
+            runs[tool].append({"wall_s": wall, "cpu_s": cpu, "rss_mb": rss, "ok": status == 0})
+            print(f"{r:5} {tool:>8} {wall:7.2f} {cpu:6.2f} {rss:6.0f} {os.getloadavg()[0]:5.1f}", flush=True)
+    shutil.rmtree(out, ignore_errors=True)
+    med = {t: {k: statistics.median(x[k] for x in v) for k in ("wall_s", "cpu_s", "rss_mb")} for t, v in runs.items()}
+    least = {t: min(x["cpu_s"] for x in v) for t, v in runs.items()}
+    res = {"runs": runs, "median": med, "least_cpu": least,
+           "hta_over_tk_median_wall": med["hta"]["wall_s"] / med["tracekit"]["wall_s"],
+           "hta_over_tk_median_cpu": med["hta"]["cpu_s"] / med["tracekit"]["cpu_s"],
+           "hta_over_tk_least_cpu": least["hta"] / least["tracekit"]}
+    print(f"median wall: tracekit {med['tracekit']['wall_s']:.2f} s, HTA {med['hta']['wall_s']:.2f} s: "
+          f"{res['hta_over_tk_median_wall']:.1f}x; median CPU: {med['tracekit']['cpu_s']:.2f} s vs "
+          f"{med['hta']['cpu_s']:.2f} s: {res['hta_over_tk_median_cpu']:.1f}x; least CPU: {least['tracekit']:.2f} s "
+          f"vs {least['hta']:.2f} s: {res['hta_over_tk_least_cpu']:.1f}x; peak RSS {med['tracekit']['rss_mb']:.0f} MB "
+          f"vs {med['hta']['rss_mb']:.0f} MB; load at end {os.getloadavg()[0]:.1f}")
+    return res
 
 
 def tk_ingest(target: pathlib.Path, out: pathlib.Path, jobs: int, pure: bool = False, ranks: list[str] = ()):
@@ -128,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="tracekit --jobs (default: every core)")
     ap.add_argument("--skip", default="", help="comma-separated parts to leave out: ingest, e2e")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
+    ap.add_argument("--side-by-side", type=int, default=0, metavar="ROUNDS",
+                    help="only tracekit and HTA on the first --sizes trace, in turn, this many rounds: wall and CPU")
     args = ap.parse_args(argv)
     global REPEAT
     REPEAT = max(1, args.repeat)
@@ -150,6 +198,13 @@ def main(argv=None) -> int:
     # with PYTHONDONTWRITEBYTECODE set, a checkout would otherwise compile ~40 modules in every process.
     import tracekit
     compileall.compile_dir(os.path.dirname(tracekit.__file__), quiet=1)
+    if args.side_by_side:
+        first = next(iter(built.values()))
+        res = side_by_side(first, work, args.side_by_side, args.jobs)
+        (work / "side_by_side.json").write_text(json.dumps(res, indent=1))
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     print(f"tracekit --jobs {args.jobs} on {os.cpu_count()} cores; each time the median of {REPEAT} runs")
     results = {"jobs": args.jobs, "cores": os.cpu_count(), "repeat": REPEAT, "ingest": [], "end_to_end": []}
     if "ingest" not in skip:

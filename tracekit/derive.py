@@ -29,7 +29,7 @@ from . import settings
 from . import sql_files as _sql
 from .compact import RANKS_PER_FILE, compact, partition
 from .errors import TracekitError
-from .layout.bind import bind_events, bind_fact, bind_tables, sql_string
+from .layout.bind import bind_events, bind_fact, bind_tables, rank_events, read_events, sql_string
 from .layout.paths import (
     events_files,
     facts_dir,
@@ -111,8 +111,7 @@ def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: 
     make_leaf_dir(out_dir)
     with _facts_connection(threads, spill_dir(out_dir), [f for fs, *_ in items for f in fs]) as con:
         con.execute("CREATE VIEW events AS " + " UNION ALL ".join(
-            f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * FROM read_parquet([{', '.join(map(sql_string, files))}])"
-            for files, rank, _, _ in items))
+            rank_events(files, rank) for files, rank, _, _ in items))
         con.register("_traces", rows_table([t for _, _, t, _ in items], TRACES_SCHEMA))
         con.register("_pgs", rows_table([p for *_, pgs in items for p in pgs], PG_SCHEMA))
         con.execute("CREATE TABLE traces AS SELECT * FROM _traces")
@@ -422,7 +421,7 @@ def _largest_event(run_dir: str, lo: int, hi: int) -> str:
     try:
         con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
         try:
-            src = f"read_parquet([{', '.join(map(sql_string, files))}])"
+            src = read_events(files)
             text = [c for c, t, *_ in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall() if t == "VARCHAR"]
             size = " + ".join(f"coalesce(strlen({c}), 0)" for c in text) or "0"
             # (arg_max: ORDER BY n DESC LIMIT 1 gave wrong sums here, DuckDB 2.0.1)

@@ -24,6 +24,8 @@ from . import sql_files as _sql
 from .errors import TracekitError, disk_error
 from .layout.bind import sql_string
 
+RULES_AT_ONCE = 2  # rules run at once on the connection (each beside the Parquet writes)
+
 
 @functools.lru_cache(maxsize=None)
 def _is_view(name: str) -> bool:
@@ -117,7 +119,7 @@ def materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of
     # one cursor per worker, opened and closed here on the calling thread: a worker only runs queries on
     # its own cursor (DuckDB's rule for threads), never opens or closes one
     rule_cursors: queue.Queue = queue.Queue()
-    for _ in range(2):
+    for _ in range(RULES_AT_ONCE):
         rule_cursors.put(con.cursor())
     write_cursor = con.cursor()
 
@@ -172,12 +174,12 @@ def materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of
 
     try:
         # rules and Parquet writes on pools of their own: a write never delays the next rule
-        with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as writes:
+        with ThreadPoolExecutor(max_workers=RULES_AT_ONCE) as pool, ThreadPoolExecutor(max_workers=1) as writes:
             try:
                 while len(created) + len(given_up) < len(names):
                     ready.update(order.get_ready())
                     for n in sorted(ready - given_up, key=lambda n: (-below[n], names.index(n))):  # longest chain first
-                        if len(running) >= 2:
+                        if len(running) >= RULES_AT_ONCE:
                             break  # a rule is chosen when a worker is free, not queued behind others
                         if any(m in alone for m in running) or (n in alone and running):
                             continue  # a rule that ran out of memory beside another runs alone
@@ -231,7 +233,7 @@ def materialize_all(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of
             except queue.Empty:
                 break
             cur.close()
-        for _ in range(2):
+        for _ in range(RULES_AT_ONCE):
             rule_cursors.put(None)
         write_cursor.close()
         if scratch:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import duckdb
 
 from .compact import RANKS_PER_FILE
-from .layout.bind import sql_string
+from .layout.bind import HIVE, read_events, sql_string
 from .layout.paths import EVENTS_DIR, packed_dir, ranks_file
 
 PACK_MIN_RANKS = 64  # a run of fewer ranks keeps a folder per rank
@@ -64,8 +64,7 @@ def _pack(run: str, chunk: list) -> None:
     dest = os.path.join(packed_dir(run), ranks_file(chunk[0][0], chunk[-1][0]))
     con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB", "preserve_insertion_order": True})
     try:
-        con.execute(f"COPY (SELECT rank, * EXCLUDE (rank) FROM read_parquet([{', '.join(map(sql_string, files))}], "
-                    "hive_partitioning = true, hive_types = {'rank': BIGINT})) "
+        con.execute(f"COPY (SELECT rank, * EXCLUDE (rank) FROM {read_events(files, HIVE)}) "
                     f"TO {sql_string(dest + '.tmp')} (FORMAT parquet, ROW_GROUP_SIZE 122880)")
     finally:
         con.close()

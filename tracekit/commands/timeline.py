@@ -26,7 +26,7 @@ from json.encoder import encode_basestring_ascii
 
 from .. import settings
 from ..errors import TracekitError
-from ..layout.bind import rank_events, sql_string
+from ..layout.bind import rank_events, read_events, whole_schema
 from ..layout.paths import is_packed, rank_parts
 from ..spill import spill_dir
 
@@ -354,8 +354,7 @@ def _span_of(spans: dict | None, rank: int) -> str:
 
 def _packed_rows(run, query: str, path: str, held: list[int], clocks: dict, spans: dict | None):
     """``query``'s rows for ranks ``held`` of packed file ``path``, in one query."""
-    events = (f"SELECT * FROM read_parquet({sql_string(path)}) "
-              f"WHERE rank IN ({', '.join(str(int(r)) for r in held)})")
+    events = whole_schema(f"SELECT * FROM {read_events([path])} WHERE rank IN ({', '.join(str(int(r)) for r in held)})")
     span = "TRUE" if spans is None else "(" + " OR ".join(
         f"(e.rank = {int(r)} AND {_span_of(spans, r)})" for r in held) + ")"
     values = ", ".join(_clock_row(r, **clocks[r]) for r in held)

@@ -51,7 +51,7 @@ from ..layout.versions import (
 from ..pack_events import pack_events
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
 from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
-from .one_file import MAX_WRITERS, part_paths
+from .one_file import written_parts
 from .progress import IngestProgress
 from .records import FileResult, IngestTask
 from .source import same_stat, stat_now
@@ -258,7 +258,7 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
                                  "stat": _or_none(stat_now, path),  # (before the hash: the file it hashes)
                                  "sha256": _or_none(sha256_of, path), "reason": str(exc)})
-                for written in part_paths(part, MAX_WRITERS):
+                for written in written_parts(part):
                     if os.path.exists(written):
                         os.remove(written)
                 shutil.rmtree(part_facts_dir(part), ignore_errors=True)

@@ -10,7 +10,6 @@ import msgspec
 import pyarrow as pa
 
 from ..kineto_args import KINETO_ARGS
-from ..run_tables import EVENT_COLUMNS
 
 _ARG_TYPES = {
     "int": Optional[int],
@@ -54,9 +53,14 @@ class TraceEvent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 _FREE_TEXT = {"args", "extra", "input_dims", "input_type", "in_split_size", "out_split_size", "pg_ranks", "comms_id"}
 _REPEATING_INTS = {"pid", "tid", "stream", "device", "context", "group_size", "fwd_thread_id", "sort_index",
                    "src_rank", "dst_rank", "comm_rank", "pg_id", "global_rank_start", "global_rank_stride"}
-EVENTS_PARQUET_OPTIONS = {
-    "compression": "zstd",
-    "use_dictionary": [n for n, t, _ in EVENT_COLUMNS
-                       if (pa.types.is_string(t) and n not in _FREE_TEXT) or n in _REPEATING_INTS],
-    "write_statistics": [n for n, _, _ in EVENT_COLUMNS if n not in _FREE_TEXT],
-}
+
+
+def parquet_options(schema: pa.Schema) -> dict:
+    """The ParquetWriter options of an events file of ``schema`` (the events columns it holds: a column
+    NULL in every row is not written, ingestion/one_file.py)."""
+    return {
+        "compression": "zstd",
+        "use_dictionary": [f.name for f in schema
+                           if (pa.types.is_string(f.type) and f.name not in _FREE_TEXT) or f.name in _REPEATING_INTS],
+        "write_statistics": [f.name for f in schema if f.name not in _FREE_TEXT],
+    }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..run_tables import EVENT_COLUMNS
 from .paths import EVENTS_DIR, events_glob, facts_glob, is_packed, packed_files, table_path
 
 
@@ -21,6 +22,41 @@ def check_path(path: str) -> None:
         from ..errors import RunError
         raise RunError(f"{path}: a backslash in the path, which DuckDB reads as a directory separator; move the "
                        "run (or $TRACEKIT_CACHE) to a path without one")
+
+
+def _duck_type(t) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_int32(t):
+        return "INTEGER"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    raise TypeError(f"events column of type {t}: add its DuckDB type here")
+
+
+def _no_rows(rank: bool) -> str:
+    cols = [("rank", "BIGINT")] if rank else []
+    cols += [(n, _duck_type(t)) for n, t, _ in EVENT_COLUMNS]
+    return "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in cols) + " WHERE false"
+
+
+def whole_schema(select: str, rank: bool = True) -> str:
+    """``select`` (of events files, read with union_by_name) with every column of the events schema, in its
+    order (``rank`` first): an events file holds only the columns its rows gave a value
+    (ingestion/one_file.py), so one that every file of ``select`` lacks is NULL here, of its type. (DuckDB
+    reads only the columns a query uses, and pushes its filters into the files, through this union.)"""
+    return f"SELECT * FROM ({_no_rows(rank)} UNION ALL BY NAME {select})"
+
+
+def read_events(files: list[str], options: str = "") -> str:
+    """read_parquet of events ``files``, which may differ in their columns."""
+    return f"read_parquet([{', '.join(map(sql_string, files))}], union_by_name = true{options})"
 
 
 def bind_events(con, run: str | None = None, *, files: list[str] | None = None, rank: int | None = None,
@@ -44,16 +80,16 @@ def run_events(run: str, ranks: tuple[int, int] | None = None) -> str:
     listed = bool(ranks) and ranks[1] - ranks[0] < FILES_LISTED
     folders = _folder_files(run, ranks) if listed else []
     if folders:  # a few ranks of many: their files named (a glob lists every rank's folder, for each query)
-        parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet([{', '.join(map(sql_string, folders))}], "
-                     f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
+        parts.append(whole_schema(f"SELECT * FROM {read_events(folders, HIVE)}{where}"))
     elif not packed or (not listed and _has_rank_folders(run)):  # (neither: DuckDB's error, as before)
-        parts.append(f"SELECT rank, * EXCLUDE (rank) FROM read_parquet({sql_string(events_glob(run))}, "
-                     f"hive_partitioning = true, hive_types = {{'rank': BIGINT}}){where}")
+        parts.append(whole_schema(f"SELECT * FROM read_parquet({sql_string(events_glob(run))}, "
+                                  f"union_by_name = true{HIVE}){where}"))
     if packed:
-        parts.append(f"SELECT * FROM read_parquet([{', '.join(map(sql_string, packed))}]){where}")
+        parts.append(whole_schema(f"SELECT * FROM {read_events(packed)}{where}"))
     return " UNION ALL ".join(parts)
 
 
+HIVE = ", hive_partitioning = true, hive_types = {'rank': BIGINT}"  # (the rank from events/rank=R/)
 FILES_LISTED = 4096  # a range of up to this many ranks has its folders listed, not globbed
 
 
@@ -81,10 +117,10 @@ def rank_events(files: list[str], rank: int) -> str:
     what reads a few ranks of a big run opens only their files, not every rank's. A packed file (of many
     small ranks) gives that rank's rows."""
     if files and all(is_packed(f) for f in files):
-        return (f"SELECT * FROM read_parquet([{', '.join(sql_string(f) for f in files)}]) "
-                f"WHERE rank = {int(rank)}")
-    return (f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
-            f"FROM read_parquet([{', '.join(sql_string(f) for f in files)}])")
+        return whole_schema(f"SELECT * FROM {read_events(files)} WHERE rank = {int(rank)}")
+    # (not the rank of a folder's name, events/rank=R/, which DuckDB would add as a second column)
+    return whole_schema(f"SELECT CAST({int(rank)} AS BIGINT) AS rank, * "
+                        f"FROM {read_events(files, ', hive_partitioning = false')}")
 
 
 def bind_tables(con, run: str, names=("traces", "process_groups"), *, materialize: bool = False) -> None:
