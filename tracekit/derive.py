@@ -294,13 +294,14 @@ def derive_memory_mb() -> int:
     return settings.derive_memory_mb()
 
 
-def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
+def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None, facts: dict | None = None) -> None:
     """The steps of a run after its per-rank facts, in order, each skipped where the map step already did it
     (a run of one rank, or one derived whole by derive_run): the per-rank facts compacted (compact_facts),
     the cross-rank facts on aligned clocks (cross_rank_facts, reading the compacted _collectives), the
-    finish (finish_run). ``timings`` gets the seconds of each."""
+    finish (finish_run). ``timings`` gets the seconds of each. ``facts``: {fact: [(rank, file)]}, the per-rank
+    facts kept outside the run (the rank parts'), compacted from where they are."""
     timings = {} if timings is None else timings
-    _timed(timings, "compact_s", compact_facts, run_dir)  # first: the cross-rank facts then read a few files
+    _timed(timings, "compact_s", compact_facts, run_dir, facts)  # first: the cross-rank facts then read a few files
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
         cross_rank_facts(run_dir, align, timings)
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):
@@ -335,10 +336,11 @@ def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = No
         con.close()
 
 
-def compact_facts(run_dir: str) -> None:
+def compact_facts(run_dir: str, facts: dict | None = None) -> None:
     """The per-rank facts joined, up to 256 ranks a file (tracekit.compact: a query then opens a few
-    files, not one per rank)."""
-    compact([facts_dir(run_dir, name) for name in FACTS])
+    files, not one per rank); ``facts``: {fact: [(rank, file)]} kept outside the run, read where they are."""
+    compact([facts_dir(run_dir, name) for name in FACTS],
+            sources={facts_dir(run_dir, name): files for name, files in (facts or {}).items()})
 
 
 # A run of several files smaller than this in all derives its facts once, for every rank together, at
