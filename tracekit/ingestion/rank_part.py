@@ -30,6 +30,7 @@ from ..layout.paths import (
     PART_EVENTS,
     PART_FACTS,
     PART_FILE,
+    PART_FINISH,
     PARTS_DIR,
     WRITER_LOCK,
     has_marker,
@@ -71,11 +72,12 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         os.mkdir(os.path.join(scratch, PART_EVENTS))
         res = ingest_file(trace, os.path.join(scratch, PART_EVENTS, "part-0.parquet"), single=False, threads=threads)
         release_memory()
-        derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
-                    threads=threads)
+        finish = derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
+                             threads=threads, finish_dir=os.path.join(scratch, PART_FINISH))
         doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
-               "events": [os.path.basename(p) for p in res.parts], "stat": res.stat,
+               "events": [os.path.basename(p) for p in res.parts], "finish": finish,
+               "fact_rows": _rows(os.path.join(scratch, PART_FACTS)), "stat": res.stat,
                "trace": res.trace, "process_groups": res.process_groups}
         with open(os.path.join(scratch, PART_FILE), "wb") as f:
             f.write(msgspec.json.encode(doc))
@@ -97,6 +99,15 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     finally:
         if held is not None:
             os.close(held)
+
+
+def _rows(facts: str) -> dict[str, int]:
+    """{fact: its rows} of a part's facts directory, from the files' Parquet footers (the reduce leaves a
+    rank's empty files out of its compaction)."""
+    import pyarrow.parquet as pq
+
+    return {name[:-len(".parquet")]: pq.read_metadata(os.path.join(facts, name)).num_rows
+            for name in sorted(os.listdir(facts)) if name.endswith(".parquet")}
 
 
 def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) -> str:

@@ -22,6 +22,7 @@ from ..layout.objstore import is_store_url
 from ..layout.paths import (
     PART_EVENTS,
     PART_FACTS,
+    PART_FINISH,
     list_parts,
     parts_dir,
     rank_dir,
@@ -66,9 +67,12 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             pq.write_table(rows_table([pg for doc in docs.values() for pg in doc["process_groups"]], PG_SCHEMA),
                            table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
-            facts = {name: [(rank, os.path.join(d, PART_FACTS, name + ".parquet")) for rank, d in sorted(parts.items())]
-                     for name in FACTS}
-            reduce_run(tmp, align=options["align"], timings=executor["timings"], facts=facts)
+            facts = {name: _fact_files(parts, docs, name) for name in FACTS}
+            made = {}  # the finish's per-rank tables each part derived (derive.RANK_FINISH)
+            for rank, d in parts.items():
+                for name in docs[rank].get("finish") or ():
+                    made.setdefault(name, {})[rank] = os.path.join(d, PART_FINISH, name + ".parquet")
+            reduce_run(tmp, align=options["align"], timings=executor["timings"], facts=facts, made=made)
             inputs = [input_entry(doc["trace"], doc.get("stat"), doc["trace"].get("host") or "rank part")
                       for doc in docs.values()]
             write_run_manifest(tmp, inputs, [], executor, options)
@@ -125,6 +129,15 @@ def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
     return next(iter(found))
 
 
+def _fact_files(parts: dict, docs: dict, name: str) -> list[tuple[int, str]]:
+    """[(rank, its file of fact ``name``)] to compact: the ranks' files with rows (part.json's fact_rows; a
+    part without them: its file), or the first rank's alone where none has any (the fact's columns)."""
+    files = [(rank, os.path.join(d, PART_FACTS, name + ".parquet")) for rank, d in sorted(parts.items())]
+    rows = [(docs[rank].get("fact_rows") or {}).get(name) for rank, _ in files]
+    kept = [f for f, n in zip(files, rows, strict=True) if n != 0]
+    return kept or files[:1]
+
+
 def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
     """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy);
     its facts are read where they are by the compaction (reduce_run), never linked one by one, but each
@@ -137,6 +150,9 @@ def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
     for name in FACTS:
         if name + ".parquet" not in names:
             _missing(os.path.join(part, PART_FACTS, name + ".parquet"))
+    for name in doc.get("finish") or ():  # what part.json says the part derived of the finish
+        if not os.path.isfile(os.path.join(part, PART_FINISH, name + ".parquet")):
+            _missing(os.path.join(part, PART_FINISH, name + ".parquet"))
 
 
 def _link(src: str, dst: str) -> None:
