@@ -11,7 +11,6 @@ never one pass over every rank's facts, and its memory does not grow with the nu
 from __future__ import annotations
 
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
@@ -45,29 +44,20 @@ def partition(items: list, per: int | None = None, ranks=lambda item: (item, ite
     return chunks
 
 
-def plan(fact_dir: str, files: list[tuple[int, str]] | None = None) -> list[tuple[list[str], str]]:
-    """[(the rank files, the file they become)] for one fact's directory, partitioned by ``partition``: its
-    rank-R.parquet files, or ``files`` ([(rank, path)], files kept elsewhere: a rank part's)."""
-    if files is None:
-        parts = sorted((_ranks_of(f), os.path.join(fact_dir, f)) for f in os.listdir(fact_dir)
-                       if f.startswith("rank-") and f.endswith(".parquet"))
-    else:
-        parts = sorted(((rank, rank), path) for rank, path in files)
+def plan(fact_dir: str) -> list[tuple[list[str], str]]:
+    """[(the rank files, the file they become)] for one fact's directory, partitioned by ``partition``."""
+    parts = sorted((_ranks_of(f), f) for f in os.listdir(fact_dir) if f.startswith("rank-") and f.endswith(".parquet"))
     chunks = partition(parts, ranks=lambda part: part[0])
     out = []
     for c in chunks:
         name = "all.parquet" if len(chunks) == 1 else ranks_file(c[0][0][0], c[-1][0][1])
-        out.append(([f for _, f in c], os.path.join(fact_dir, name)))
+        out.append(([os.path.join(fact_dir, f) for _, f in c], os.path.join(fact_dir, name)))
     return out
 
 
-def _join(files: list[str], dest: str, keep: bool = False) -> None:
-    """``files`` joined into ``dest``, then removed (``keep``: left where they are, as a rank part's)."""
+def _join(files: list[str], dest: str) -> None:
     if len(files) == 1:  # one rank: its file is already the compacted one
-        if keep:
-            link_or_copy(files[0], dest)
-        else:
-            os.replace(files[0], dest)
+        os.replace(files[0], dest)
         return
     con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
     try:
@@ -75,31 +65,14 @@ def _join(files: list[str], dest: str, keep: bool = False) -> None:
                     f"TO {_sql_string(dest)} (FORMAT parquet, ROW_GROUP_SIZE 122880)")
     finally:
         con.close()
-    if not keep:
-        for f in files:
-            os.remove(f)
+    for f in files:
+        os.remove(f)
 
 
-def link_or_copy(src: str, dst: str) -> None:
-    """``src`` at ``dst`` too: hard-linked (no copy), or copied on a file system without hard links."""
-    try:
-        os.link(src, dst)
-    except FileNotFoundError:
-        raise
-    except OSError:
-        shutil.copyfile(src, dst)
-
-
-def compact(fact_dirs: list[str], workers: int | None = None, sources: dict | None = None) -> int:
-    """Compact every fact directory's rank files; returns the number of files written. ``sources``: for a
-    fact directory, its ranks' files kept elsewhere ([(rank, path)]: the rank parts', read where they are,
-    never linked into the run first) instead of its rank-R.parquet files."""
-    sources = sources or {}
-    jobs = [(*job, d in sources) for d in fact_dirs
-            if d in sources or os.path.isdir(d) for job in plan(d, sources.get(d))]
-    for d in sources:
-        os.makedirs(d, exist_ok=True)
+def compact(fact_dirs: list[str], workers: int | None = None) -> int:
+    """Compact every fact directory's rank files; returns the number of files written."""
+    jobs = [job for d in fact_dirs if os.path.isdir(d) for job in plan(d)]
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
-        for fut in [pool.submit(_join, files, dest, keep) for files, dest, keep in jobs]:
+        for fut in [pool.submit(_join, files, dest) for files, dest in jobs]:
             fut.result()
     return len(jobs)

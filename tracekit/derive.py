@@ -319,16 +319,17 @@ def derive_memory_mb() -> int:
     return settings.derive_memory_mb()
 
 
-def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None, facts: dict | None = None,
-               made: dict | None = None) -> None:
+def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None, compact_with=None) -> None:
     """The steps of a run after its per-rank facts, in order, each skipped where the map step already did it
     (a run of one rank, or one derived whole by derive_run): the per-rank facts compacted (compact_facts),
     the cross-rank facts on aligned clocks (cross_rank_facts, reading the compacted _collectives), the
-    finish (finish_run). ``timings`` gets the seconds of each. ``facts``: {fact: [(rank, file)]}, the per-rank
-    facts kept outside the run (the rank parts'), compacted from where they are; ``made``: the finish's
-    per-rank tables the parts derived (finish_run)."""
+    finish (finish_run). ``timings`` gets the seconds of each. ``compact_with``: the compaction, where the
+    per-rank facts are kept outside the run (rank parts: ingestion/part_tables.py), returning the finish's
+    per-rank tables it placed (finish_run's ``made``)."""
     timings = {} if timings is None else timings
-    _timed(timings, "compact_s", compact_facts, run_dir, facts)  # first: the cross-rank facts then read a few files
+    start = time.perf_counter()
+    made = compact_with() if compact_with else compact_facts(run_dir)
+    timings["compact_s"] = round(time.perf_counter() - start, 3)  # first: the cross-rank facts then read a few files
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
         cross_rank_facts(run_dir, align, timings)
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):
@@ -363,11 +364,10 @@ def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = No
         con.close()
 
 
-def compact_facts(run_dir: str, facts: dict | None = None) -> None:
+def compact_facts(run_dir: str) -> None:
     """The per-rank facts joined, up to 256 ranks a file (tracekit.compact: a query then opens a few
-    files, not one per rank); ``facts``: {fact: [(rank, file)]} kept outside the run, read where they are."""
-    compact([facts_dir(run_dir, name) for name in FACTS],
-            sources={facts_dir(run_dir, name): files for name, files in (facts or {}).items()})
+    files, not one per rank)."""
+    compact([facts_dir(run_dir, name) for name in FACTS])
 
 
 # A run of several files smaller than this in all derives its facts once, for every rank together, at
@@ -398,8 +398,8 @@ def finish_run(run_dir: str, workers: int | None = None, made: dict | None = Non
     facts/NAME/ranks-LO-HI.parquet, as compaction names them), each partition on a connection of its own
     with one thread and derive_memory_mb() of memory, ``workers`` side by side (default: every core). The
     rules partition by rank, so the rows are those of one pass over every rank; the work is never one, and
-    its memory does not grow with the ranks. ``made``: {rule of RANK_FINISH: {rank: its file}}, the rows the
-    ranks' parts derived (a partition whose every rank has a rule's file reads them, not derives them)."""
+    its memory does not grow with the ranks. ``made``: {rule of RANK_FINISH: {rank: a file holding its rows}},
+    the rows the ranks' parts derived (a partition whose every rank has them reads them, not derives them)."""
     if not FINISHED:
         return
     con = duckdb.connect()
@@ -545,14 +545,11 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
                             f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
         for name in views_for(FINISHED):
             con.execute(_sql.rule(name).text)
-        # the partition's rows of the per-rank tables its ranks' parts derived, joined into one scratch file
-        # (the rules after them read them several times: one file, not one per rank)
+        # the partition's rows of the per-rank tables its ranks' parts derived (joined by the compaction)
         for name in given:
-            joined = os.path.join(spill, name + ".parquet")
-            os.makedirs(spill, exist_ok=True)
-            con.execute(f"COPY (SELECT * FROM read_parquet([{', '.join(sql_string(made[name][r]) for r in ranks)}])) "
-                        f"TO {sql_string(joined)} (FORMAT parquet)")
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(joined)})")
+            files = ", ".join(map(sql_string, dict.fromkeys(made[name][r] for r in ranks)))
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{files}]) "
+                        f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
 
         _materialize(con, [n for n in FINISHED if n not in given],
                      lambda name: os.path.join(facts_dir(run_dir, name), file_name),

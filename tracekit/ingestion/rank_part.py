@@ -51,9 +51,10 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     A part of the same rank and cycle already there is replaced (the same job profiled again)."""
     from ..derive import derive_rank
     from ..layout.versions import lock_exclusive
-    from ..rules import facts_key
+    from ..rules import FACTS, facts_key
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
+    from .part_tables import write_tables
 
     if is_store_url(run):  # made here, then uploaded, part.json last (layout/remote.py)
         return _part_in_store(trace, run, iteration, threads)
@@ -77,7 +78,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
                "events": [os.path.basename(p) for p in res.parts], "finish": finish,
-               "fact_rows": _rows(os.path.join(scratch, PART_FACTS)), "stat": res.stat,
+               "tables": write_tables(scratch, FACTS, finish), "stat": res.stat,
                "trace": res.trace, "process_groups": res.process_groups}
         with open(os.path.join(scratch, PART_FILE), "wb") as f:
             f.write(msgspec.json.encode(doc))
@@ -99,15 +100,6 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     finally:
         if held is not None:
             os.close(held)
-
-
-def _rows(facts: str) -> dict[str, int]:
-    """{fact: its rows} of a part's facts directory, from the files' Parquet footers (the reduce leaves a
-    rank's empty files out of its compaction)."""
-    import pyarrow.parquet as pq
-
-    return {name[:-len(".parquet")]: pq.read_metadata(os.path.join(facts, name)).num_rows
-            for name in sorted(os.listdir(facts)) if name.endswith(".parquet")}
 
 
 def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) -> str:

@@ -14,8 +14,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from ..compact import link_or_copy
-from ..derive import reduce_run
+from ..derive import RANK_FINISH, reduce_run
 from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.objstore import is_store_url
@@ -27,11 +26,13 @@ from ..layout.paths import (
     parts_dir,
     rank_dir,
     refuse_url,
+    spill_dir,
     table_path,
 )
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .part_tables import compact_parts
 from .rank_part import read_part
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
 
@@ -67,12 +68,13 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             pq.write_table(rows_table([pg for doc in docs.values() for pg in doc["process_groups"]], PG_SCHEMA),
                            table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
-            facts = {name: _fact_files(parts, docs, name) for name in FACTS}
-            made = {}  # the finish's per-rank tables each part derived (derive.RANK_FINISH)
-            for rank, d in parts.items():
-                for name in docs[rank].get("finish") or ():
-                    made.setdefault(name, {})[rank] = os.path.join(d, PART_FINISH, name + ".parquet")
-            reduce_run(tmp, align=options["align"], timings=executor["timings"], facts=facts, made=made)
+            scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
+
+            def compact():
+                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch)
+
+            reduce_run(tmp, align=options["align"], timings=executor["timings"], compact_with=compact)
+            shutil.rmtree(scratch, ignore_errors=True)
             inputs = [input_entry(doc["trace"], doc.get("stat"), doc["trace"].get("host") or "rank part")
                       for doc in docs.values()]
             write_run_manifest(tmp, inputs, [], executor, options)
@@ -129,15 +131,6 @@ def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
     return next(iter(found))
 
 
-def _fact_files(parts: dict, docs: dict, name: str) -> list[tuple[int, str]]:
-    """[(rank, its file of fact ``name``)] to compact: the ranks' files with rows (part.json's fact_rows; a
-    part without them: its file), or the first rank's alone where none has any (the fact's columns)."""
-    files = [(rank, os.path.join(d, PART_FACTS, name + ".parquet")) for rank, d in sorted(parts.items())]
-    rows = [(docs[rank].get("fact_rows") or {}).get(name) for rank, _ in files]
-    kept = [f for f, n in zip(files, rows, strict=True) if n != 0]
-    return kept or files[:1]
-
-
 def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
     """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy);
     its facts are read where they are by the compaction (reduce_run), never linked one by one, but each
@@ -157,9 +150,11 @@ def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
 
 def _link(src: str, dst: str) -> None:
     try:
-        link_or_copy(src, dst)
+        os.link(src, dst)
     except FileNotFoundError:
         _missing(src)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(src, dst)
 
 
 def _missing(src: str):
