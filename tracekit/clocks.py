@@ -77,6 +77,7 @@ def check_one_clock(con) -> None:
 # the median of its ranks' ends, relative to the run's first end (doubles are exact below 2^53 ns). A
 # matched send and receive end together too (the receive ends when the last byte lands, the send when it
 # has left; NCCL's kernels then sync): they are what ties a pipeline's stages (on other hosts) together.
+READS = ("collective_waits", "collective_instances")  # the cross-rank facts ENDS_SQL reads (with traces)
 ENDS_SQL = """
 WITH w AS (
     SELECT w.instance_key, t.host, w.end_ns

@@ -207,9 +207,10 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
-    clock. (A run on one host, or whose hosts agree, pays one pass.) Ranks timed on clocks of different
-    origins are refused first (clocks.check_one_clock)."""
-    from .clocks import check_one_clock
+    clock. (A run on one host, or whose hosts agree, pays one pass.) The pass on raw clocks derives only
+    what the estimate reads (clocks.READS); the other cross-rank facts are derived once, on the clock
+    that stays. Ranks timed on clocks of different origins are refused first (clocks.check_one_clock)."""
+    from .clocks import READS, check_one_clock
 
     check_one_clock(con)
     _no_offsets(con)
@@ -217,9 +218,13 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
         con.execute(_sql.rule(name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    _materialize(con, REDUCED, parquet_of, fail)
+    first = [n for n in REDUCED if n in READS]
+    _materialize(con, first, parquet_of, fail)
     timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
-    _align(con, parquet_of, fail, align, timings)
+    if not _align(con, parquet_of, fail, align, timings, first):  # the raw clocks stay: the rest on them
+        start = time.perf_counter()
+        _materialize(con, [n for n in REDUCED if n not in first], parquet_of, fail)
+        timings["cross_rank_s"] += round(time.perf_counter() - start, 3)
 
 
 def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
@@ -231,14 +236,16 @@ def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
     con.unregister("_no_offsets")
 
 
-def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> bool:
-    """Each host's clock offset from the cross-rank facts on raw clocks, written as clock_offsets; where a
-    host's clock needed a correction, the cross-rank facts again on the aligned clock (then True)."""
+def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None,
+           made: list[str] = REDUCED) -> bool:
+    """Each host's clock offset from the cross-rank facts on raw clocks (``made`` of them), written as
+    clock_offsets; where a host's clock needed a correction, every cross-rank fact on the aligned clock
+    (then True)."""
     timings = {} if timings is None else timings
     start = time.perf_counter()
     again = _write_offsets(con, parquet_of, align)
     if again:
-        for name in reversed(REDUCED):
+        for name in reversed(made):
             con.execute(f"DROP TABLE {name}")
         _materialize(con, REDUCED, parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
