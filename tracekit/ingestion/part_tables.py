@@ -23,22 +23,29 @@ from ..errors import TracekitError
 from ..layout.paths import PART_FACTS, PART_FINISH, facts_dir, ranks_file
 
 TABLES_FILE = "tables.arrows"
+MAX_BYTES = 512 << 10  # a part whose Parquet tables are larger on disk keeps them only (no tables file)
 ROW_GROUP = 122_880  # rows a row group of a compacted file, as compact.py's COPY writes them
 
 
-def write_tables(part: str, names: list[str], finish: list[str]) -> dict:
+def write_tables(part: str, names: list[str], finish: list[str]) -> dict | None:
     """``part``'s facts ``names`` (facts/NAME.parquet) and finish tables ``finish`` (finish/NAME.parquet)
     as IPC streams in ``part/tables.arrows``; part.json's entry: {"file": ..., "tables": {name: [offset,
-    length]}}."""
+    length]}}. None (no file) where their Parquet files take more than MAX_BYTES: uncompressed, a big rank's
+    tables are about 8 times its Parquet files (20 MB against 2.5 MB for a 54 MB trace), a compressed stream
+    read slower than the Parquet file (lz4, zstd: 3 to 60 ms a part), and for such a rank the files opened
+    are a small part of the reduce's work."""
+    files = {name: os.path.join(part, folder, name + ".parquet")
+             for folder, these in ((PART_FACTS, names), (PART_FINISH, finish)) for name in these}
+    if sum(os.path.getsize(p) for p in files.values()) > MAX_BYTES:
+        return None
     where = {}
     with open(os.path.join(part, TABLES_FILE), "wb") as f:
-        for folder, these in ((PART_FACTS, names), (PART_FINISH, finish)):
-            for name in these:
-                table = pq.read_table(os.path.join(part, folder, name + ".parquet"))
-                start = f.tell()
-                with ipc.new_stream(f, table.schema) as w:
-                    w.write_table(table)
-                where[name] = [start, f.tell() - start]
+        for name, path in files.items():
+            table = pq.read_table(path)
+            start = f.tell()
+            with ipc.new_stream(f, table.schema) as w:
+                w.write_table(table)
+            where[name] = [start, f.tell() - start]
         f.flush()
         os.fsync(f.fileno())
     return {"file": TABLES_FILE, "tables": where}

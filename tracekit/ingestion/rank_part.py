@@ -78,7 +78,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
                "events": [os.path.basename(p) for p in res.parts], "finish": finish,
-               "tables": write_tables(scratch, FACTS, finish), "stat": res.stat,
+               "tables": write_tables(scratch, FACTS, finish) or {}, "stat": res.stat,
                "trace": res.trace, "process_groups": res.process_groups}
         with open(os.path.join(scratch, PART_FILE), "wb") as f:
             f.write(msgspec.json.encode(doc))
