@@ -8,7 +8,8 @@ each rank's part made as the handler's process makes it (python -m tracekit.inge
 pool of every core, where a job makes them on N hosts at once: not in the figure). Then, from the last part
 written, as a user would: `tracekit ingest --reduce RUN` and `tracekit report RUN summary`, each a process of
 its own under peak.py; the last line gives their wall seconds together ("first answer S s") and the larger
-peak RSS of the two process trees ("M MB"). --compare also ingests the traces centrally
+peak RSS of the two process trees ("M MB"), and their CPU seconds (user + system: on a shared machine the
+wall seconds say the load as much as the work). --compare also ingests the traces centrally
 (`tracekit ingest DIR`) and compares every report's JSON rows, as multisets (exposed orders rows that tie
 either way, and critical_path names one of tied ranks at random: separate bugs, seen on central ingests).
 The machines are shared and noisy: read the figures as such.
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import pathlib
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,16 +59,23 @@ def _part(args) -> tuple[float, str | None]:
 
 
 def measured(*args: str) -> tuple[float, float, int, str]:
-    """(wall s, peak RSS MB of the process tree, exit status, stdout) of `tracekit ARGS` under peak.py."""
+    """(wall s, peak RSS MB of the process tree, exit status, stdout) of `tracekit ARGS` under peak.py; its
+    CPU seconds (user + system, the tree's) in CPU[-1]."""
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         p = subprocess.run([sys.executable, str(HERE / "peak.py"), tmp.name, "-m", "tracekit.cli.main", *args],
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         info = json.loads(pathlib.Path(tmp.name).read_text() or "{}")
     if p.returncode:
         print(f"  ! tracekit {' '.join(args[:2])}: {p.stderr.strip()[-400:]}", file=sys.stderr)
     return seconds, info.get("tree_peak_rss_mb", float("nan")), p.returncode, p.stdout
+
+
+CPU: list[float] = []
 
 
 def rows_of(name: str, code: int, text: str):
@@ -146,11 +155,14 @@ def main(argv=None) -> int:
                   f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most)")
         load = os.getloadavg()[0]
         r_s, r_mb, r_rc, _ = measured("ingest", "--reduce", str(run))
+        r_cpu = CPU[-1]
         s_s, s_mb, s_rc, out = measured("report", str(run), "summary", "--format", "csv")
+        s_cpu = CPU[-1]
         rows = max(0, len(out.strip().splitlines()) - 1)
         steps = _timings(run)
-        print(f"  reduce {r_s:.1f} s, {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s, {s_mb:.0f} MB ({rows} rows); "
-              f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+        print(f"  reduce {r_s:.1f} s ({r_cpu:.1f} s of CPU), {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s "
+              f"({s_cpu:.1f} s of CPU), {s_mb:.0f} MB ({rows} rows); load {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after")
         if args.compare:
             c_s, c_mb, c_rc, _ = measured("ingest", str(traces), "-o", str(work / "central"), "--no-progress")
             a, b = every_report(run), every_report(work / "central")
@@ -158,7 +170,8 @@ def main(argv=None) -> int:
             print(f"  central ingest {c_s:.1f} s, {c_mb:.0f} MB; reports equal: {len(same)} of {len(a)}"
                   + ("" if len(same) == len(a) else f" (differ: {', '.join(k for k in a if k not in same)})"))
         ok = r_rc == s_rc == 0 and not failed
-        print(f"first answer {r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB" + ("" if ok else " (FAILED)"))
+        print(f"first answer {r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB ({r_cpu + s_cpu:.1f} s of CPU)"
+              + ("" if ok else " (FAILED)"))
         return 0 if ok else 1
     finally:
         if not args.keep and not args.work:

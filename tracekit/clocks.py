@@ -77,6 +77,7 @@ def check_one_clock(con) -> None:
 # the median of its ranks' ends, relative to the run's first end (doubles are exact below 2^53 ns). A
 # matched send and receive end together too (the receive ends when the last byte lands, the send when it
 # has left; NCCL's kernels then sync): they are what ties a pipeline's stages (on other hosts) together.
+READS = ("collective_waits", "collective_instances")  # the cross-rank facts ENDS_SQL reads (with traces)
 ENDS_SQL = """
 WITH w AS (
     SELECT w.instance_key, t.host, w.end_ns
@@ -194,9 +195,11 @@ def _component(H: int, a, b, start: int):
 
 
 def _fetch(con):
-    tbl = con.sql(ENDS_SQL).to_arrow_table()
-    return (tbl.column("instance_key").to_numpy(zero_copy_only=False),
-            tbl.column("host").to_numpy(zero_copy_only=False), tbl.column("end_ns").to_numpy().astype(np.int64))
+    # DuckDB's numpy arrays (text as object arrays), not pyarrow's to_numpy: that imports pandas (0.9 s of a
+    # reduce's CPU) for the same arrays
+    got = con.execute(ENDS_SQL).fetchnumpy()
+    return (np.asarray(got["instance_key"], dtype=object), np.asarray(got["host"], dtype=object),
+            np.asarray(got["end_ns"]).astype(np.int64))
 
 
 def _group_median(v, g):

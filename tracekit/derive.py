@@ -53,10 +53,13 @@ def _materialize(con, names, parquet_of, fail, **options) -> set[str]:
 
 
 def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process_groups: list[dict], out_dir: str,
-                threads: int = 1, reduced: bool = False) -> None:
+                threads: int = 1, reduced: bool = False, finish_dir: str | None = None) -> list[str]:
     """Run the per-rank rules on one rank's events and write ``out_dir/NAME.parquet`` for each fact
     (with ``threads`` DuckDB threads: the cores this file has to itself). ``reduced``: the run has this
-    rank only, so its cross-rank facts are derived here too, on the same connection."""
+    rank only, so its cross-rank facts are derived here too, on the same connection. ``finish_dir``: the
+    finish's per-rank tables (RANK_FINISH) too, into ``finish_dir/NAME.parquet`` (a rank part's: the reduce
+    reads them, not derives them); returns the names written there (none where they ran out of memory:
+    the reduce derives them then)."""
     make_leaf_dir(out_dir)
     files = [events_parquet] if isinstance(events_parquet, str) else list(events_parquet)
     with _facts_connection(threads, spill_dir(out_dir), files) as con:
@@ -80,7 +83,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
 
         if not reduced:
             _materialize(con, FACTS, parquet_of, fail, stream=True)
-            return
+            return _rank_finish(con, finish_dir, trace.get("path") or out_dir, rank) if finish_dir else []
         # the run is this rank: its cross-rank facts and its finish in the same pass as its facts, each as
         # soon as what it reads is there (collective_waits beside comm_segments, the lead-ups beside
         # comm_overlap); its one host needs no clock offset, so the cross-rank facts are final at once
@@ -96,6 +99,28 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         # it), so nothing is derived again on aligned clocks
         if _write_offsets(con, parquet_of):
             raise AssertionError(f"{trace.get('path')}: a run of one trace was given a clock offset")
+        return []
+
+
+def _rank_finish(con: duckdb.DuckDBPyConnection, out_dir: str, path: str, rank: int) -> list[str]:
+    """The finish's per-rank tables (RANK_FINISH) of the rank on ``con`` (its facts there) into
+    ``out_dir/NAME.parquet``; those written (none where they ran out of memory: the reduce's finish
+    derives them then, with its larger budgets)."""
+    make_leaf_dir(out_dir)
+    for name in views_for(RANK_FINISH):
+        con.execute(_sql.rule(name).text)
+
+    def parquet_of(name):
+        return os.path.join(out_dir, name + ".parquet")
+
+    given_up = materialize_all(con, RANK_FINISH, parquet_of, _finish_fail(path, rank, rank), lambda name: True,
+                               optional=frozenset(RANK_FINISH), give_up=(_FinishOutOfMemory,), stream=True)
+    if given_up:
+        for name in RANK_FINISH:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(parquet_of(name))
+        return []
+    return list(RANK_FINISH)
 
 
 def derive_ranks(items: list[tuple[list[str], int, dict, list[dict]]], out_dir: str, threads: int = 1) -> None:
@@ -181,9 +206,10 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
     """The cross-rank facts on a connection that has traces and _collectives: first on raw clocks; then
     each host's clock offset from the collectives spanning hosts (tracekit.clocks), written as
     clock_offsets; where any host's clock needed a correction, the cross-rank facts again on the aligned
-    clock. (A run on one host, or whose hosts agree, pays one pass.) Ranks timed on clocks of different
-    origins are refused first (clocks.check_one_clock)."""
-    from .clocks import check_one_clock
+    clock. (A run on one host, or whose hosts agree, pays one pass.) The pass on raw clocks derives only
+    what the estimate reads (clocks.READS); the other cross-rank facts are derived once, on the clock
+    that stays. Ranks timed on clocks of different origins are refused first (clocks.check_one_clock)."""
+    from .clocks import READS, check_one_clock
 
     check_one_clock(con)
     _no_offsets(con)
@@ -191,9 +217,13 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
         con.execute(_sql.rule(name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    _materialize(con, REDUCED, parquet_of, fail)
+    first = [n for n in REDUCED if n in READS]
+    _materialize(con, first, parquet_of, fail)
     timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
-    _align(con, parquet_of, fail, align, timings)
+    if not _align(con, parquet_of, fail, align, timings, first):  # the raw clocks stay: the rest on them
+        start = time.perf_counter()
+        _materialize(con, [n for n in REDUCED if n not in first], parquet_of, fail)
+        timings["cross_rank_s"] += round(time.perf_counter() - start, 3)
 
 
 def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
@@ -205,14 +235,16 @@ def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
     con.unregister("_no_offsets")
 
 
-def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None) -> bool:
-    """Each host's clock offset from the cross-rank facts on raw clocks, written as clock_offsets; where a
-    host's clock needed a correction, the cross-rank facts again on the aligned clock (then True)."""
+def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True, timings: dict | None = None,
+           made: list[str] = REDUCED) -> bool:
+    """Each host's clock offset from the cross-rank facts on raw clocks (``made`` of them), written as
+    clock_offsets; where a host's clock needed a correction, every cross-rank fact on the aligned clock
+    (then True)."""
     timings = {} if timings is None else timings
     start = time.perf_counter()
     again = _write_offsets(con, parquet_of, align)
     if again:
-        for name in reversed(REDUCED):
+        for name in reversed(made):
             con.execute(f"DROP TABLE {name}")
         _materialize(con, REDUCED, parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
@@ -293,17 +325,21 @@ def derive_memory_mb() -> int:
     return settings.derive_memory_mb()
 
 
-def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None) -> None:
+def reduce_run(run_dir: str, align: bool = True, timings: dict | None = None, compact_with=None) -> None:
     """The steps of a run after its per-rank facts, in order, each skipped where the map step already did it
     (a run of one rank, or one derived whole by derive_run): the per-rank facts compacted (compact_facts),
     the cross-rank facts on aligned clocks (cross_rank_facts, reading the compacted _collectives), the
-    finish (finish_run). ``timings`` gets the seconds of each."""
+    finish (finish_run). ``timings`` gets the seconds of each. ``compact_with``: the compaction, where the
+    per-rank facts are kept outside the run (rank parts: ingestion/part_tables.py), returning the finish's
+    per-rank tables it placed (finish_run's ``made``)."""
     timings = {} if timings is None else timings
-    _timed(timings, "compact_s", compact_facts, run_dir)  # first: the cross-rank facts then read a few files
+    start = time.perf_counter()
+    made = compact_with() if compact_with else compact_facts(run_dir)
+    timings["compact_s"] = round(time.perf_counter() - start, 3)  # first: the cross-rank facts then read a few files
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in REDUCED):
         cross_rank_facts(run_dir, align, timings)
     if not all(os.path.isfile(facts_file(run_dir, name)) for name in _FINISH_STORED):
-        _timed(timings, "finish_s", finish_run, run_dir)
+        _timed(timings, "finish_s", finish_run, run_dir, None, made)
 
 
 def _timed(timings: dict, key: str, step, *args) -> None:
@@ -346,16 +382,30 @@ def compact_facts(run_dir: str) -> None:
 SMALL_RUN_BYTES = 64 << 20
 
 _FINISH_STORED = [n for n in FINISHED if stored(n)]  # the finish tables written to the run
+
+
+def _rank_finish_rules() -> list[str]:
+    """The finish rules that read one rank's facts only (no cross-rank fact, no events), in order: a rank
+    part derives them where it is made (derive_rank's finish_dir), the reduce reads them."""
+    out: list[str] = []
+    for name in FINISHED:
+        if all(u in FACTS or u.startswith("tk_") or u in out for u in uses(name)):
+            out.append(name)
+    return out
+
+
+RANK_FINISH = _rank_finish_rules()  # _step_pieces, _step_segments: the timeline's sweep, a rank at a time
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
 
 
-def finish_run(run_dir: str, workers: int | None = None) -> None:
+def finish_run(run_dir: str, workers: int | None = None, made: dict | None = None) -> None:
     """The finish rules (tracekit/sql/finish) of a run whose facts and cross-rank facts are in place: up to
     FINISH_RANKS ranks at a time (facts/NAME/all.parquet when that is every rank, else
     facts/NAME/ranks-LO-HI.parquet, as compaction names them), each partition on a connection of its own
     with one thread and derive_memory_mb() of memory, ``workers`` side by side (default: every core). The
     rules partition by rank, so the rows are those of one pass over every rank; the work is never one, and
-    its memory does not grow with the ranks."""
+    its memory does not grow with the ranks. ``made``: {rule of RANK_FINISH: {rank: a file holding its rows}},
+    the rows the ranks' parts derived (a partition whose every rank has them reads them, not derives them)."""
     if not FINISHED:
         return
     con = duckdb.connect()
@@ -369,7 +419,7 @@ def finish_run(run_dir: str, workers: int | None = None) -> None:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
     jobs = [(c, "all.parquet" if len(chunks) == 1 else _part_name(c)) for c in chunks]
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
-        for fut in [pool.submit(_finish_chunk, run_dir, c, f) for c, f in jobs]:
+        for fut in [pool.submit(_finish_chunk, run_dir, c, f, None, made) for c, f in jobs]:
             fut.result()
 
 
@@ -451,26 +501,27 @@ def _drop_finished(run_dir: str, file_name: str) -> None:
 FINISH_MEMORY_STEPS = 3  # a one-rank partition out of memory tries again with 4x, then 16x the budget
 
 
-def _finish_chunk(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None) -> None:
+def _finish_chunk(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None,
+                  made: dict | None = None) -> None:
     """The finish of ``ranks``; out of memory (a few very heavy ranks: 43M events on 8 ranks), the
     partition is split in two, down to one rank, and a rank alone tries again with 4x, then 16x the
     budget, never more than half the machine's memory: the rows are the same, only the work's size
     changes (the rules partition by rank)."""
     memory_mb = memory_mb or derive_memory_mb()
     try:
-        _finish_part(run_dir, ranks, file_name, memory_mb)
+        _finish_part(run_dir, ranks, file_name, memory_mb, made)
         return
     except _FinishOutOfMemory:
         _drop_finished(run_dir, file_name)
         if len(ranks) > 1:
             half = len(ranks) // 2
             for part in (ranks[:half], ranks[half:]):
-                _finish_chunk(run_dir, part, _part_name(part), memory_mb)
+                _finish_chunk(run_dir, part, _part_name(part), memory_mb, made)
             return
         bigger = min(memory_mb * 4, _half_memory_mb())
         if bigger <= memory_mb or memory_mb >= derive_memory_mb() * 4 ** (FINISH_MEMORY_STEPS - 1):
             raise
-    _finish_chunk(run_dir, ranks, file_name, bigger)
+    _finish_chunk(run_dir, ranks, file_name, bigger, made)
 
 
 def _half_memory_mb() -> int:
@@ -480,8 +531,11 @@ def _half_memory_mb() -> int:
         return 4096
 
 
-def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None) -> None:
+def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int | None = None,
+                 made: dict | None = None) -> None:
     lo, hi = ranks[0], ranks[-1]
+    made = made or {}
+    given = [n for n in RANK_FINISH if n in made and all(r in made[n] for r in ranks)]
     events = "events" in _finish_uses()
     spill = spill_dir(run_dir, f"finish-{lo}")
     with _facts_connection(1, spill, _files_of(run_dir, ranks) if events else [], memory_mb=memory_mb) as con:
@@ -497,9 +551,15 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
                             f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
         for name in views_for(FINISHED):
             con.execute(_sql.rule(name).text)
+        # the partition's rows of the per-rank tables its ranks' parts derived (joined by the compaction)
+        for name in given:
+            files = ", ".join(map(sql_string, dict.fromkeys(made[name][r] for r in ranks)))
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{files}]) "
+                        f"WHERE rank BETWEEN {int(lo)} AND {int(hi)}")
 
-        _materialize(con, FINISHED, lambda name: os.path.join(facts_dir(run_dir, name), file_name),
-                         _finish_fail(run_dir, lo, hi), stream=True)
+        _materialize(con, [n for n in FINISHED if n not in given],
+                     lambda name: os.path.join(facts_dir(run_dir, name), file_name),
+                     _finish_fail(run_dir, lo, hi), stream=True)
 
 
 def _finish_uses() -> set[str]:

@@ -97,6 +97,33 @@ def test_missing_ranks_are_said_and_a_late_part_is_taken_in(synthetic, tmp_path,
     assert answers(capsys, run) == answers(capsys, tmp_path / "central")
 
 
+def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic, tmp_path, capsys):
+    """A part keeps the finish's per-rank tables (the timeline's sweep) for the reduce to read, and its
+    tables in one file (tables.arrows); a part without them (made by an earlier tracekit of the same rules,
+    or one whose sweep ran out of memory beside training) is reduced from its Parquet facts as before,
+    beside parts that have them."""
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    for f in files:
+        make_part(str(f), str(run))
+    parts = sorted((run / "parts" / "iteration_5").glob("rank-*"))
+    assert len(parts) == 8 and all(sorted(p.name for p in (d / "finish").iterdir()) ==
+                                   ["_step_pieces.parquet", "_step_segments.parquet"] for d in parts)
+    for d in parts[:3]:  # ranks 0-2 as an earlier tracekit made them
+        doc = json.loads((d / "part.json").read_text())
+        del doc["finish"], doc["tables"]
+        (d / "part.json").write_text(json.dumps(doc))
+        (d / "tables.arrows").unlink()
+        for f in (d / "finish").iterdir():
+            f.unlink()
+        (d / "finish").rmdir()
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    assert "8 ranks of 8 reduced" in capsys.readouterr().out
+    assert main(["ingest", str(synthetic), "-o", str(tmp_path / "central")]) == 0
+    assert answers(capsys, run) == answers(capsys, tmp_path / "central")
+
+
 _KILL_MID_PART = """
 import os, signal, sys
 import tracekit.derive as derive

@@ -125,9 +125,9 @@ def test_a_partition_out_of_memory_is_split_then_given_more(tmp_path, monkeypatc
     base = d.derive_memory_mb()
     real, calls = d._finish_part, []
 
-    def out_of_memory(run_dir, ranks, file_name, memory_mb=None):
+    def out_of_memory(run_dir, ranks, file_name, memory_mb=None, made=None):
         calls.append((tuple(ranks), memory_mb))
-        real(run_dir, ranks, file_name, memory_mb)  # its files written, as a rule before the failing one's
+        real(run_dir, ranks, file_name, memory_mb, made)  # its files written, as a rule before the failing one's
         if len(ranks) > 1 or (ranks == [1] and memory_mb < 4 * base):
             raise d._FinishOutOfMemory("planted: out of memory")
 
@@ -144,7 +144,7 @@ def test_a_partition_out_of_memory_is_split_then_given_more(tmp_path, monkeypatc
 def test_a_rank_out_of_memory_at_every_budget_is_one_line(tmp_path, monkeypatch):
     d = tracekit.derive
 
-    def out_of_memory(run_dir, ranks, file_name, memory_mb=None):
+    def out_of_memory(run_dir, ranks, file_name, memory_mb=None, made=None):
         raise d._finish_fail(run_dir, ranks[0], ranks[-1])("step_breakdown", d.duckdb.OutOfMemoryException(
             "Out of Memory Error: could not allocate block of size 256.0 KiB (244.0 MiB/244.1 MiB used)"))
 

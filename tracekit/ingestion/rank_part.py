@@ -30,6 +30,7 @@ from ..layout.paths import (
     PART_EVENTS,
     PART_FACTS,
     PART_FILE,
+    PART_FINISH,
     PARTS_DIR,
     WRITER_LOCK,
     has_marker,
@@ -50,9 +51,10 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     A part of the same rank and cycle already there is replaced (the same job profiled again)."""
     from ..derive import derive_rank
     from ..layout.versions import lock_exclusive
-    from ..rules import facts_key
+    from ..rules import FACTS, facts_key
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
+    from .part_tables import write_tables
 
     if is_store_url(run):  # made here, then uploaded, part.json last (layout/remote.py)
         return _part_in_store(trace, run, iteration, threads)
@@ -71,11 +73,12 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         os.mkdir(os.path.join(scratch, PART_EVENTS))
         res = ingest_file(trace, os.path.join(scratch, PART_EVENTS, "part-0.parquet"), single=False, threads=threads)
         release_memory()
-        derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
-                    threads=threads)
+        finish = derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
+                             threads=threads, finish_dir=os.path.join(scratch, PART_FINISH))
         doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
-               "events": [os.path.basename(p) for p in res.parts], "stat": res.stat,
+               "events": [os.path.basename(p) for p in res.parts], "finish": finish,
+               "tables": write_tables(scratch, FACTS, finish) or {}, "stat": res.stat,
                "trace": res.trace, "process_groups": res.process_groups}
         with open(os.path.join(scratch, PART_FILE), "wb") as f:
             f.write(msgspec.json.encode(doc))

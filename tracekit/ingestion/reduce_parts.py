@@ -14,24 +14,25 @@ import time
 
 import pyarrow.parquet as pq
 
-from ..derive import reduce_run
+from ..derive import RANK_FINISH, reduce_run
 from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
 from ..layout.objstore import is_store_url
 from ..layout.paths import (
-    FACTS_DIR,
     PART_EVENTS,
     PART_FACTS,
-    facts_file,
+    PART_FINISH,
     list_parts,
     parts_dir,
     rank_dir,
     refuse_url,
+    spill_dir,
     table_path,
 )
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .part_tables import compact_parts
 from .rank_part import read_part
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
 
@@ -67,7 +68,13 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             pq.write_table(rows_table([pg for doc in docs.values() for pg in doc["process_groups"]], PG_SCHEMA),
                            table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
-            reduce_run(tmp, align=options["align"], timings=executor["timings"])
+            scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
+
+            def compact():
+                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch)
+
+            reduce_run(tmp, align=options["align"], timings=executor["timings"], compact_with=compact)
+            shutil.rmtree(scratch, ignore_errors=True)
             inputs = [input_entry(doc["trace"], doc.get("stat"), doc["trace"].get("host") or "rank part")
                       for doc in docs.values()]
             write_run_manifest(tmp, inputs, [], executor, options)
@@ -125,24 +132,34 @@ def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
 
 
 def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
-    """A part's files in the version's layout, hard-linked (the part stays, for a later reduce; no copy)."""
+    """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy);
+    its facts are read where they are by the compaction (reduce_run), never linked one by one, but each
+    must be there."""
     dest = rank_dir(tmp, rank)
     os.makedirs(dest)
     for i, name in enumerate(doc["events"]):
         _link(os.path.join(part, PART_EVENTS, name), os.path.join(dest, f"part-{i}.parquet"))
+    names = set(os.listdir(os.path.join(part, PART_FACTS))) if os.path.isdir(os.path.join(part, PART_FACTS)) else set()
     for name in FACTS:
-        os.makedirs(os.path.join(tmp, FACTS_DIR, name), exist_ok=True)
-        _link(os.path.join(part, PART_FACTS, name + ".parquet"), facts_file(tmp, name, rank))
+        if name + ".parquet" not in names:
+            _missing(os.path.join(part, PART_FACTS, name + ".parquet"))
+    for name in doc.get("finish") or ():  # what part.json says the part derived of the finish
+        if not os.path.isfile(os.path.join(part, PART_FINISH, name + ".parquet")):
+            _missing(os.path.join(part, PART_FINISH, name + ".parquet"))
 
 
 def _link(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
     except FileNotFoundError:
-        raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; make it again "
-                            "from its trace, or remove it") from None
+        _missing(src)
     except OSError:  # a file system without hard links
         shutil.copyfile(src, dst)
+
+
+def _missing(src: str):
+    raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; make it again "
+                        "from its trace, or remove it") from None
 
 
 def remove_dead_scratch(out: str) -> None:

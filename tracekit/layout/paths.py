@@ -53,6 +53,7 @@ PARTS_DIR = "parts"
 PART_FILE = "part.json"  # what the part holds: its trace's row, process groups, cycle (written inside, last)
 PART_EVENTS = "events"
 PART_FACTS = "facts"
+PART_FINISH = "finish"  # the finish's per-rank tables (derive.RANK_FINISH), made in the part: the reduce reads them
 _PART_NAME = re.compile(r"^rank-([0-9]+)$")
 _CYCLE_NAME = re.compile(r"^iteration_([0-9]+)$")
 
