@@ -16,6 +16,6 @@ def test_bench_source_reduces_8_ranks_as_a_central_ingest(tmp_path, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert out[1].startswith("8 ranks (tp2-pp2-dp2, 1 host): parts made in ")
     assert f"reports equal: {len(REGISTRY)} of {len(REGISTRY)}" in out[-2]
-    assert re.fullmatch(r"first answer \d+\.\d s, \d+ MB", out[-1]), out[-1]
+    assert re.fullmatch(r"first answer \d+\.\d s, \d+ MB \(\d+\.\d s of CPU\)", out[-1]), out[-1]
     assert sorted(p.name for p in (tmp_path / "run" / "parts" / "iteration_2").iterdir()) == [
         f"rank-{r}" for r in range(8)]

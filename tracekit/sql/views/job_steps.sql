@@ -9,8 +9,8 @@
 -- @stage view
 -- @uses steps
 -- @column step: ProfilerStep number: N of ProfilerStep#N
--- @column ranks: ranks with this step, count
--- @column dur_ns: the job's step: the longest ProfilerStep#N over ranks (steps.dur_ns), ns
+-- @column ranks: the ranks concerned: those with a ProfilerStep#N, count
+-- @column dur_ns: duration of the job's step: the longest ProfilerStep#N over ranks (steps.dur_ns), ns
 -- @column longest_rank: the rank whose ProfilerStep#N is longest (the least such rank on a tie)
 CREATE OR REPLACE VIEW job_steps AS
 SELECT step, count(*) AS ranks, max(dur_ns) AS dur_ns, arg_min(rank, (-dur_ns, rank)) AS longest_rank
