@@ -38,22 +38,22 @@ PLANS = {"ddp": (dict(dp=2), {}), "zero1": (dict(dp=2, zero=1), {}), "zero2": (d
 # (whatif_step.FRAMEWORK_PRIOR_MS) come from other recordings and may be measured again
 ORDER_RIGHT = 0.93
 WITHIN_25 = 0.92
-# sweep-small, recorded on a busier machine (spreads 19-91 %: 150 pairs differ by more than their spread):
-# 137 of 150 ordered right (the model before the framework's work was measured apart: 113), 56 of 100 steps
-# within 25 % (before: 39); its proposals' sizes are within their recordings' spread, not 25 %: the sign only
+# sweep-small (issue 38: recorded again, after the model was built, with nothing else running; spreads 5-72 %:
+# 120 pairs differ by more than their spread): 120 of 120 ordered right, 87 of 100 steps within 25 % (the
+# issue's bar: 85 %; on the first recordings, made beside other sessions' jobs with spreads 19-91 %: 137 of 150
+# and 56 of 100); its proposals' sizes are within their recordings' spread, not 25 %: the sign only
 SMALL = ROOT / "examples" / "traces" / "sweep-small"
-# the pipeline sweep (issue 38): 2 stages (1F1B), 2, 4 and 8 micro-batches of 4 and of 8 rows (record.py --plans pp),
-# recorded on a busy shared machine: a plan's 9 recordings' medians spread 117-519 % (none of its pairs differs by
-# more than that), so its pairs are those whose steps differ by 1.3x or more (72), all ordered right; 25 of 36
-# steps within 25 % (docs/model.md, "The pipeline sweep": pp-mb2x8's least median is 1.5x what every other
-# recording predicts, pp-mb2x4's recorded in the one quiet minute); no plan proposed (none measured faster at the
-# source's micro-batch size whose interval lies below it)
+# the pipeline sweep (issue 38): 2 stages (1F1B), 2, 4 and 8 micro-batches of 4 and of 8 rows (record.py --plans
+# pp), recorded with nothing else running (spreads 14-63 %: 54 pairs differ by more than their spread): 54 of 54
+# ordered right, 36 of 36 steps within 25 % (on the first recordings, beside three other sessions' work, spreads
+# 117-519 %: 25 of 36). Its proposals change the micro-batches and so the rows a step trains (the test's rule
+# does not ask the same sequences per step, as advise's does): the sign only
 PP = ROOT / "examples" / "traces" / "sweep-pp"
-PP_BARS = (0.95, 0.66, 0, None)
-PAIR_RATIO = {PP: 1.3}  # pairs whose steps differ by this factor (else: by more than their spreads)
 PP_PLANS = {f"pp-mb{m}x{b}": (dict(pp=2), dict(micro_batch=b, micro_batches=m)) for b in (4, 8) for m in (2, 4, 8)}
 SWEEP_PLANS = {SWEEP: PLANS, SMALL: PLANS, PP: PP_PLANS}
-BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 4, 0.25), SMALL: (0.90, 0.55, 4, None), PP: PP_BARS}
+# (pairs ordered right, steps within 25 %, proposals at least, each proposal's saving within this share of the
+# measured difference or None)
+BARS = {SWEEP: (ORDER_RIGHT, WITHIN_25, 4, 0.25), SMALL: (0.95, 0.85, 4, None), PP: (0.95, 0.85, 4, None)}
 
 
 def _measured(sweep=SWEEP) -> tuple[dict, int]:
@@ -98,10 +98,8 @@ def test_every_plan_predicted_from_every_other(predicted, sweep):
     lo = {k: r["step_ms_lo"] for k, r in rows.items()}
     hi = {k: r["step_ms_hi"] for k, r in rows.items()}
     within = [abs(pred[k] / meas[k[1]][0] - 1) <= 0.25 for k in pred]
-    ratio = PAIR_RATIO.get(sweep)
     pairs = [(s, a, b) for s in PLANS for a, b in itertools.combinations(PLANS, 2)
-             if (max(meas[a][0], meas[b][0]) / min(meas[a][0], meas[b][0]) >= ratio if ratio else
-                 abs(meas[a][0] / meas[b][0] - 1) > max(meas[a][1], meas[b][1]))]
+             if abs(meas[a][0] / meas[b][0] - 1) > max(meas[a][1], meas[b][1])]
     assert pairs
     right = [(pred[(s, a)] < pred[(s, b)]) == (meas[a][0] < meas[b][0]) for s, a, b in pairs]
     assert sum(right) / len(right) >= order_right
@@ -111,9 +109,9 @@ def test_every_plan_predicted_from_every_other(predicted, sweep):
     # other plan's whole interval
     # lies below that measured step, and the run measured each of its collectives at its micro-batch size;
     # of those, the best (least predicted step) and none whose interval overlaps the best one's (the model
-    # cannot tell which is faster). Every such proposal measured faster (sweep: fsdp -> ddp, tp-sp -> tp,
-    # tp2-dp2 -> tp, pp2-dp2 -> ddp; sweep-small: zero2 -> ddp, fsdp -> ddp, tp2-dp2 -> tp, pp2-dp2 -> ddp),
-    # its saving (the run's measured step less the plan's predicted one) within 25 % of the measured
+    # cannot tell which is faster). Every such proposal measured faster (sweep and sweep-small: zero2 -> ddp,
+    # fsdp -> ddp, tp-sp -> tp, pp2-dp2 -> ddp and pp-mb2, and tp2-dp2 -> tp or ddp; sweep-pp: 6 to fewer
+    # micro-batches), its saving (the run's measured step less the plan's predicted one) within 25 % of the measured
     # difference on the quiet sweep
     proposed = []
     for s in PLANS:
@@ -129,15 +127,11 @@ def test_every_plan_predicted_from_every_other(predicted, sweep):
 @pytest.mark.slow
 def test_intervals_of_plans_not_measured_hold_the_measured_step_80_percent_of_the_time(predicted):
     """Issue 38: what an interval means. Of the predictions of a plan the run did not measure (each plan from
-    each other, both sweeps: 180), 80 % hold the plan's measured step (measured.csv: the least of its
-    recordings' medians) within their interval, the tight ones (narrower than 1.5x) too, within 5 points.
-    Before the calibration (analytic.step.CALIBRATED) 171 of 180 held it (95 %: too wide to choose by, hi/lo
-    up to 42x) and 5 of the 8 tight ones (a pipeline from a pipeline, 150-153 ms against 168).
-
-    With the pipeline sweep (30 more), 162 of 210 hold (77 %); its own hold 15 of 30, all of them tight (a
-    pipeline from a pipeline: hi/lo 1.44), against recordings of one plan whose medians spread 117-519 % on a
-    busy machine: the two sweeps the calibration was fitted on keep their bar, tight ones included (50 of
-    61), the pipeline sweep's tight ones are stated (docs/model.md, "The pipeline sweep")."""
+    each other, the three sweeps: 210), 80 % hold the plan's measured step (measured.csv: the least of its
+    recordings' medians) within their interval, the tight ones (narrower than 1.5x) too, within 5 points:
+    176 of 210 (84 %), 99 of the 122 tight ones (81 %); per sweep, stated not fitted: sweep 80 of 90, sweep-small
+    75 of 90, sweep-pp 21 of 30 (docs/model.md, "Intervals"). With the calibration fitted before sweep-small and
+    sweep-pp were recorded again on a quiet machine, 207 of 210 held (99 %: too wide to choose by)."""
     held, tight, widths = {}, {}, []
     for sweep in SWEEP_PLANS:
         meas, _cores = _measured(sweep)
@@ -150,12 +144,10 @@ def test_intervals_of_plans_not_measured_hold_the_measured_step_80_percent_of_th
             widths.append(r["step_ms_hi"] / r["step_ms_lo"])
             if widths[-1] < 1.5:
                 tight.setdefault(sweep, []).append(ok)
-    both = held[SWEEP] + held[SMALL]
-    both_tight = tight.get(SWEEP, []) + tight.get(SMALL, [])
-    every = both + held[PP]
-    assert len(both) == 180 and len(both_tight) >= 30 and len(every) == 210
-    assert 0.75 <= sum(both) / len(both) <= 0.85
-    assert 0.75 <= sum(both_tight) / len(both_tight) <= 0.85
+    every = [ok for v in held.values() for ok in v]
+    every_tight = [ok for v in tight.values() for ok in v]
+    assert len(every) == 210 and len(every_tight) >= 60
     assert 0.75 <= sum(every) / len(every) <= 0.85
-    assert sum(tight.get(PP, [])) >= 12  # 15 of 30 (the recordings' own spread: above)
+    assert 0.75 <= sum(every_tight) / len(every_tight) <= 0.85
+    assert all(sum(v) / len(v) >= 0.65 for v in held.values())  # each sweep: 70-89 %
     assert max(widths) < 8  # the widest before: 86x
