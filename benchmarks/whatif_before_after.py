@@ -48,6 +48,17 @@ for p, cores in runs:
 '''
 
 
+def base_tree(commit: str, base: pathlib.Path) -> pathlib.Path:
+    """The commit's tree at BASE (git archive), with the compiled extensions built in place here."""
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    for so in ROOT.glob("tracekit/**/*.so"):
+        shutil.copy(so, base / so.relative_to(ROOT))
+    return base
+
+
 def dump(tree: pathlib.Path, out: pathlib.Path, ing: pathlib.Path) -> dict:
     subprocess.run([sys.executable, "-c", DUMP, str(TRACES), str(out), str(ing)], check=True, cwd=tree,
                    env=dict(os.environ, PYTHONPATH=str(tree)))
@@ -85,13 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=None, help="a directory to keep the trees' ingests and dumps in")
     args = ap.parse_args(argv)
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="tracekit-before-after-"))
-    base = work / "base"
-    shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", args.base], cwd=ROOT, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    for so in ROOT.glob("tracekit/**/*.so"):  # the compiled extensions, built in place here
-        shutil.copy(so, base / so.relative_to(ROOT))
+    base = base_tree(args.base, work / "base")
     before = dump(base, work / "before.jsonl", work / "ingest-before")
     after = dump(ROOT, work / "after.jsonl", work / "ingest-after")
     print("\n".join(compare(before, after)))
