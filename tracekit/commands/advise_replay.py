@@ -321,6 +321,12 @@ def measure_instead(rp) -> str:
         return ""
     extra = (f"; for the pipeline, {plural(2 * max(rp.shape.micro_batches, 1), 'micro-batch', 'micro-batches')}"
              if rp.plan.pp and rp.plan.pp > 1 and rp.shape is not None else "")
-    return ("another plan or more micro-batches: no plan's predicted step interval (tracekit whatif --sweep) "
-            "lies wholly below the measured step, so none is proposed; to try one, measure them: record a few "
+    # the rule's every condition, not one of them: a plan whose interval lies below the step may still be
+    # left out (a collective the run never ran, another micro-batch size; whatif_step.better_plans)
+    from .whatif_step import OWN_WITHIN
+
+    return ("another plan or more micro-batches: none is proposed (one is only where whatif predicts the "
+            f"run's own step within {OWN_WITHIN * 100:.0f} %, the plan's whole predicted interval lies below the "
+            "measured step, and the run measured each of its collectives at its micro-batch size: tracekit "
+            "whatif --sweep shows the predictions and their basis); to try one, measure them: record a few "
             "steps with the change and compare with tracekit diff" + extra)
