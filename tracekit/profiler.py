@@ -23,6 +23,7 @@ torch is imported lazily: importing tracekit never imports torch. See examples/q
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -59,8 +60,11 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
     """An on_trace_ready callback: writes DIR/iteration_{step}/rank{rank}_trace.json.gz.
 
     With ``run``, each rank then makes its own part of that run directory from its trace, in a process of
-    its own (python -m tracekit.ingestion.rank_part, at a lower priority) while training goes on: its
-    events and per-rank facts, complete or absent. ``tracekit ingest --reduce RUN`` builds the run from the
+    its own (python -m tracekit.ingestion.rank_part, at the lowest priority) while training goes on: its
+    events and per-rank facts, complete or absent. That process begins its work once the machine has a
+    whole core to spare (at once on a GPU host, whose ranks leave most cores idle) or, at the latest, when
+    this process calls wait_for_parts or exits (tracekit/ingestion/part_gate.py): a part beside ranks
+    that keep every core busy would slow their steps. ``tracekit ingest --reduce RUN`` builds the run from the
     parts present (the cross-rank work only). Each profiling cycle is a part of its own
     (RUN/parts/iteration_S/rank-R); a run is one cycle (``--reduce --iteration S`` picks one), or give each
     cycle a run of its own with ``{step}`` in RUN (``run="runs/job-{step}"``). Before the
@@ -122,7 +126,7 @@ def start_part(trace: str, run: str, iteration: int | None = None):
 
     where = run if is_store_url(run) else os.path.abspath(run)
     cmd = [sys.executable, "-m", "tracekit.ingestion.rank_part", os.path.abspath(trace), where,
-           "--nice", str(PART_NICE)]
+           "--nice", str(PART_NICE), "--wait-for-core"]
     if iteration is not None:
         cmd += ["--iteration", str(iteration)]
     # its own session: a Ctrl-C or a launcher's signal to the training's group does not cut the part short
@@ -130,7 +134,9 @@ def start_part(trace: str, run: str, iteration: int | None = None):
     # the same tracekit as this process's (not another one the child's sys.path would find first)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+    # its stdin a pipe this process holds: the part begins once the machine has a core to spare, or when
+    # wait_for_parts (or this process's end) closes the pipe (tracekit/ingestion/part_gate.py)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
                             env=env)
     _PARTS.append(proc)
     return proc
@@ -139,6 +145,10 @@ def start_part(trace: str, run: str, iteration: int | None = None):
 def wait_for_parts(timeout: float | None = None) -> list[int]:
     """Wait for the rank parts this process started (trace_handler(..., run=RUN)); their exit codes (0:
     made). Runs at exit too, so that a reduce after the job finds every part."""
+    for p in _PARTS:  # a part still waiting for a core to spare begins now (part_gate.py)
+        if p.stdin is not None and not p.stdin.closed:
+            with contextlib.suppress(OSError):
+                p.stdin.close()
     codes = [p.wait(timeout) for p in _PARTS]
     _PARTS.clear()
     return codes

@@ -5,9 +5,10 @@ absent. ``tracekit ingest --reduce RUN`` (reduce_parts.py) then builds the run f
 The part is built in a scratch directory of its own inside ``RUN/parts/`` (held by a lock while it is
 built: a reduce removes only scratch that no living writer holds) and renamed into place whole, so a process
 killed at any moment leaves no half part. tracekit.profiler.trace_handler(DIR, run=RUN) runs this module in a
-process of its own, beside the training:
+process of its own, beside the training, which begins once the machine has a core to spare or the training
+lets it go (part_gate.py):
 
-    python -m tracekit.ingestion.rank_part TRACE RUN [--iteration S]
+    python -m tracekit.ingestion.rank_part TRACE RUN [--iteration S] [--nice N] [--wait-for-core]
 """
 
 from __future__ import annotations
@@ -175,10 +176,16 @@ def main(argv=None) -> int:
     ap.add_argument("run")
     ap.add_argument("--iteration", type=int, default=None)
     ap.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (beside training)")
+    ap.add_argument("--wait-for-core", action="store_true",
+                    help="begin once the machine has a core to spare, or when standard input closes (part_gate.py)")
     args = ap.parse_args(argv)
     if args.nice:
         with contextlib.suppress(OSError):
             os.nice(args.nice)
+    if args.wait_for_core:
+        from .part_gate import wait_for_a_free_core
+
+        wait_for_a_free_core()
     try:
         make_part(args.trace, args.run, args.iteration)
     except TracekitError as exc:

@@ -1,0 +1,98 @@
+"""When a rank part's process begins beside training (tracekit/ingestion/part_gate.py): once the machine's
+idle time adds up to a whole core over two looks in a row, or when its standard input closes. The idle
+time comes from a /proc/stat written here, its jiffies worked by hand."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from tracekit.ingestion import part_gate
+from tracekit.ingestion.part_gate import _cpu_times, idle_cores, wait_for_a_free_core
+
+
+def _stat(path, user, idle, iowait=0):
+    # cpu  user nice system idle iowait irq softirq steal guest guest_nice
+    path.write_text(f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0\ncpu0 {user} 0 0 {idle} {iowait} 0 0 0 0 0\n")
+
+
+def test_idle_in_cores_from_the_jiffies(tmp_path):
+    stat = tmp_path / "stat"
+    _stat(stat, 1000, 500, 100)
+    before = _cpu_times(str(stat))
+    assert before == (600, 1600)  # idle counts iowait; the total, every field of the eight
+    _stat(stat, 1300, 700, 200)  # 300 busy, 300 idle (200 idle + 100 iowait) of 600: half the time
+    after = _cpu_times(str(stat))
+    assert idle_cores(before, after, 2) == 1.0  # half of 2 cores
+    assert idle_cores(before, after, 8) == 4.0
+    assert idle_cores(after, after, 8) == 0.0  # no time passed: nothing idle to speak of
+
+
+def test_no_proc_stat_begins_at_once(tmp_path):
+    assert wait_for_a_free_core(stat=str(tmp_path / "none")) == "no /proc/stat"
+
+
+def _ticking(stat, busy, idle, stop):
+    """Rewrite ``stat`` every 20 ms: each tick ``busy`` jiffies of work and ``idle`` of idle."""
+    u = i = 0
+    while not stop.is_set():
+        u, i = u + busy, i + idle
+        _stat(stat, u, i)
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    stat, stop = tmp_path / "stat", threading.Event()
+    _stat(stat, 0, 0)
+    threads = []
+
+    def start(busy, idle):
+        t = threading.Thread(target=_ticking, args=(stat, busy, idle, stop), daemon=True)
+        t.start()
+        threads.append(t)
+        return str(stat)
+
+    yield start
+    stop.set()
+    for t in threads:
+        t.join()
+
+
+def test_a_core_to_spare_begins(machine):
+    r, w = os.pipe()
+    try:  # 2 cores, 60 % idle: 1.2 cores to spare
+        assert wait_for_a_free_core(r, window_s=0.1, stat=machine(4, 6)) == "free core"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_busy_cores_wait_until_released(machine):
+    """2 cores 75 % busy (half a core idle): the gate waits, and begins when the training closes the pipe."""
+    stat = machine(3, 1)
+    r, w = os.pipe()
+    out = []
+    t = threading.Thread(target=lambda: out.append(wait_for_a_free_core(r, window_s=0.1, stat=stat)))
+    t.start()
+    time.sleep(0.6)  # six looks at half a core idle
+    assert t.is_alive() and not out
+    os.close(w)
+    t.join(5)
+    os.close(r)
+    assert out == ["released"]
+
+
+def test_one_idle_look_is_not_enough(monkeypatch, tmp_path):
+    """An idle window between busy ones (a rank blocked in a collective) does not start the part: WINDOWS
+    looks in a row must each see a core to spare."""
+    readings = iter([(0, 0), (100, 100), (100, 200), (200, 300), (250, 400), (400, 550)])
+    # idle per look on 2 cores: 2.0, 0.0, 2.0, 1.0 -> a core to spare in the 3rd and the 4th look in a row
+    looks = []
+    monkeypatch.setattr(part_gate, "_cpu_times", lambda stat: next(readings))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(part_gate.select, "select", lambda r, w, x, t: looks.append(t) or ([], [], []))
+    assert wait_for_a_free_core(0, window_s=0.01) == "free core"
+    assert len(looks) == 4

@@ -1,0 +1,63 @@
+"""When a rank part's process, started by the profiler's handler beside training, begins its work: once
+the machine has a whole core to spare, or at the latest when the training process lets it go.
+
+A part beside ranks that keep every core busy slows their steps at any priority (on 2 cores running 2
+Gloo ranks, a part at nice 19 made the steps 45 % slower, one at SCHED_IDLE 40 %; README). So the part waits, holding no memory to speak of, until the machine's idle time
+over two windows in a row (WINDOW_S each, /proc/stat) adds up to at least one core, as on a GPU host whose
+ranks leave most of its cores idle, where it starts at once; or until its standard input closes: the
+training process holds the other end of that pipe and closes it in wait_for_parts (at its exit, or when
+the training script calls it), and the operating system closes it if the process dies. Without
+/proc/stat (not Linux) it starts at once.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+
+WINDOW_S = 0.5  # seconds of one look at the machine's idle time
+FREE_CORES = 1.0  # the idle time, in cores, that lets the part start
+WINDOWS = 2  # looks in a row with that much idle
+
+
+def _cpu_times(stat: str = "/proc/stat") -> tuple[int, int] | None:
+    """(idle, total) jiffies of every CPU together (idle counts iowait), or None without /proc/stat."""
+    try:
+        with open(stat) as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return values[3] + values[4], sum(values)
+
+
+def idle_cores(before: tuple[int, int], after: tuple[int, int], cores: int) -> float:
+    """The cores idle between two readings of _cpu_times, on average (0.0 when no time passed)."""
+    total = after[1] - before[1]
+    return 0.0 if total <= 0 else (after[0] - before[0]) / total * cores
+
+
+def wait_for_a_free_core(fd: int = 0, window_s: float = WINDOW_S, stat: str = "/proc/stat") -> str:
+    """Block until the machine has FREE_CORES idle over WINDOWS windows in a row, or ``fd`` reaches its end
+    (or fails). Returns why it returned: "free core", "released" or "no /proc/stat"."""
+    before = _cpu_times(stat)
+    if before is None:
+        return "no /proc/stat"
+    cores = os.cpu_count() or 1
+    free = 0
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], window_s)
+            if ready and not os.read(fd, 4096):
+                return "released"
+        except (OSError, ValueError):  # not a pipe we can watch: its end, for this purpose
+            return "released"
+        after = _cpu_times(stat)
+        if after is None:
+            return "no /proc/stat"
+        free = free + 1 if idle_cores(before, after, cores) >= FREE_CORES else 0
+        if free >= WINDOWS:
+            return "free core"
+        before = after
