@@ -286,6 +286,10 @@ def predict_plan(run, config=None, *, preset: str | None = None, world: int | No
                               ("cores", cores, "the cores a host's ranks share")):
         if value is not None and value < 1:
             raise TracekitError(f"{name} {value}: give {what}, at least 1")
+    given = [n for n in plan_names if fields.get(n) is not None]
+    if sweep and given:  # the sweep tries every plan: a plan field beside it would be dropped without a word
+        raise TracekitError(f"{', '.join(given)} with sweep: the sweep tries every plan for the world size; "
+                            "predict the plan alone, without sweep")
     r = _run(run)
     try:
         return w.whatif(r, config=_config(config), preset=preset, model={k: fields.get(k) for k in MODEL_FIELDS},

@@ -135,9 +135,10 @@ def test_a_failed_open_leaves_a_dead_ingests_leftovers_alone(tmp_path, capsys):
 
 
 def test_a_path_that_is_not_there_is_still_one_line(tmp_path, capsys):
+    """One line that says what to give (a reviewer: click's three said only the usage)."""
     assert main(["report", str(tmp_path / "nothing"), "summary"]) == 2
     err = capsys.readouterr().err
-    assert "does not exist" in err and "Traceback" not in err
+    assert "does not exist: give a run directory (`tracekit ingest TRACES -o RUN`" in err and err.count("\n") == 1
 
 
 def test_a_query_that_spills_writes_nothing_into_the_run(tmp_path, trace, monkeypatch):

@@ -287,6 +287,18 @@ def test_a_counterfactual_refuses_a_plan_field_by_its_flag(capsys):
         tracekit.whatif(tracekit.open(tp), fix_ranks=(1,), sequence_parallel=False)
 
 
+def test_a_sweep_refuses_a_plan_flag_it_would_drop(capsys):
+    """--sweep tries every plan for the world size: --tp 2 beside it was dropped without a word (a reviewer,
+    issue 38); now refused, by the flag in the command, by the field in the API."""
+    ddp = ROOT / "examples" / "traces" / "ddp"
+    assert main(["whatif", str(ddp), "--sweep", "--tp", "2", "--no-sequence-parallel"]) == 1
+    err = capsys.readouterr().err
+    assert "--tp 2, --no-sequence-parallel with --sweep: the sweep tries every plan" in err and err.count("\n") == 1
+    with pytest.raises(tracekit.TracekitError, match="^tp with sweep: the sweep tries every plan"):
+        tracekit.predict_plan(tracekit.open(ddp), sweep=True, tp=2)
+    assert main(["whatif", str(ddp), "--sweep", "--world", "2"]) == 0  # --world is the sweep's
+
+
 def test_the_three_verbs_answer_as_the_command_does():
     """Issue 38, item 5: the API has one function per use, each with its own parameters: the fitted laws,
     a plan's step, a counterfactual replay; each equals what the one-call whatif gives for the same ask."""
