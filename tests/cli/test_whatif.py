@@ -299,6 +299,15 @@ def test_a_sweep_refuses_a_plan_flag_it_would_drop(capsys):
     assert main(["whatif", str(ddp), "--sweep", "--world", "2"]) == 0  # --world is the sweep's
 
 
+def test_a_schedule_without_a_pipeline_changes_nothing():
+    """A reviewer (issue 38): --schedule interleaved on a run without a pipeline read as another plan: its
+    interval the calibrated one of a plan the run did not measure, its columns source_*. A schedule is a
+    pipeline's: without one the plan is the run's own."""
+    run = tracekit.open(ROOT / "examples" / "traces" / "ddp")
+    own, same = tracekit.predict_plan(run), tracekit.predict_plan(run, schedule="interleaved")
+    assert same.to_pylist() == own.to_pylist() and "measured_step_ms" in same.column_names
+
+
 def test_the_three_verbs_answer_as_the_command_does():
     """Issue 38, item 5: the API has one function per use, each with its own parameters: the fitted laws,
     a plan's step, a counterfactual replay; each equals what the one-call whatif gives for the same ask."""

@@ -111,8 +111,12 @@ def _xfer(ctx, src, target, law, act: float) -> list[float]:
 
 def same_plan(a, b) -> bool:
     """The same plan in every field the command line may change (PLAN_FIELDS) but the backend (the run's
-    own, where ``b`` is the run's; DDP's buckets are not a plan the user asks for)."""
-    return b is not None and all(getattr(a, f.name) == getattr(b, f.name) for f in PLAN_FIELDS if f.name != "backend")
+    own, where ``b`` is the run's; DDP's buckets are not a plan the user asks for), and but the schedule
+    where neither plan has a pipeline (``--schedule interleaved`` on a run without one changes nothing)."""
+    if b is None:
+        return False
+    skip = {"backend"} | ({"schedule"} if a.pp == b.pp == 1 else set())
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in PLAN_FIELDS if f.name not in skip)
 
 
 FRAMEWORK_PRIOR_MS = {"fsdp": 2.8, "dtensor": 1.4}  # the machinery's own CPU work per collective it issues,
