@@ -65,7 +65,8 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             traces = [dict(doc["trace"]) for doc in docs.values()]
             assign_hosts(traces, hosts)
             pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
-            pq.write_table(rows_table([pg for doc in docs.values() for pg in doc["process_groups"]], PG_SCHEMA),
+            # (the groups as each part wrote them, JSON text, dropped once written: read_part)
+            pq.write_table(rows_table([pg for doc in docs.values() for pg in doc.pop("process_groups")], PG_SCHEMA),
                            table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
