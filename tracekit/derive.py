@@ -385,16 +385,16 @@ _FINISH_STORED = [n for n in FINISHED if stored(n)]  # the finish tables written
 
 
 def _rank_finish_rules() -> list[str]:
-    """The finish rules that read one rank's facts only (no cross-rank fact, no events), in order: a rank
+    """The finish rules that read one rank's facts and events only (no cross-rank fact), in order: a rank
     part derives them where it is made (derive_rank's finish_dir), the reduce reads them."""
     out: list[str] = []
     for name in FINISHED:
-        if all(u in FACTS or u.startswith("tk_") or u in out for u in uses(name)):
+        if all(u in FACTS or u == "events" or u.startswith("tk_") or u in out for u in uses(name)):
             out.append(name)
     return out
 
 
-RANK_FINISH = _rank_finish_rules()  # _step_pieces, _step_segments: the timeline's sweep, a rank at a time
+RANK_FINISH = _rank_finish_rules()  # _step_pieces, _step_segments (the timeline's sweep), _lead_ups, _lead_up_parts
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
 
 

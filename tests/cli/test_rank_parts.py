@@ -98,7 +98,7 @@ def test_missing_ranks_are_said_and_a_late_part_is_taken_in(synthetic, tmp_path,
 
 
 def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic, tmp_path, capsys):
-    """A part keeps the finish's per-rank tables (the timeline's sweep) for the reduce to read, and its
+    """A part keeps the finish's per-rank tables (the timeline's sweep, why_late's lead-ups) for the reduce to read, and its
     tables in one file (tables.arrows); a part without them (made by an earlier tracekit of the same rules,
     or one whose sweep ran out of memory beside training) is reduced from its Parquet facts as before,
     beside parts that have them."""
@@ -108,7 +108,8 @@ def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic,
         make_part(str(f), str(run))
     parts = sorted((run / "parts" / "iteration_5").glob("rank-*"))
     assert len(parts) == 8 and all(sorted(p.name for p in (d / "finish").iterdir()) ==
-                                   ["_step_pieces.parquet", "_step_segments.parquet"] for d in parts)
+                                   ["_lead_up_parts.parquet", "_lead_ups.parquet", "_step_pieces.parquet",
+                                    "_step_segments.parquet"] for d in parts)
     for d in parts[:3]:  # ranks 0-2 as an earlier tracekit made them
         doc = json.loads((d / "part.json").read_text())
         del doc["finish"], doc["tables"]

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from ..compact import RANKS_PER_FILE, partition
 from ..errors import TracekitError
 from ..layout.paths import PART_FACTS, PART_FINISH, facts_dir, ranks_file
+from ..rules import stored
 
 TABLES_FILE = "tables.arrows"
 MAX_BYTES = 512 << 10  # a part whose Parquet tables are larger on disk keeps them only (no tables file)
@@ -76,6 +77,12 @@ def _read(part: str, doc: dict, names: list[str], finish: list[str]) -> dict[str
     return got
 
 
+def _finish_dir(run_dir: str, scratch: str, name: str) -> str:
+    """Where the compaction joins the parts' finish table ``name``: the run's facts/NAME when the run keeps
+    it (rules.stored), else the finish's scratch."""
+    return facts_dir(run_dir, name) if stored(name) else os.path.join(scratch, name)
+
+
 def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], names: list[str],
                   finish: list[str], scratch: str, workers: int | None = None) -> dict:
     """The parts' facts ``names`` compacted into ``run_dir`` as compact.py lays them out (facts/NAME/all.parquet,
@@ -87,14 +94,14 @@ def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], na
     made: dict[str, dict[int, str]] = {}
     for name in names:
         os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-    for name in finish:
-        os.makedirs(os.path.join(scratch, name), exist_ok=True)
+    for name in finish:  # a stored one (why_late's lead-ups) in the run, the others in the scratch
+        os.makedirs(_finish_dir(run_dir, scratch, name), exist_ok=True)
 
     def one(chunk: list[int]) -> dict[str, str]:
         file_name = "all.parquet" if len(chunks) == 1 else ranks_file(chunk[0], chunk[-1])
         have = [n for n in finish if all(n in (docs[r].get("finish") or ()) for r in chunk)]
         outs = {n: os.path.join(facts_dir(run_dir, n), file_name) for n in names}
-        outs.update({n: os.path.join(scratch, n, file_name) for n in have})
+        outs.update({n: os.path.join(_finish_dir(run_dir, scratch, n), file_name) for n in have})
         pending: dict[str, list[pa.Table]] = {n: [] for n in outs}
         counts = dict.fromkeys(outs, 0)
         writers: dict[str, pq.ParquetWriter] = {}
