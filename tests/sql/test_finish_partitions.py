@@ -44,7 +44,8 @@ def why_late_by_hand(run):
     """why_late's late and others' times per (late rank, kind, name), worked out here in Python from the
     events, the kernels and the matched instances, as docs/definitions.md defines them: each rank's
     lead-up to a collective runs from its previous collective's launch (the first: its step's start) to
-    this one's; in it, the launching thread's CPU ops and the non-comm kernels launched, by name."""
+    this one's, on the rank's own trace clock (ties: in the trace's order); in it, the launching thread's
+    CPU ops and the non-comm kernels launched, by name."""
     from collections import defaultdict
 
     waits = run.sql("SELECT instance_key, rank, event_index, ts_ns FROM collective_waits").to_pylist()
@@ -58,20 +59,20 @@ def why_late_by_hand(run):
         steps[s["rank"]].append(s["ts_ns"])
     insts = run.sql("SELECT instance_key, last_rank, ranks_present FROM collective_instances "
                     "WHERE status = 'clean' AND ranks_present > 1").to_pylist()
-    lead = defaultdict(list)  # rank -> [(t1, instance_key, pid, tid)]
+    lead = defaultdict(list)  # rank -> [(t1, event_index, instance_key, pid, tid)], on the rank's trace clock
     for w in waits:
         k = by_index.get((w["rank"], w["event_index"]))
+        e = ev_index[(w["rank"], w["event_index"])]  # the kernel's or the Gloo op's own event
         if k is not None:
-            t1 = k["launch_ts_ns"] if k["launch_ts_ns"] is not None else w["ts_ns"]
+            t1 = k["launch_ts_ns"] if k["launch_ts_ns"] is not None else e["ts_ns"]
             pid, tid = k["launch_pid"], k["launch_tid"]
         else:
-            e = ev_index[(w["rank"], w["event_index"])]
-            t1, pid, tid = w["ts_ns"], e["pid"], e["tid"]
-        lead[w["rank"]].append((t1, w["instance_key"], pid, tid))
+            t1, pid, tid = e["ts_ns"], e["pid"], e["tid"]
+        lead[w["rank"]].append((t1, w["event_index"], w["instance_key"], pid, tid))
     window = {}  # (instance_key, rank) -> (t0, t1, pid, tid)
     for rank, rows in lead.items():
         prev = None
-        for t1, key, pid, tid in sorted(rows, key=lambda r: (r[0], r[1])):
+        for t1, _, key, pid, tid in sorted(rows, key=lambda r: (r[0], r[1])):  # launch, then the trace's order
             t0 = prev if prev is not None else max((s for s in steps[rank] if s <= t1), default=None)
             window[(key, rank)] = (t0, t1, pid, tid)
             prev = t1
