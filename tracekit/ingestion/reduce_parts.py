@@ -12,6 +12,8 @@ import os
 import shutil
 import time
 
+import msgspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..derive import RANK_FINISH, reduce_run
@@ -66,7 +68,7 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             assign_hosts(traces, hosts)
             pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
             # (the groups as each part wrote them, JSON text, dropped once written: read_part)
-            pq.write_table(rows_table([pg for doc in docs.values() for pg in doc.pop("process_groups")], PG_SCHEMA),
+            pq.write_table(groups_table([pg for doc in docs.values() for pg in doc.pop("process_groups")]),
                            table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
@@ -90,6 +92,41 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     world = max([doc["trace"].get("world_size") or 0 for doc in docs.values()] + [max(docs) + 1])
     return {"ranks": sorted(docs), "world": world, "missing": sorted(set(range(world)) - set(docs)),
             "seconds": time.perf_counter() - start}
+
+
+class _Group(msgspec.Struct, forbid_unknown_fields=True):
+    """A process group as a part wrote it (PG_SCHEMA's columns), its ranks left as JSON text."""
+    rank: int | None = None
+    pg_name: str | None = None
+    pg_desc: str | None = None
+    backend_config: str | None = None
+    pg_size: int | None = None
+    ranks: msgspec.Raw = msgspec.Raw(b"null")
+
+
+def groups_table(raws: list) -> pa.Table:
+    """The process_groups table of the parts' groups (read_part: each one's JSON text). Each distinct list of
+    ranks is decoded once: every rank lists every group it knows, the default group's 4,096 ranks in each of
+    4,096 parts (decoded row by row as rows_table does, 1.6 s and 0.4 GB at 4,096 ranks)."""
+    if not raws or not isinstance(raws[0], msgspec.Raw):  # (decoded already: a part read another way)
+        return rows_table(raws, PG_SCHEMA)
+    try:
+        groups = msgspec.json.Decoder(list[_Group]).decode(b"[" + b",".join(raws) + b"]")
+    except msgspec.DecodeError as exc:
+        raise RunError(f"the rank parts' process groups cannot be read ({exc}); make the parts again from "
+                       "their traces") from None
+    lists: dict[bytes, int] = {}
+    index = [lists.setdefault(bytes(g.ranks), len(lists)) for g in groups]
+    decode = msgspec.json.Decoder(list[int] | None)
+    try:
+        unique = [decode.decode(k) for k in lists]
+    except msgspec.DecodeError as exc:
+        raise RunError(f"the rank parts' process groups cannot be read ({exc}); make the parts again from "
+                       "their traces") from None
+    ranks = pa.array(unique, type=PG_SCHEMA.field("ranks").type).take(pa.array(index, type=pa.int64()))
+    columns = {f.name: pa.array([getattr(g, f.name) for g in groups], type=f.type)
+               for f in PG_SCHEMA if f.name != "ranks"}
+    return pa.table({**columns, "ranks": ranks}, schema=PG_SCHEMA)
 
 
 def _reduce_in_store(url: str, iteration: int | None, hosts, align: bool) -> dict:
