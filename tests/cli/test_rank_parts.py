@@ -237,3 +237,31 @@ def test_the_first_parts_of_a_job_race_for_the_runs_marker(tmp_path):
     (run / "tracekit-run.json.tmp-999").write_text('{"format": ')  # another rank's writer, mid-marker
     make_part(str(traces_of(EXAMPLES / "ddp")[0]), str(run))
     assert os.listdir(run / "parts" / "iteration_3") == ["rank-0"]
+
+
+def test_the_groups_table_is_the_groups_the_parts_wrote(tmp_path):
+    """The reduce builds process_groups from each part's groups as JSON text, each distinct list of ranks
+    decoded once: the table holds every group of every part, in order, with its own list (a shared list,
+    an empty one, none), as the parts wrote them; a group with a field no part writes is refused."""
+    import msgspec
+    import pyarrow as pa
+
+    from tracekit.errors import RunError
+    from tracekit.ingestion.reduce_parts import groups_table
+
+    written = [
+        {"rank": 0, "pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 4,
+         "ranks": [0, 1, 2, 3]},
+        {"rank": 0, "pg_name": "1", "pg_desc": "TP", "pg_size": 2, "ranks": [0, 1]},
+        {"rank": 1, "pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 4,
+         "ranks": [0, 1, 2, 3]},
+        {"rank": 1, "pg_name": "2", "pg_size": 0, "ranks": []},
+        {"rank": 2, "pg_name": "3", "ranks": None},
+        {"rank": 3},
+    ]
+    table = groups_table([msgspec.Raw(json.dumps(g).encode()) for g in written])
+    names = ["rank", "pg_name", "pg_desc", "backend_config", "pg_size", "ranks"]
+    assert table.column_names == names and table.schema.field("ranks").type == pa.list_(pa.int64())
+    assert table.to_pylist() == [{n: g.get(n) for n in names} for g in written]
+    with pytest.raises(RunError, match="process groups cannot be read .*unknown field `pg_rank`"):
+        groups_table([msgspec.Raw(b'{"rank": 0, "pg_rank": 3}')])
