@@ -13,8 +13,11 @@ from tracekit.ingestion.part_gate import _cpu_times, idle_cores, wait_for_a_free
 
 
 def _stat(path, user, idle, iowait=0):
-    # cpu  user nice system idle iowait irq softirq steal guest guest_nice
-    path.write_text(f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0\ncpu0 {user} 0 0 {idle} {iowait} 0 0 0 0 0\n")
+    # cpu  user nice system idle iowait irq softirq steal guest guest_nice; replaced whole, as the kernel's
+    # file is read: never seen half written
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0\ncpu0 {user} 0 0 {idle} {iowait} 0 0 0 0 0\n")
+    os.replace(tmp, path)
 
 
 def test_idle_in_cores_from_the_jiffies(tmp_path):

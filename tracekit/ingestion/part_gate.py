@@ -1,13 +1,13 @@
 """When a rank part's process, started by the profiler's handler beside training, begins its work: once
-the machine has a whole core to spare, or at the latest when the training process lets it go.
+the machine has a core to spare, or at the latest when the training process lets it go.
 
 A part beside ranks that keep every core busy slows their steps at any priority (on 2 cores running 2
-Gloo ranks, a part at nice 19 made the steps 45 % slower, one at SCHED_IDLE 40 %; README). So the part waits, holding no memory to speak of, until the machine's idle time
-over two windows in a row (WINDOW_S each, /proc/stat) adds up to at least one core, as on a GPU host whose
-ranks leave most of its cores idle, where it starts at once; or until its standard input closes: the
-training process holds the other end of that pipe and closes it in wait_for_parts (at its exit, or when
-the training script calls it), and the operating system closes it if the process dies. Without
-/proc/stat (not Linux) it starts at once.
+Gloo ranks, a part at nice 19 made the steps 45 % slower, one at SCHED_IDLE 40 %; README). So the part
+waits, holding no memory to speak of, until the machine's idle time over two windows in a row (WINDOW_S
+each, /proc/stat) adds up to a core (FREE_CORES), as on a GPU host whose ranks leave most of its cores
+idle, where it starts at once; or until its standard input closes: the training process holds the other
+end of that pipe and closes it in wait_for_parts (at its exit, or when the training script calls it), and
+the operating system closes it if the process dies. Without /proc/stat (not Linux) it starts at once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import os
 import select
 
 WINDOW_S = 0.5  # seconds of one look at the machine's idle time
-FREE_CORES = 1.0  # the idle time, in cores, that lets the part start
+FREE_CORES = 0.9  # the idle time, in cores, that lets the part start: a core, less the machine's own
+# background work (a 2-core machine with one busy process read 0.96-1.02 idle cores; 2 Gloo ranks training
+# on its 2 cores, 0.0-0.6)
 WINDOWS = 2  # looks in a row with that much idle
 
 
