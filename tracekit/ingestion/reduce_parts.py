@@ -67,6 +67,9 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             traces = [dict(doc["trace"]) for doc in docs.values()]
             assign_hosts(traces, hosts)
             pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
+            del traces
+            for doc in docs.values():  # the trace's header, now in the table (88 MB at 4,096 ranks), no longer held
+                doc["trace"].pop("metadata", None)
             # (the groups as each part wrote them, JSON text, dropped once written: read_part)
             pq.write_table(groups_table([pg for doc in docs.values() for pg in doc.pop("process_groups")]),
                            table_path(tmp, "process_groups"))

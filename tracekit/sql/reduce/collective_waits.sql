@@ -39,7 +39,10 @@ WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: 
                     THEN CASE WHEN collective = 'send' THEN rank ELSE other END ELSE src_rank END AS src_rank,
                CASE WHEN dst_rank IS NULL AND collective IN ('send', 'recv') AND group_size = 2
                     THEN CASE WHEN collective = 'send' THEN other ELSE rank END ELSE dst_rank END AS dst_rank)
-    FROM (SELECT *, list_filter(TRY_CAST(pg_ranks AS BIGINT[]), lambda x: x <> rank)[1] AS other
+    -- (the group's ranks parsed only where they name the peer: parsed for every row, a job's rows times
+    -- its groups' sizes, the most of the cross-rank facts' time at 4,096 ranks)
+    FROM (SELECT *, CASE WHEN collective IN ('send', 'recv') AND group_size = 2
+                         THEN list_filter(TRY_CAST(pg_ranks AS BIGINT[]), lambda x: x <> rank)[1] END AS other
           FROM _collectives_aligned) c),
 keyed AS (
     SELECT c.* EXCLUDE (other),

@@ -10,11 +10,11 @@
 -- @column first_rank: the lowest of those ranks
 CREATE OR REPLACE VIEW trace_versions AS
 SELECT pytorch_version, cuda_runtime_version, has_config, count(*) AS rank_count, min(rank) AS first_rank
-FROM (SELECT rank,
-             coalesce(json_extract_string(metadata, '$.pytorch_version'),
-                      json_extract_string(metadata, '$.tracekit_config.pytorch_version')) AS pytorch_version,
-             json_extract_string(metadata, '$.cuda_runtime_version') AS cuda_runtime_version,
-             json_extract(metadata, '$.tracekit_config') IS NOT NULL AS has_config
-      FROM traces)
+FROM (SELECT rank, coalesce(v[1] ->> '$', v[2] ->> '$') AS pytorch_version, v[3] ->> '$' AS cuda_runtime_version,
+             v[4] IS NOT NULL AS has_config
+      -- each trace's metadata parsed once for the four paths (21 KB a rank at 4,096 ranks: four parses took 0.9 s)
+      FROM (SELECT rank, json_extract(metadata, ['$.pytorch_version', '$.tracekit_config.pytorch_version',
+                                                 '$.cuda_runtime_version', '$.tracekit_config']) AS v
+            FROM traces))
 GROUP BY pytorch_version, cuda_runtime_version, has_config
 ORDER BY first_rank;
