@@ -112,6 +112,7 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
 
 _PARTS: list = []  # the rank-part processes this process started (subprocess.Popen), for wait_for_parts
 PART_NICE = 19  # the lowest priority: the part waits for whatever CPU the training leaves
+_FORK_HOOK: list = []  # [True] once _drop_pipes is registered to run in forked children
 
 
 def start_part(trace: str, run: str, iteration: int | None = None):
@@ -122,6 +123,9 @@ def start_part(trace: str, run: str, iteration: int | None = None):
 
     if not _PARTS:
         atexit.register(wait_for_parts)
+    if not _FORK_HOOK and hasattr(os, "register_at_fork"):  # once: a child forked later (a DataLoader worker)
+        os.register_at_fork(after_in_child=_drop_pipes)  # keeps no part's pipe open after the release
+        _FORK_HOOK.append(True)
     from .layout.objstore import is_store_url
 
     where = run if is_store_url(run) else os.path.abspath(run)
@@ -140,6 +144,16 @@ def start_part(trace: str, run: str, iteration: int | None = None):
                             env=env)
     _PARTS.append(proc)
     return proc
+
+
+def _drop_pipes() -> None:
+    """In a forked child: close its copies of the parts' pipes and forget the parts (they are the parent's:
+    a copy left open would keep a part waiting after wait_for_parts closed the parent's)."""
+    for p in _PARTS:
+        if p.stdin is not None and not p.stdin.closed:
+            with contextlib.suppress(OSError):
+                p.stdin.close()
+    _PARTS.clear()
 
 
 def wait_for_parts(timeout: float | None = None) -> list[int]:

@@ -99,3 +99,29 @@ def test_one_idle_look_is_not_enough(monkeypatch, tmp_path):
     monkeypatch.setattr(part_gate.select, "select", lambda r, w, x, t: looks.append(t) or ([], [], []))
     assert wait_for_a_free_core(0, window_s=0.01) == "free core"
     assert len(looks) == 4
+
+
+def test_a_forked_child_keeps_no_part_waiting(tmp_path):
+    """A child the training forks after the part started (a DataLoader worker) must not hold the part's pipe:
+    once the training closes its end, the part sees the end of its input though the child lives on."""
+    import subprocess
+    import sys
+
+    from tracekit import profiler
+
+    reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.buffer.read(); print('released')"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    profiler._PARTS.append(reader)  # as start_part keeps it
+    if not profiler._FORK_HOOK:
+        os.register_at_fork(after_in_child=profiler._drop_pipes)
+        profiler._FORK_HOOK.append(True)
+    pid = os.fork()
+    if pid == 0:  # the worker: lives on past the release
+        time.sleep(3)
+        os._exit(0)
+    try:
+        start = time.monotonic()
+        assert profiler.wait_for_parts(timeout=2.5) == [0]  # the part is released before the child exits
+        assert time.monotonic() - start < 2.5 and reader.stdout.read() == "released\n"
+    finally:
+        os.waitpid(pid, 0)
