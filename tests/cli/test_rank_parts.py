@@ -98,10 +98,10 @@ def test_missing_ranks_are_said_and_a_late_part_is_taken_in(synthetic, tmp_path,
 
 
 def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic, tmp_path, capsys):
-    """A part keeps the finish's per-rank tables (the timeline's sweep, why_late's lead-ups) for the reduce to read, and its
-    tables in one file (tables.arrows); a part without them (made by an earlier tracekit of the same rules,
-    or one whose sweep ran out of memory beside training) is reduced from its Parquet facts as before,
-    beside parts that have them."""
+    """A part keeps the finish's per-rank tables (the timeline's sweep, why_late's lead-ups) for the reduce
+    to read, and its tables in one file (tables.arrows); a part without them (made by an earlier tracekit
+    of the same rules, or one whose sweep ran out of memory beside training) is reduced from its Parquet
+    facts as before, beside parts that have them."""
     files = traces_of(synthetic)
     run = tmp_path / "run"
     for f in files:
