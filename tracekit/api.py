@@ -261,6 +261,10 @@ def fit_laws(run, plot=None):
     return pa.Table.from_pylist(laws)
 
 
+SWEPT_MODEL_FIELDS = ("micro_batches",)  # the model's field a sweep varies itself (--micro-batch sets the
+# sequences per step the sweep holds: micro-batch x its count x dp)
+
+
 def predict_plan(run, config=None, *, preset: str | None = None, world: int | None = None,
                  cores: int | None = None, sweep: bool = False, **fields):
     """The step of the run's model under its own plan or another, timed by the run's own compute and
@@ -286,10 +290,12 @@ def predict_plan(run, config=None, *, preset: str | None = None, world: int | No
                               ("cores", cores, "the cores a host's ranks share")):
         if value is not None and value < 1:
             raise TracekitError(f"{name} {value}: give {what}, at least 1")
-    given = [n for n in plan_names if fields.get(n) is not None]
-    if sweep and given:  # the sweep tries every plan: a plan field beside it would be dropped without a word
-        raise TracekitError(f"{', '.join(given)} with sweep: the sweep tries every plan for the world size; "
-                            "predict the plan alone, without sweep")
+    # the sweep tries every plan, and every micro-batch count that keeps the sequences per step: a plan
+    # field or a micro-batch count beside it would be dropped without a word
+    given = [n for n in plan_names + list(SWEPT_MODEL_FIELDS) if fields.get(n) is not None]
+    if sweep and given:
+        raise TracekitError(f"{', '.join(given)} with sweep: the sweep tries every plan for the world size, with "
+                            "every micro-batch count; predict the plan alone, without sweep")
     r = _run(run)
     try:
         return w.whatif(r, config=_config(config), preset=preset, model={k: fields.get(k) for k in MODEL_FIELDS},

@@ -121,6 +121,10 @@ def start_part(trace: str, run: str, iteration: int | None = None):
     import subprocess
     import sys
 
+    for p in _PARTS:  # the parts of earlier cycles that finished: reaped (no zombie), their pipes closed
+        if p.poll() is not None and p.stdin is not None and not p.stdin.closed:
+            with contextlib.suppress(OSError):
+                p.stdin.close()
     if not _PARTS:
         atexit.register(wait_for_parts)
     if not _FORK_HOOK and hasattr(os, "register_at_fork"):  # once: a child forked later (a DataLoader worker)

@@ -296,6 +296,8 @@ def test_a_sweep_refuses_a_plan_flag_it_would_drop(capsys):
     assert "--tp 2, --no-sequence-parallel with --sweep: the sweep tries every plan" in err and err.count("\n") == 1
     with pytest.raises(tracekit.TracekitError, match="^tp with sweep: the sweep tries every plan"):
         tracekit.predict_plan(tracekit.open(ddp), sweep=True, tp=2)
+    assert main(["whatif", str(ddp), "--sweep", "--micro-batches", "4"]) == 1  # the sweep tries every count
+    assert "--micro-batches 4 with --sweep" in capsys.readouterr().err
     assert main(["whatif", str(ddp), "--sweep", "--world", "2"]) == 0  # --world is the sweep's
 
 

@@ -12,24 +12,40 @@ from tracekit.ingestion import part_gate
 from tracekit.ingestion.part_gate import _cpu_times, idle_cores, wait_for_a_free_core
 
 
-def _stat(path, user, idle, iowait=0):
-    # cpu  user nice system idle iowait irq softirq steal guest guest_nice; replaced whole, as the kernel's
-    # file is read: never seen half written
+def _stat(path, user, idle, iowait=0, cpus=2):
+    """The machine's line and one per CPU, each CPU with an equal share (user nice system idle iowait irq
+    softirq steal guest guest_nice); replaced whole, as the kernel's file is read: never seen half written."""
+    lines = [f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0"]
+    lines += [f"cpu{c} {user // cpus} 0 0 {idle // cpus} {iowait // cpus} 0 0 0 0 0" for c in range(cpus)]
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0\ncpu0 {user} 0 0 {idle} {iowait} 0 0 0 0 0\n")
+    tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, path)
 
 
 def test_idle_in_cores_from_the_jiffies(tmp_path):
     stat = tmp_path / "stat"
     _stat(stat, 1000, 500, 100)
-    before = _cpu_times(str(stat))
-    assert before == (600, 1600)  # idle counts iowait; the total, every field of the eight
+    before = _cpu_times(str(stat), cpus={0, 1})
+    assert before == (600, 1600, 2)  # idle counts iowait; the total, every field of the eight; 2 CPUs
     _stat(stat, 1300, 700, 200)  # 300 busy, 300 idle (200 idle + 100 iowait) of 600: half the time
-    after = _cpu_times(str(stat))
+    after = _cpu_times(str(stat), cpus={0, 1})
     assert idle_cores(before, after, 2) == 1.0  # half of 2 cores
     assert idle_cores(before, after, 8) == 4.0
     assert idle_cores(after, after, 8) == 0.0  # no time passed: nothing idle to speak of
+
+
+def test_only_the_cores_the_part_may_run_on(tmp_path):
+    """A rank pinned to core 0 passes the pinning to its part: core 1 idle does not let the part start on
+    core 0, which the rank keeps busy."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 0 100 0 0 0 0 0 0\ncpu0 100 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0 0 0\n")
+    before = _cpu_times(str(stat), cpus={0})
+    stat.write_text("cpu  200 0 0 200 0 0 0 0 0 0\ncpu0 200 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0 0 0\n")
+    after = _cpu_times(str(stat), cpus={0})
+    assert before[2] == 1 and idle_cores(before, after, after[2]) == 0.0  # its one core: busy
+    both = _cpu_times(str(stat), cpus={0, 1})
+    assert both[2] == 2 and idle_cores((0, 0, 2), both, 2) == 1.0  # unpinned: core 1 to spare
+    assert _cpu_times(str(stat), cpus={5})[2] == os.cpu_count()  # none listed: the machine's line
 
 
 def test_no_proc_stat_begins_at_once(tmp_path):
@@ -67,7 +83,7 @@ def machine(tmp_path, monkeypatch):
 def test_a_core_to_spare_begins(machine):
     r, w = os.pipe()
     try:  # 2 cores, 60 % idle: 1.2 cores to spare
-        assert wait_for_a_free_core(r, window_s=0.1, stat=machine(4, 6)) == "free core"
+        assert wait_for_a_free_core(r, window_s=0.1, stat=machine(4, 6), cpus={0, 1}) == "free core"
     finally:
         os.close(r)
         os.close(w)
@@ -78,7 +94,7 @@ def test_busy_cores_wait_until_released(machine):
     stat = machine(3, 1)
     r, w = os.pipe()
     out = []
-    t = threading.Thread(target=lambda: out.append(wait_for_a_free_core(r, window_s=0.1, stat=stat)))
+    t = threading.Thread(target=lambda: out.append(wait_for_a_free_core(r, window_s=0.1, stat=stat, cpus={0, 1})))
     t.start()
     time.sleep(0.6)  # six looks at half a core idle
     assert t.is_alive() and not out
@@ -91,10 +107,10 @@ def test_busy_cores_wait_until_released(machine):
 def test_one_idle_look_is_not_enough(monkeypatch, tmp_path):
     """An idle window between busy ones (a rank blocked in a collective) does not start the part: WINDOWS
     looks in a row must each see a core to spare."""
-    readings = iter([(0, 0), (100, 100), (100, 200), (200, 300), (250, 400), (400, 550)])
+    readings = iter([(0, 0, 2), (100, 100, 2), (100, 200, 2), (200, 300, 2), (250, 400, 2), (400, 550, 2)])
     # idle per look on 2 cores: 2.0, 0.0, 2.0, 1.0 -> a core to spare in the 3rd and the 4th look in a row
     looks = []
-    monkeypatch.setattr(part_gate, "_cpu_times", lambda stat: next(readings))
+    monkeypatch.setattr(part_gate, "_cpu_times", lambda stat, cpus: next(readings))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(part_gate.select, "select", lambda r, w, x, t: looks.append(t) or ([], [], []))
     assert wait_for_a_free_core(0, window_s=0.01) == "free core"

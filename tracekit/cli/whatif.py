@@ -63,11 +63,14 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
             raise tracekit.TracekitError(f"{flag} {value}: give {what}, at least 1")
     if params.get("sweep"):  # the sweep tries every plan: a plan flag beside it would be dropped without a word
         from ..analytic.config import PLAN_FIELDS
+        from ..api import SWEPT_MODEL_FIELDS
 
         given = [f.spelled(params[f.name]) for f in PLAN_FIELDS if params.get(f.name) is not None]
+        given += [f"--{n.replace('_', '-')} {params[n]}" for n in SWEPT_MODEL_FIELDS if params.get(n) is not None]
         if given:
             raise tracekit.TracekitError(f"{', '.join(given)} with --sweep: the sweep tries every plan for the "
-                                         "world size (--world); give the plan without --sweep to predict it alone")
+                                         "world size (--world), with every micro-batch count; give the "
+                                         "plan without --sweep to predict it alone")
     if fit or plot:
         laws = tracekit.fit_laws(run, plot)
         if fit:

@@ -3,11 +3,13 @@ the machine has a core to spare, or at the latest when the training process lets
 
 A part beside ranks that keep every core busy slows their steps at any priority (on 2 cores running 2
 Gloo ranks, a part at nice 19 made the steps 45 % slower, one at SCHED_IDLE 40 %; README). So the part
-waits, holding no memory to speak of, until the machine's idle time over two windows in a row (WINDOW_S
-each, /proc/stat) adds up to a core (FREE_CORES), as on a GPU host whose ranks leave most of its cores
-idle, where it starts at once; or until its standard input closes: the training process holds the other
+waits, holding no memory to speak of, until the idle time of the cores it may run on (the rank's: a rank
+pinned to some cores passes its pinning on) over two windows in a row (WINDOW_S each, /proc/stat) adds up
+to a core (FREE_CORES), as where the ranks leave cores idle (a GPU host's ranks mostly wait for their
+GPUs), where it starts at once; or until its standard input closes: the training process holds the other
 end of that pipe and closes it in wait_for_parts (at its exit, or when the training script calls it), and
-the operating system closes it if the process dies. Without /proc/stat (not Linux) it starts at once.
+the operating system closes it if the process dies. Without /proc/stat (not Linux) it starts at once. A
+container's CPU quota (cgroups) is not read: there the idle time is the host's.
 """
 
 from __future__ import annotations
@@ -22,32 +24,46 @@ FREE_CORES = 0.9  # the idle time, in cores, that lets the part start: a core, l
 WINDOWS = 2  # looks in a row with that much idle
 
 
-def _cpu_times(stat: str = "/proc/stat") -> tuple[int, int] | None:
-    """(idle, total) jiffies of every CPU together (idle counts iowait), or None without /proc/stat."""
+def _cpu_times(stat: str = "/proc/stat", cpus=None) -> tuple[int, int, int] | None:
+    """(idle, total, cores): the jiffies of the CPUs ``cpus`` (numbers; the process's own by default: a rank
+    pinned to some cores leaves its part only those) summed, idle counting iowait, and how many CPUs those
+    are; every CPU's (the first line) where /proc/stat lists none of them; None without /proc/stat."""
     try:
         with open(stat) as f:
-            fields = f.readline().split()
+            lines = [ln.split() for ln in f if ln.startswith("cpu")]
     except OSError:
         return None
-    if not fields or fields[0] != "cpu":
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
+    wanted = {f"cpu{c}" for c in cpus}
+    rows = [fields for fields in lines if fields[0] in wanted]
+    cores = len(rows)
+    if not rows:  # no per-CPU lines for them: the machine's
+        rows = [fields for fields in lines[:1] if fields[0] == "cpu"]
+        cores = os.cpu_count() or 1
+    if not rows:
         return None
-    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return values[3] + values[4], sum(values)
+    idle = total = 0
+    for fields in rows:
+        values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+        idle += values[3] + values[4]
+        total += sum(values)
+    return idle, total, cores
 
 
-def idle_cores(before: tuple[int, int], after: tuple[int, int], cores: int) -> float:
+def idle_cores(before: tuple, after: tuple, cores: int) -> float:
     """The cores idle between two readings of _cpu_times, on average (0.0 when no time passed)."""
     total = after[1] - before[1]
     return 0.0 if total <= 0 else (after[0] - before[0]) / total * cores
 
 
-def wait_for_a_free_core(fd: int = 0, window_s: float = WINDOW_S, stat: str = "/proc/stat") -> str:
-    """Block until the machine has FREE_CORES idle over WINDOWS windows in a row, or ``fd`` reaches its end
-    (or fails). Returns why it returned: "free core", "released" or "no /proc/stat"."""
-    before = _cpu_times(stat)
+def wait_for_a_free_core(fd: int = 0, window_s: float = WINDOW_S, stat: str = "/proc/stat", cpus=None) -> str:
+    """Block until the CPUs this process may run on (``cpus``: its affinity by default) have FREE_CORES idle
+    over WINDOWS windows in a row, or ``fd`` reaches its end (or fails). Returns why it returned: "free
+    core", "released" or "no /proc/stat"."""
+    before = _cpu_times(stat, cpus)
     if before is None:
         return "no /proc/stat"
-    cores = os.cpu_count() or 1
     free = 0
     while True:
         try:
@@ -56,10 +72,10 @@ def wait_for_a_free_core(fd: int = 0, window_s: float = WINDOW_S, stat: str = "/
                 return "released"
         except (OSError, ValueError):  # not a pipe we can watch: its end, for this purpose
             return "released"
-        after = _cpu_times(stat)
+        after = _cpu_times(stat, cpus)
         if after is None:
             return "no /proc/stat"
-        free = free + 1 if idle_cores(before, after, cores) >= FREE_CORES else 0
+        free = free + 1 if idle_cores(before, after, after[2]) >= FREE_CORES else 0
         if free >= WINDOWS:
             return "free core"
         before = after
