@@ -57,14 +57,18 @@ class RunPath(click.Path):
             if left_aside(os.path.realpath(value)):
                 return os.fspath(value)
             # one line that says what to give (click's says the usage and no more)
-            raise _NotThere(f"{os.fspath(value)} does not exist: give a run directory (`tracekit ingest TRACES -o "
+            raise _NotThere(f"{os.fspath(value)!r} does not exist: give a run directory (`tracekit ingest TRACES -o "
                             "RUN` makes one from traces) or a trace file or directory")
         return super().convert(value, param, ctx)
 
 
 class _NotThere(click.ClickException):
-    """A run argument that names nothing: its one line, with click's exit code for a bad argument."""
+    """A run argument that names nothing: its one line, worded as tracekit's other errors, with click's exit
+    code for a bad argument."""
     exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
 
 
 def run_argument(f_or_name):
