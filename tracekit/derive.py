@@ -362,25 +362,21 @@ def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = No
     # ran trace_versions out of memory beside them)
     con = duckdb.connect()
     try:
-        _cross_rank_on(con, run_dir, align, timings)
+        bind_tables(con, run_dir, ("traces",))
+        define_base(con)
+        # read once (a file per rank where the ranks made their own parts), not by each pass of the rules
+        try:
+            con.execute(f"CREATE TABLE _collectives AS SELECT * FROM read_parquet("
+                        f"{sql_string(facts_glob(run_dir, '_collectives'))}, union_by_name = true)")
+        except duckdb.Error as exc:
+            raise TracekitError(f"{run_dir}: could not read its collectives: {str(exc).splitlines()[0]}") from None
+        for name in REDUCED + [CLOCKS]:
+            os.makedirs(facts_dir(run_dir, name), exist_ok=True)
+        reduce_on(con, lambda name: facts_file(run_dir, name),
+                  lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
+                                                  f"{str(exc).splitlines()[0]}"), align, timings)
     finally:
         con.close()
-
-
-def _cross_rank_on(con, run_dir: str, align: bool, timings: dict | None) -> None:
-    bind_tables(con, run_dir, ("traces",))
-    define_base(con)
-    # read once (a file per rank where the ranks made their own parts), not by each pass of the rules
-    try:
-        con.execute(f"CREATE TABLE _collectives AS SELECT * FROM read_parquet("
-                    f"{sql_string(facts_glob(run_dir, '_collectives'))}, union_by_name = true)")
-    except duckdb.Error as exc:
-        raise TracekitError(f"{run_dir}: could not read its collectives: {str(exc).splitlines()[0]}") from None
-    for name in REDUCED + [CLOCKS]:
-        os.makedirs(facts_dir(run_dir, name), exist_ok=True)
-    reduce_on(con, lambda name: facts_file(run_dir, name),
-              lambda name, exc: TracekitError(f"{run_dir}: could not derive its {name}: "
-                                              f"{str(exc).splitlines()[0]}"), align, timings)
 
 
 def compact_facts(run_dir: str) -> None:

@@ -61,8 +61,8 @@ def trace_handler(trace_dir: str, ingest_to: str | None = None, run: str | None 
 
     With ``run``, each rank then makes its own part of that run directory from its trace, in a process of
     its own (python -m tracekit.ingestion.rank_part, at the lowest priority) while training goes on: its
-    events and per-rank facts, complete or absent. That process begins its work once the machine has a
-    whole core to spare (at once on a GPU host, whose ranks leave most cores idle) or, at the latest, when
+    events and per-rank facts, complete or absent. That process begins its work once the cores it may run
+    on have a core's worth of idle time (at once where the ranks leave cores idle) or, at the latest, when
     this process calls wait_for_parts or exits (tracekit/ingestion/part_gate.py): a part beside ranks
     that keep every core busy would slow their steps. ``tracekit ingest --reduce RUN`` builds the run from the
     parts present (the cross-rank work only). Each profiling cycle is a part of its own
@@ -122,9 +122,8 @@ def start_part(trace: str, run: str, iteration: int | None = None):
     import sys
 
     for p in _PARTS:  # the parts of earlier cycles that finished: reaped (no zombie), their pipes closed
-        if p.poll() is not None and p.stdin is not None and not p.stdin.closed:
-            with contextlib.suppress(OSError):
-                p.stdin.close()
+        if p.poll() is not None:
+            _release(p)
     if not _PARTS:
         atexit.register(wait_for_parts)
     if not _FORK_HOOK and hasattr(os, "register_at_fork"):  # once: a child forked later (a DataLoader worker)
@@ -150,13 +149,18 @@ def start_part(trace: str, run: str, iteration: int | None = None):
     return proc
 
 
+def _release(p) -> None:
+    """Close this process's end of part ``p``'s pipe: the part, if it still waits, begins (part_gate.py)."""
+    if p.stdin is not None and not p.stdin.closed:
+        with contextlib.suppress(OSError):
+            p.stdin.close()
+
+
 def _drop_pipes() -> None:
     """In a forked child: close its copies of the parts' pipes and forget the parts (they are the parent's:
     a copy left open would keep a part waiting after wait_for_parts closed the parent's)."""
     for p in _PARTS:
-        if p.stdin is not None and not p.stdin.closed:
-            with contextlib.suppress(OSError):
-                p.stdin.close()
+        _release(p)
     _PARTS.clear()
 
 
@@ -164,9 +168,7 @@ def wait_for_parts(timeout: float | None = None) -> list[int]:
     """Wait for the rank parts this process started (trace_handler(..., run=RUN)); their exit codes (0:
     made). Runs at exit too, so that a reduce after the job finds every part."""
     for p in _PARTS:  # a part still waiting for a core to spare begins now (part_gate.py)
-        if p.stdin is not None and not p.stdin.closed:
-            with contextlib.suppress(OSError):
-                p.stdin.close()
+        _release(p)
     codes = [p.wait(timeout) for p in _PARTS]
     _PARTS.clear()
     return codes
