@@ -265,3 +265,101 @@ def test_the_groups_table_is_the_groups_the_parts_wrote(tmp_path):
     assert table.to_pylist() == [{n: g.get(n) for n in names} for g in written]
     with pytest.raises(RunError, match="process groups cannot be read .*unknown field `pg_rank`"):
         groups_table([msgspec.Raw(b'{"rank": 0, "pg_rank": 3}')])
+
+
+def _facts_of(d: pathlib.Path, name: str):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(d / "facts" / f"{name}.parquet")
+
+
+def test_the_writer_that_completes_a_group_joins_its_tables_for_the_reduce(synthetic, tmp_path, capsys):
+    """The writer whose part completes a group of ranks joins the group's tables beside the parts; the reduce
+    links those files rather than reading every part's tables again, and answers as a central ingest."""
+    import pyarrow as pa
+
+    from tracekit.rules import FACTS
+
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    cycle = run / "parts" / "iteration_5"
+    for f in files[:7]:
+        make_part(str(f), str(run))
+    assert not list(cycle.glob("group-*"))  # rank 7 missing: no group yet
+    make_part(str(files[7]), str(run))
+    group = cycle / "group-0000000-0000007"
+    parts = [cycle / f"rank-{r}" for r in range(8)]
+    for name in FACTS:  # each table: the parts' own files, rank by rank (read here, not by the code under test)
+        joined = _facts_of(group, name)
+        assert joined.to_pylist() == pa.concat_tables([_facts_of(p, name) for p in parts]).to_pylist(), name
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    from tracekit.layout.versions import current_version
+
+    version = pathlib.Path(current_version(str(run)))
+    for name in FACTS:  # the run's file is the group's (linked), not a compaction of the parts
+        assert os.path.samefile(version / "facts" / name / "all.parquet", group / "facts" / f"{name}.parquet")
+    assert main(["ingest", str(synthetic), "-o", str(tmp_path / "central")]) == 0
+    assert answers(capsys, run) == answers(capsys, tmp_path / "central")
+
+
+def test_a_group_whose_parts_changed_is_not_used_and_is_joined_again(synthetic, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    cycle = run / "parts" / "iteration_5"
+    for f in files:
+        make_part(str(f), str(run))
+    group = cycle / "group-0000000-0000007"
+    rows = sum(_facts_of(cycle / f"rank-{r}", "comm_ops").num_rows for r in range(8))
+    assert rows > 0 and _facts_of(group, "comm_ops").num_rows == rows
+    # the group as it would be were rank 3's part made again after it: its rows no longer the parts'
+    stale = _facts_of(group, "comm_ops")
+    pq.write_table(pa.Table.from_pylist([], schema=stale.schema), group / "facts" / "comm_ops.parquet")
+    part_json = cycle / "rank-3" / "part.json"
+    part_json.write_bytes(part_json.read_bytes() + b" ")  # (another file's identity: its size)
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["sql", str(run), "SELECT count(*) AS n FROM comm_ops", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": rows}]  # the parts' rows, compacted by the reduce
+    make_part(str(files[3]), str(run))  # rank 3 made again: its writer completes the group again
+    doc = json.loads((group / "group.json").read_text())
+    st = os.stat(part_json)
+    assert doc["ranks"]["3"] == [st.st_ino, st.st_mtime_ns, st.st_size]
+    assert _facts_of(group, "comm_ops").num_rows == rows
+    assert not [e for e in os.listdir(run / "parts") if e.startswith(".tmp-")]  # (the old group removed)
+
+
+def test_a_group_that_cannot_be_joined_leaves_the_part_and_says_so(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from tracekit.ingestion import part_tables
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", "group.parquet")
+
+    monkeypatch.setattr(part_tables, "compact_chunk", full)
+    run = tmp_path / "run"
+    for f in traces_of(EXAMPLES / "ddp"):
+        make_part(str(f), str(run))
+    err = capsys.readouterr().err
+    assert "was not joined (No space left on device (group.parquet)); the reduce joins its parts itself" in err
+    assert sorted(os.listdir(run / "parts" / "iteration_3")) == [".group-0000000-0000001.lock", "rank-0", "rank-1"]
+    assert not [e for e in os.listdir(run / "parts") if e.startswith(".tmp-")]
+    monkeypatch.undo()
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    assert "2 ranks of 2 reduced" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("rank, world, span", [(0, 8, (0, 7)), (300, 4096, (256, 511)), (299, 300, (256, 299)),
+                                               (255, 4096, (0, 255)), (3, None, None), (9, 8, None)])
+def test_a_ranks_group_is_the_reduces_partition_with_every_rank_present(rank, world, span):
+    from tracekit.compact import partition
+    from tracekit.ingestion.part_groups import group_span
+
+    assert group_span(rank, world) == span
+    if span:  # the reduce cuts a job with every rank present the same way
+        assert [c for c in partition(list(range(world))) if rank in c] == [list(range(span[0], span[1] + 1))]

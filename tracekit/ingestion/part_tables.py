@@ -22,6 +22,7 @@ from ..compact import RANKS_PER_FILE, partition
 from ..errors import TracekitError
 from ..layout.paths import PART_FACTS, PART_FINISH, facts_dir, ranks_file
 from ..rules import stored
+from .part_groups import link_group
 
 TABLES_FILE = "tables.arrows"
 MAX_BYTES = 512 << 10  # a part whose Parquet tables are larger on disk keeps them only (no tables file)
@@ -102,39 +103,8 @@ def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], na
         have = [n for n in finish if all(n in (docs[r].get("finish") or ()) for r in chunk)]
         outs = {n: os.path.join(facts_dir(run_dir, n), file_name) for n in names}
         outs.update({n: os.path.join(_finish_dir(run_dir, scratch, n), file_name) for n in have})
-        pending: dict[str, list[pa.Table]] = {n: [] for n in outs}
-        counts = dict.fromkeys(outs, 0)
-        writers: dict[str, pq.ParquetWriter] = {}
-
-        def flush(name: str, final: bool = False) -> None:
-            tables = pending[name]
-            if not tables:
-                return
-            table = pa.concat_tables(tables)
-            rows = table.num_rows if final else table.num_rows // ROW_GROUP * ROW_GROUP
-            if not rows and not (final and name not in writers):
-                return
-            if name not in writers:
-                writers[name] = pq.ParquetWriter(outs[name], table.schema)
-            writers[name].write_table(table.slice(0, rows), row_group_size=ROW_GROUP)
-            pending[name] = [table.slice(rows)] if rows < table.num_rows else []
-
-        try:
-            for r in chunk:
-                got = _read(parts[r], docs[r], names, have)
-                for name, table in got.items():
-                    if pending[name] and table.schema != pending[name][0].schema:
-                        table = table.cast(pending[name][0].schema)
-                    pending[name].append(table)
-                    counts[name] += table.num_rows
-                    if counts[name] >= ROW_GROUP:
-                        flush(name)
-                        counts[name] = sum(t.num_rows for t in pending[name])
-            for name in outs:
-                flush(name, final=True)
-        finally:
-            for w in writers.values():
-                w.close()
+        if not link_group(parts, docs, chunk, names, have, outs):  # (the chunk's own writers did not join it)
+            compact_chunk(parts, docs, chunk, names, have, outs)
         return {n: outs[n] for n in have}
 
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
@@ -143,3 +113,43 @@ def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], na
                 for r in chunk:
                     made.setdefault(name, {})[r] = path
     return made
+
+
+def compact_chunk(parts: dict[int, str], docs: dict[int, dict], chunk: list[int], names: list[str],
+                  have: list[str], outs: dict[str, str]) -> None:
+    """The tables ``names`` (facts) and ``have`` (finish) of the parts of ranks ``chunk``, rank by rank, each
+    in its file's order, into one Parquet file each, ``outs[name]``: row groups of ROW_GROUP rows, as
+    compact.py's COPY writes them."""
+    pending: dict[str, list[pa.Table]] = {n: [] for n in outs}
+    counts = dict.fromkeys(outs, 0)
+    writers: dict[str, pq.ParquetWriter] = {}
+
+    def flush(name: str, final: bool = False) -> None:
+        tables = pending[name]
+        if not tables:
+            return
+        table = pa.concat_tables(tables)
+        rows = table.num_rows if final else table.num_rows // ROW_GROUP * ROW_GROUP
+        if not rows and not (final and name not in writers):
+            return
+        if name not in writers:
+            writers[name] = pq.ParquetWriter(outs[name], table.schema)
+        writers[name].write_table(table.slice(0, rows), row_group_size=ROW_GROUP)
+        pending[name] = [table.slice(rows)] if rows < table.num_rows else []
+
+    try:
+        for r in chunk:
+            got = _read(parts[r], docs[r], names, have)
+            for name, table in got.items():
+                if pending[name] and table.schema != pending[name][0].schema:
+                    table = table.cast(pending[name][0].schema)
+                pending[name].append(table)
+                counts[name] += table.num_rows
+                if counts[name] >= ROW_GROUP:
+                    flush(name)
+                    counts[name] = sum(t.num_rows for t in pending[name])
+        for name in outs:
+            flush(name, final=True)
+    finally:
+        for w in writers.values():
+            w.close()

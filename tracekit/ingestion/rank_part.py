@@ -46,10 +46,11 @@ PART_FORMAT = "tracekit rank part"
 MARKER_READS = 5  # a run's marker that cannot be read is read this many times before the run is refused
 
 
-def make_part(trace: str, run: str, iteration: int | None = None, threads: int = 1) -> str:
+def make_part(trace: str, run: str, iteration: int | None = None, threads: int = 1, group: bool = True) -> str:
     """Parse ``trace`` and derive its rank's facts into run ``run``'s parts; returns the part's directory.
     ``iteration``: the profiling cycle (default: the trace's iteration_N directory, as the handler names it).
-    A part of the same rank and cycle already there is replaced (the same job profiled again)."""
+    A part of the same rank and cycle already there is replaced (the same job profiled again). ``group``:
+    where this part completes its group of ranks, join the group's tables for the reduce (part_groups.py)."""
     from ..derive import derive_rank
     from ..layout.versions import lock_exclusive
     from ..rules import FACTS, facts_key
@@ -94,13 +95,29 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         os.rename(scratch, dest)
         if old:
             shutil.rmtree(old, ignore_errors=True)
-        return dest
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     finally:
         if held is not None:
             os.close(held)
+    if group:
+        _join_group(run, dest, res.rank, res.trace.get("world_size"), doc["facts_key"])
+    return dest
+
+
+def _join_group(run: str, part: str, rank: int, world: int | None, key: str) -> None:
+    """The group this part completes, joined (part_groups.py); where it cannot be (its disk, a part of it
+    removed meanwhile), one line says so and the reduce joins those parts itself: the part is made."""
+    from .part_groups import make_group
+
+    try:
+        make_group(run, part, rank, world, key)
+    except Exception as exc:  # noqa: BLE001 (an optimization of the reduce: never the part's failure)
+        text = f"{exc.strerror or exc} ({exc.filename})" if isinstance(exc, OSError) else str(exc)
+        why = (text.splitlines() or [type(exc).__name__])[0]
+        print(f"tracekit: the ranks' group of {part} was not joined ({why}); the reduce joins its parts itself",
+              file=sys.stderr)
 
 
 def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) -> str:
@@ -113,7 +130,7 @@ def _part_in_store(trace: str, url: str, iteration: int | None, threads: int) ->
     remote.prepare(store)
     with remote.scratch("part") as tmp:
         local = os.path.join(tmp, "run")
-        part = make_part(trace, local, iteration, threads)
+        part = make_part(trace, local, iteration, threads, group=False)
         rel = os.path.relpath(part, local).replace(os.sep, "/")
         remote.upload_part(store, part, rel)
     return f"{store.url}/{rel}"
