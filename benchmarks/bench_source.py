@@ -5,9 +5,12 @@ the first answer comes once the last part is written, and at what memory.
 
 A synthetic job of N ranks, 8 per host (benchmarks/synth_traces.py, 2 steps, each host's clock offset),
 each rank's part made as the handler's process makes it (python -m tracekit.ingestion.rank_part; here in a
-pool of every core, where a job makes them on N hosts at once: not in the figure). Then, from the last part
-written, as a user would: `tracekit ingest --reduce RUN` and `tracekit report RUN summary`, each a process of
-its own under peak.py; the last line gives their wall seconds together ("first answer S s") and the larger
+pool of every core, where a job makes them on N hosts at once: not in the figure). The writer whose part
+completes a group of 256 ranks then joins the group's tables (tracekit/ingestion/part_groups.py): the
+longest such join is in the figure (the last part's writer does it before the reduce can begin; with
+--reuse-parts the last group is joined again, timed). Then, as a user would: `tracekit ingest --reduce RUN`
+and `tracekit report RUN summary`, each a process of its own under peak.py; the last line gives the join's
+and their wall seconds together ("first answer S s") and the larger
 peak RSS of the two process trees ("M MB"), and their CPU seconds (user + system: on a shared machine the
 wall seconds say the load as much as the work). --compare also ingests the traces centrally
 (`tracekit ingest DIR`) and compares every report's JSON rows, as multisets (exposed orders rows that tie
@@ -45,17 +48,36 @@ def plan_for(n: int) -> str:
     return f"tp{tp}-pp{pp}-dp{n // (tp * pp)}"
 
 
-def _part(args) -> tuple[float, str | None]:
-    """(seconds, None) for a part made, (seconds, why not) for one the writer refused."""
+def _part(args) -> tuple[float, str | None, float]:
+    """(seconds, None, G) for a part made, (seconds, why not, 0) for one the writer refused; G: the seconds
+    its writer then spent joining its group of ranks (part_groups.py; 0 where the part completed none)."""
     from tracekit.errors import TracekitError
-    from tracekit.ingestion.rank_part import make_part
+    from tracekit.ingestion.rank_part import _join_group, make_part, read_part
 
     start = time.perf_counter()
     try:
-        make_part(*args)
+        part = make_part(*args, group=False)
     except TracekitError as exc:
-        return time.perf_counter() - start, str(exc)
-    return time.perf_counter() - start, None
+        return time.perf_counter() - start, str(exc), 0.0
+    made = time.perf_counter()
+    doc = read_part(part)
+    _join_group(args[1], part, doc["rank"], doc["trace"].get("world_size"), doc["facts_key"])
+    return made - start, None, time.perf_counter() - made
+
+
+def _join_last_group(run: pathlib.Path, n: int) -> float:
+    """--reuse-parts: the group of the last ranks joined again (its writer's work after the last part of a
+    job is written, before the reduce can begin), timed."""
+    from tracekit.ingestion.part_groups import group_dir, group_span
+    from tracekit.ingestion.rank_part import _join_group
+    from tracekit.rules import facts_key
+
+    lo, hi = group_span(n - 1, n)
+    cycle = run / "parts" / "iteration_2"
+    shutil.rmtree(group_dir(str(cycle), lo, hi), ignore_errors=True)
+    start = time.perf_counter()
+    _join_group(str(run), str(cycle / f"rank-{n - 1}"), n - 1, n, facts_key())
+    return time.perf_counter() - start
 
 
 def measured(*args: str) -> tuple[float, float, int, str]:
@@ -138,7 +160,9 @@ def main(argv=None) -> int:
             for entry in run.iterdir():  # what the parts' writers did not make: as before a first reduce
                 if entry.name not in ("parts", "tracekit-run.json", "writer.lock"):
                     shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-            print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): the parts of {run} reused")
+            join_s = _join_last_group(run, n)
+            print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): the parts of {run} reused; "
+                  f"the last group of ranks joined again in {join_s:.1f} s")
         else:
             shutil.rmtree(run, ignore_errors=True)
             cores = os.cpu_count() or 1
@@ -146,13 +170,15 @@ def main(argv=None) -> int:
             with Pool(cores) as pool:  # each rank's part, as its handler makes it on its own host
                 made = pool.map(_part, [(str(f), str(run)) for f in files], chunksize=8)
             parts_s = time.perf_counter() - start
-            each = [t for t, _ in made]
-            failed = [why for _, why in made if why]
+            each = [t for t, _, _ in made]
+            failed = [why for _, why, _ in made if why]
+            join_s = max(g for *_, g in made)  # the last part's writer joins a group after it: the longest
             if failed:
                 print(f"  ! {len(failed)} parts not made: {failed[0]}", file=sys.stderr)
             print(f"{n} ranks ({plan_for(n)}, {plural(n // 8, 'host', 'hosts')}): parts made in {parts_s:.1f} s on "
                   f"{cores} cores "
-                  f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most)")
+                  f"(a part: {sum(each) / len(each) * 1000:.0f} ms mean, {max(each) * 1000:.0f} ms most; "
+                  f"a group of ranks joined by its last writer: {join_s:.1f} s most)")
         load = os.getloadavg()[0]
         r_s, r_mb, r_rc, _ = measured("ingest", "--reduce", str(run))
         r_cpu = CPU[-1]
@@ -160,7 +186,7 @@ def main(argv=None) -> int:
         s_cpu = CPU[-1]
         rows = max(0, len(out.strip().splitlines()) - 1)
         steps = _timings(run)
-        print(f"  reduce {r_s:.1f} s ({r_cpu:.1f} s of CPU), {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s "
+        print(f"  last group joined {join_s:.1f} s; reduce {r_s:.1f} s ({r_cpu:.1f} s of CPU), {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s "
               f"({s_cpu:.1f} s of CPU), {s_mb:.0f} MB ({rows} rows); load {load:.1f} before, "
               f"{os.getloadavg()[0]:.1f} after")
         if args.compare:
@@ -170,7 +196,7 @@ def main(argv=None) -> int:
             print(f"  central ingest {c_s:.1f} s, {c_mb:.0f} MB; reports equal: {len(same)} of {len(a)}"
                   + ("" if len(same) == len(a) else f" (differ: {', '.join(k for k in a if k not in same)})"))
         ok = r_rc == s_rc == 0 and not failed
-        print(f"first answer {r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB ({r_cpu + s_cpu:.1f} s of CPU)"
+        print(f"first answer {join_s + r_s + s_s:.1f} s, {max(r_mb, s_mb):.0f} MB ({r_cpu + s_cpu:.1f} s of CPU)"
               + ("" if ok else " (FAILED)"))
         return 0 if ok else 1
     finally:

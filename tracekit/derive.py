@@ -217,20 +217,44 @@ def reduce_on(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = Tr
         con.execute(_sql.rule(name).text)
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    first = [n for n in REDUCED if n in READS]
+    # with them, the rules no clock changes (trace_versions), beside the others (once, on either clock)
+    first = [n for n in REDUCED if n in READS or n in CLOCK_FREE]
     # tables only: their files are written once their clock stays (at 4,096 ranks, collective_waits' file
     # took 0.7 s to write, then again on the aligned clock)
     materialize_all(con, first, parquet_of, fail, lambda name: False)
     timings["cross_rank_s"] = round(time.perf_counter() - start, 3)
     if not _align(con, parquet_of, fail, align, timings, first):  # the raw clocks stay: the rest on them
         start = time.perf_counter()
-        for name in first:
-            try:
-                con.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
-            except duckdb.Error as exc:
-                raise (disk_error(exc) or fail(name, exc)) from None
+        _copy_out(con, first, parquet_of, fail)
         _materialize(con, [n for n in REDUCED if n not in first], parquet_of, fail)
         timings["cross_rank_s"] += round(time.perf_counter() - start, 3)
+
+
+def _copy_out(con: duckdb.DuckDBPyConnection, names: list[str], parquet_of, fail) -> None:
+    """Tables ``names`` of ``con`` to their files."""
+    for name in names:
+        try:
+            con.execute(f"COPY {name} TO {sql_string(parquet_of(name))} (FORMAT parquet)")
+        except duckdb.Error as exc:
+            raise (disk_error(exc) or fail(name, exc)) from None
+
+
+def _reads_clock(name: str) -> bool:
+    """Rule ``name`` reads clock_offsets, itself or through the rules and views it reads."""
+    from .rules import graph
+
+    todo, seen = [name], {name}
+    while todo:
+        for u in graph()[todo.pop()].uses:
+            if u == CLOCKS:
+                return True
+            if u in graph() and u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return False
+
+
+CLOCK_FREE = [n for n in REDUCED if not _reads_clock(n)]  # the cross-rank rules no clock correction changes
 
 
 def _no_offsets(con: duckdb.DuckDBPyConnection) -> None:
@@ -251,9 +275,12 @@ def _align(con: duckdb.DuckDBPyConnection, parquet_of, fail, align: bool = True,
     start = time.perf_counter()
     again = _write_offsets(con, parquet_of, align)
     if again:
+        kept = [n for n in made if n in CLOCK_FREE]  # (the same on the aligned clock: written as they are)
         for name in reversed(made):
-            con.execute(f"DROP TABLE {name}")
-        _materialize(con, REDUCED, parquet_of, fail)
+            if name not in kept:
+                con.execute(f"DROP TABLE {name}")
+        _copy_out(con, kept, parquet_of, fail)
+        _materialize(con, [n for n in REDUCED if n not in kept], parquet_of, fail)
     timings["align_s"] = round(time.perf_counter() - start, 3)  # the estimate, and the facts again on aligned clocks
     return again
 

@@ -18,4 +18,4 @@ def test_bench_source_reduces_8_ranks_as_a_central_ingest(tmp_path, capsys):
     assert f"reports equal: {len(REGISTRY)} of {len(REGISTRY)}" in out[-2]
     assert re.fullmatch(r"first answer \d+\.\d s, \d+ MB \(\d+\.\d s of CPU\)", out[-1]), out[-1]
     assert sorted(p.name for p in (tmp_path / "run" / "parts" / "iteration_2").iterdir()) == [
-        f"rank-{r}" for r in range(8)]
+        ".group-0000000-0000007.lock", "group-0000000-0000007"] + [f"rank-{r}" for r in range(8)]
