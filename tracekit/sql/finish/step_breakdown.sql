@@ -19,7 +19,7 @@
 -- inside it where one of them turns from waiting to transfer, so the segments are those of a sweep over
 -- the waits and transfers as pieces of their own: the same cuts, the same shares, the same sums.
 -- @stage finish
--- @uses _step_segments, _step_pieces, collectives, collective_waits, collective_instances
+-- @uses _step_segments, _step_pieces, _collectives, collective_waits, collective_instances
 -- @column rank: global rank
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
@@ -38,7 +38,9 @@ kern AS (
     SELECT p.rank, p.t0, p.t1, tk_group_label(x.pg_desc, x.pg_ranks, x.pg_name) AS detail, x.collective AS coll,
            least(p.t1, p.t0 + coalesce(cw.wait_ns, 0)) AS arrived
     FROM _step_pieces p
-    LEFT JOIN collectives x ON x.rank = p.rank AND x.event_index = p.event_index
+    -- (the kernel's group and collective as _collectives has them: the view collectives adds its size
+    -- bucket, link kind and matched group size, none read here, by joins a partition paid for)
+    LEFT JOIN _collectives x ON x.rank = p.rank AND x.event_index = p.event_index
     LEFT JOIN clean_wait cw ON cw.rank = p.rank AND cw.event_index = p.event_index
     WHERE p.cls = 'comm'),
 ks AS (SELECT * FROM _step_segments WHERE k > 0),
