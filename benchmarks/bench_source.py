@@ -186,9 +186,9 @@ def main(argv=None) -> int:
         s_cpu = CPU[-1]
         rows = max(0, len(out.strip().splitlines()) - 1)
         steps = _timings(run)
-        print(f"  last group joined {join_s:.1f} s; reduce {r_s:.1f} s ({r_cpu:.1f} s of CPU), {r_mb:.0f} MB{steps}; report summary {s_s:.1f} s "
-              f"({s_cpu:.1f} s of CPU), {s_mb:.0f} MB ({rows} rows); load {load:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after")
+        print(f"  last group joined {join_s:.1f} s; reduce {r_s:.1f} s ({r_cpu:.1f} s of CPU), {r_mb:.0f} MB{steps}; "
+              f"report summary {s_s:.1f} s ({s_cpu:.1f} s of CPU), {s_mb:.0f} MB ({rows} rows); "
+              f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
         if args.compare:
             c_s, c_mb, c_rc, _ = measured("ingest", str(traces), "-o", str(work / "central"), "--no-progress")
             a, b = every_report(run), every_report(work / "central")
