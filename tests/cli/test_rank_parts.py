@@ -273,7 +273,7 @@ def _facts_of(d: pathlib.Path, name: str):
     return pq.read_table(d / "facts" / f"{name}.parquet")
 
 
-def test_the_writer_that_completes_a_group_joins_its_tables_for_the_reduce(synthetic, tmp_path, capsys):
+def test_the_writer_that_completes_a_group_joins_its_tables_for_the_reduce(synthetic, tmp_path, capsys, monkeypatch):
     """The writer whose part completes a group of ranks joins the group's tables beside the parts; the reduce
     links those files rather than reading every part's tables again, and answers as a central ingest."""
     import pyarrow as pa
@@ -301,6 +301,26 @@ def test_the_writer_that_completes_a_group_joins_its_tables_for_the_reduce(synth
         assert os.path.samefile(version / "facts" / name / "all.parquet", group / "facts" / f"{name}.parquet")
     assert main(["ingest", str(synthetic), "-o", str(tmp_path / "central")]) == 0
     assert answers(capsys, run) == answers(capsys, tmp_path / "central")
+    # the run's traces and process_groups from the group's files (hosts assigned by the reduce, --hosts too)
+    # are those the parts' part.json give, the group moved away
+    import pyarrow.parquet as pq
+
+    def tables(hosts):
+        assert main(["ingest", "--reduce", str(run)] + (["--hosts", hosts] if hosts else [])) == 0
+        v = pathlib.Path(current_version(str(run)))
+        return [pq.ParquetFile(v / f"{n}.parquet").read().to_pylist() for n in ("traces", "process_groups")]
+
+    from tracekit.ingestion import reduce_parts
+
+    def unread(*a):
+        raise AssertionError("a part.json read where its group holds what the reduce reads of it")
+
+    monkeypatch.setattr(reduce_parts, "read_part", unread)
+    with_group = [tables(None), tables("2")]
+    monkeypatch.undo()
+    assert with_group[1][0][5]["host"] == "node2" and with_group[0][0][5]["host"] != "node2"
+    (cycle / "group-0000000-0000007").rename(tmp_path / "moved")
+    assert [tables(None), tables("2")] == with_group
 
 
 def test_a_group_whose_parts_changed_is_not_used_and_is_joined_again(synthetic, tmp_path, capsys):

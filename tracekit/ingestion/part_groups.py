@@ -25,12 +25,16 @@ import shutil
 import uuid
 
 import msgspec
+import pyarrow.parquet as pq
 
 from ..compact import RANKS_PER_FILE
 from ..layout.paths import PART_FACTS, PART_FILE, PART_FINISH, part_scratch
 
 GROUP_FILE = "group.json"
 GROUP_FORMAT = "tracekit rank group"
+TRACES_FILE = "traces.parquet"  # the group's rows of the run's traces table, as the parts wrote them
+GROUPS_FILE = "process_groups.parquet"  # the group's rows of the run's process_groups table
+PART_KEYS = ("rank", "iteration", "events", "finish", "stat", "trace")  # what group.json keeps of each part.json
 
 
 def group_span(rank: int, world: int | None) -> tuple[int, int] | None:
@@ -61,8 +65,10 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
     from ..derive import RANK_FINISH
     from ..layout.versions import lock_exclusive
     from ..rules import FACTS
+    from ..run_tables import TRACES_SCHEMA, rows_table
     from .part_tables import compact_chunk
     from .rank_part import read_part
+    from .reduce_parts import groups_table
 
     span = group_span(rank, world)
     if span is None:
@@ -78,11 +84,11 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
         if not all(os.path.isfile(os.path.join(d, PART_FILE)) for d in present.values()):
             return None  # (a part removed meanwhile)
         chunk = sorted(present)
-        docs = {r: read_part(present[r], key) for r in chunk}
-        ids = {str(r): identity(present[r]) for r in chunk}
+        ids = {str(r): identity(present[r]) for r in chunk}  # (before the docs: a part replaced between is
+        docs = {r: read_part(present[r], key) for r in chunk}  # then named by its old file, never used)
         have = [n for n in RANK_FINISH if all(n in (docs[r].get("finish") or ()) for r in chunk)]
         dest = group_dir(cycle_dir, lo, hi)
-        if _doc(dest) == _expected(key, FACTS, have, ids):
+        if _same(_doc(dest), _expected(key, FACTS, have, ids)):
             return None
         tag = f"group-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         scratch = part_scratch(run, tag)
@@ -94,8 +100,17 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
             outs = {n: os.path.join(scratch, PART_FACTS, n + ".parquet") for n in FACTS}
             outs.update({n: os.path.join(scratch, PART_FINISH, n + ".parquet") for n in have})
             compact_chunk(present, docs, chunk, FACTS, have, outs)
+            # the run's traces and process_groups rows of these ranks, and what the reduce reads of each part.json
+            # (all but the trace's header and the groups), so that it reads one file for the group, not 256
+            pq.write_table(rows_table([docs[r]["trace"] for r in chunk], TRACES_SCHEMA),
+                           os.path.join(scratch, TRACES_FILE))
+            pq.write_table(groups_table([pg for r in chunk for pg in docs[r].get("process_groups") or ()]),
+                           os.path.join(scratch, GROUPS_FILE))
+            doc = _expected(key, FACTS, have, ids)
+            doc["parts"] = {str(r): {k: (_light(v) if k == "trace" else v) for k, v in docs[r].items()
+                                     if k in PART_KEYS} for r in chunk}
             with open(os.path.join(scratch, GROUP_FILE), "wb") as f:
-                f.write(msgspec.json.encode(_expected(key, FACTS, have, ids)))
+                f.write(msgspec.json.encode(doc))
                 f.flush()
                 os.fsync(f.fileno())
             old = None
@@ -112,6 +127,32 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
         finally:
             if held is not None:
                 os.close(held)
+
+
+def usable_group(parts: dict[int, str], chunk: list[int], key: str, names: list[str]) -> dict | None:
+    """The group of exactly the parts of ranks ``chunk`` (``parts``: {rank: its directory}), of the rules' key
+    ``key`` and the facts ``names``: {"dir": its directory, "docs": {rank: what the reduce reads of the part's
+    part.json (read_part), less the trace's header and the process groups}}; None where there is no such
+    group (the reduce then reads the parts)."""
+    if not chunk:
+        return None
+    dirs = {os.path.dirname(parts[r]) for r in chunk}
+    if len(dirs) != 1:
+        return None
+    dest = group_dir(dirs.pop(), chunk[0], chunk[-1])
+    doc = _doc(dest)
+    if not doc or doc.get("format") != GROUP_FORMAT or doc.get("facts_key") != key or doc.get("facts") != list(names):
+        return None
+    try:
+        ids = {str(r): identity(parts[r]) for r in chunk}
+    except OSError:
+        return None
+    light = doc.get("parts")
+    if doc.get("ranks") != ids or not isinstance(light, dict) or set(light) != set(ids):
+        return None
+    if not all(os.path.isfile(os.path.join(dest, f)) for f in (TRACES_FILE, GROUPS_FILE)):
+        return None
+    return {"dir": dest, "docs": {int(r): dict(d, facts_key=key) for r, d in light.items()}}
 
 
 def link_group(parts: dict[int, str], docs: dict[int, dict], chunk: list[int], names: list[str],
@@ -158,6 +199,16 @@ def _link(src: str, dst: str) -> None:
         raise
     except OSError:  # a file system without hard links
         shutil.copyfile(src, dst)
+
+
+def _light(trace: dict) -> dict:
+    return {k: v for k, v in trace.items() if k != "metadata"}
+
+
+def _same(doc: dict | None, expected: dict) -> bool:
+    """``doc`` (a group.json) is the group ``expected`` names (its parts, key and tables)."""
+    return (bool(doc) and all(doc.get(k) == v for k, v in expected.items())
+            and isinstance(doc.get("parts"), dict) and set(doc["parts"]) == set(expected["ranks"]))
 
 
 def _expected(key: str, names: list[str], have: list[str], ids: dict[str, list[int]]) -> dict:

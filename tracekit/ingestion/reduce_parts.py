@@ -16,6 +16,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..compact import RANKS_PER_FILE, partition
 from ..derive import RANK_FINISH, reduce_run
 from ..errors import RunError, TracekitError, disk_error
 from ..hosts import assign_hosts, parse_hosts_option
@@ -34,6 +35,7 @@ from ..layout.paths import (
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from .part_groups import GROUPS_FILE, TRACES_FILE, usable_group
 from .part_tables import compact_parts
 from .rank_part import read_part
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
@@ -56,23 +58,24 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
         if not parts:
             raise RunError(f"{run}: its rank parts went while the reduce waited; make them again")
         key = facts_key()
-        docs = {rank: read_part(d, key) for rank, d in sorted(parts.items())}
+        # a partition whose parts' writers joined it (part_groups.py): its part.json read from the group's file
+        chunks = partition(sorted(parts), RANKS_PER_FILE)
+        groups = {c[0]: usable_group(parts, c, key, FACTS) for c in chunks}
+        docs = {}
+        for c in chunks:
+            docs.update(groups[c[0]]["docs"] if groups[c[0]] else {r: read_part(parts[r], key) for r in c})
         tmp = version_dir(out)
         options = {"hosts": hosts, "align": bool(align)}
 
         def build():
             os.makedirs(tmp)
-            for rank, d in parts.items():
-                _place(d, docs[rank], tmp, rank)
-            traces = [dict(doc["trace"]) for doc in docs.values()]
-            assign_hosts(traces, hosts)
-            pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
-            del traces
+            for c in chunks:
+                for rank in c:
+                    _place(parts[rank], docs[rank], tmp, rank, facts=groups[c[0]] is None)
+            pq.write_table(_traces_table(chunks, groups, docs, hosts), table_path(tmp, "traces"))
             for doc in docs.values():  # the trace's header, now in the table (88 MB at 4,096 ranks), no longer held
                 doc["trace"].pop("metadata", None)
-            # (the groups as each part wrote them, JSON text, dropped once written: read_part)
-            pq.write_table(groups_table([pg for doc in docs.values() for pg in doc.pop("process_groups")]),
-                           table_path(tmp, "process_groups"))
+            pq.write_table(_groups_table(chunks, groups, docs), table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
 
@@ -95,6 +98,38 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     world = max([doc["trace"].get("world_size") or 0 for doc in docs.values()] + [max(docs) + 1])
     return {"ranks": sorted(docs), "world": world, "missing": sorted(set(range(world)) - set(docs)),
             "seconds": time.perf_counter() - start}
+
+
+def _traces_table(chunks: list[list[int]], groups: dict, docs: dict, hosts) -> pa.Table:
+    """The run's traces table: each partition's rows from its group's file, or from its parts' part.json, in
+    rank order; every rank's host then assigned (tracekit.hosts, with the reduce's --hosts)."""
+    pieces = []
+    for c in chunks:
+        g = groups[c[0]]
+        pieces.append(pq.ParquetFile(os.path.join(g["dir"], TRACES_FILE)).read() if g
+                      else rows_table([docs[r]["trace"] for r in c], TRACES_SCHEMA))
+    table = pa.concat_tables([t.cast(TRACES_SCHEMA) for t in pieces])
+    light = [{k: docs[r]["trace"].get(k) for k in ("rank", "path", "host", "host_source", "device_properties")}
+             for c in chunks for r in c]
+    if [t["rank"] for t in light] != table.column("rank").to_pylist():
+        raise RunError("the rank parts' groups do not hold the ranks their parts do; make the parts again")
+    assign_hosts(light, hosts)
+    assigned = rows_table([{"host": t["host"], "host_source": t["host_source"]} for t in light],
+                          pa.schema([TRACES_SCHEMA.field("host"), TRACES_SCHEMA.field("host_source")]))
+    for name in ("host", "host_source"):
+        table = table.set_column(TRACES_SCHEMA.get_field_index(name), TRACES_SCHEMA.field(name), assigned.column(name))
+    return table
+
+
+def _groups_table(chunks: list[list[int]], groups: dict, docs: dict) -> pa.Table:
+    """The run's process_groups table: each partition's rows from its group's file, or from its parts'
+    part.json (JSON text, dropped once read: read_part), in rank order."""
+    pieces = []
+    for c in chunks:
+        g = groups[c[0]]
+        pieces.append(pq.ParquetFile(os.path.join(g["dir"], GROUPS_FILE)).read() if g
+                      else groups_table([pg for r in c for pg in docs[r].pop("process_groups")]))
+    return pa.concat_tables([t.cast(PG_SCHEMA) for t in pieces])
 
 
 class _Group(msgspec.Struct, forbid_unknown_fields=True):
@@ -174,14 +209,16 @@ def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
     return next(iter(found))
 
 
-def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
+def _place(part: str, doc: dict, tmp: str, rank: int, facts: bool = True) -> None:
     """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy);
     its facts are read where they are by the compaction (reduce_run), never linked one by one, but each
-    must be there."""
+    must be there (``facts``: a part whose group holds its tables is not looked at for them)."""
     dest = rank_dir(tmp, rank)
     os.makedirs(dest)
     for i, name in enumerate(doc["events"]):
         _link(os.path.join(part, PART_EVENTS, name), os.path.join(dest, f"part-{i}.parquet"))
+    if not facts:
+        return
     names = set(os.listdir(os.path.join(part, PART_FACTS))) if os.path.isdir(os.path.join(part, PART_FACTS)) else set()
     for name in FACTS:
         if name + ".parquet" not in names:
