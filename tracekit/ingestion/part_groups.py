@@ -28,7 +28,7 @@ import msgspec
 import pyarrow.parquet as pq
 
 from ..compact import RANKS_PER_FILE
-from ..layout.paths import PART_FACTS, PART_FILE, PART_FINISH, part_scratch
+from ..layout.paths import PART_FACTS, PART_FILE, PART_FINISH
 
 GROUP_FILE = "group.json"
 GROUP_FORMAT = "tracekit rank group"
@@ -63,11 +63,10 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
     and no group of exactly these parts exists, join their tables into the group's directory. Returns that
     directory, or None (the group is not complete, or already made)."""
     from ..derive import RANK_FINISH
-    from ..layout.versions import lock_exclusive
     from ..rules import FACTS
     from ..run_tables import TRACES_SCHEMA, rows_table
     from .part_tables import compact_chunk
-    from .rank_part import read_part
+    from .rank_part import locked_scratch, put_in_place, read_part
     from .reduce_parts import groups_table
 
     span = group_span(rank, world)
@@ -91,10 +90,7 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
         if _same(_doc(dest), _expected(key, FACTS, have, ids)):
             return None
         tag = f"group-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        scratch = part_scratch(run, tag)
-        os.mkdir(scratch)
-        held = lock_exclusive(scratch)  # while it is built: a reduce's clean-up leaves it alone
-        try:
+        with locked_scratch(run, tag) as scratch:
             os.mkdir(os.path.join(scratch, PART_FACTS))
             os.mkdir(os.path.join(scratch, PART_FINISH))
             outs = {n: os.path.join(scratch, PART_FACTS, n + ".parquet") for n in FACTS}
@@ -113,20 +109,8 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
                 f.write(msgspec.json.encode(doc))
                 f.flush()
                 os.fsync(f.fileno())
-            old = None
-            if os.path.isdir(dest):
-                old = part_scratch(run, f"old-{tag}")
-                os.rename(dest, old)
-            os.rename(scratch, dest)
-            if old:
-                shutil.rmtree(old, ignore_errors=True)
-            return dest
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        finally:
-            if held is not None:
-                os.close(held)
+            put_in_place(run, scratch, dest, tag)
+        return dest
 
 
 def usable_group(parts: dict[int, str], chunk: list[int], key: str, names: list[str]) -> dict | None:

@@ -52,7 +52,6 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     A part of the same rank and cycle already there is replaced (the same job profiled again). ``group``:
     where this part completes its group of ranks, join the group's tables for the reduce (part_groups.py)."""
     from ..derive import derive_rank
-    from ..layout.versions import lock_exclusive
     from ..rules import FACTS, facts_key
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
@@ -68,10 +67,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         iteration = next(iter(cycles), None)
     _prepare(run)
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    scratch = part_scratch(run, tag)
-    os.mkdir(scratch)
-    held = lock_exclusive(scratch)  # while it is built: a reduce leaves it alone
-    try:
+    with locked_scratch(run, tag) as scratch:
         os.mkdir(os.path.join(scratch, PART_EVENTS))
         res = ingest_file(trace, os.path.join(scratch, PART_EVENTS, "part-0.parquet"), single=False, threads=threads)
         release_memory()
@@ -88,22 +84,40 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
             os.fsync(f.fileno())
         dest = part_path(run, res.rank, iteration)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        old = None
-        if os.path.isdir(dest):  # the same rank and cycle again: the new part replaces it whole
-            old = part_scratch(run, f"old-{tag}")
-            os.rename(dest, old)
-        os.rename(scratch, dest)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        put_in_place(run, scratch, dest, tag)  # (the same rank and cycle again: the new part replaces it whole)
+    if group:
+        _join_group(run, dest, res.rank, res.trace.get("world_size"), doc["facts_key"])
+    return dest
+
+
+@contextlib.contextmanager
+def locked_scratch(run: str, tag: str):
+    """A scratch directory in ``run``'s parts, held by a lock while it is built (a reduce removes only
+    scratch no living writer holds), removed if the build fails: a part's, or a group's (part_groups.py)."""
+    from ..layout.versions import lock_exclusive
+
+    scratch = part_scratch(run, tag)
+    os.mkdir(scratch)
+    held = lock_exclusive(scratch)
+    try:
+        yield scratch
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     finally:
         if held is not None:
             os.close(held)
-    if group:
-        _join_group(run, dest, res.rank, res.trace.get("world_size"), doc["facts_key"])
-    return dest
+
+
+def put_in_place(run: str, scratch: str, dest: str, tag: str) -> None:
+    """``scratch`` renamed to ``dest`` whole; a ``dest`` already there is moved aside first, then removed."""
+    old = None
+    if os.path.isdir(dest):
+        old = part_scratch(run, f"old-{tag}")
+        os.rename(dest, old)
+    os.rename(scratch, dest)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _join_group(run: str, part: str, rank: int, world: int | None, key: str) -> None:
