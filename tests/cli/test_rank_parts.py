@@ -383,3 +383,58 @@ def test_a_ranks_group_is_the_reduces_partition_with_every_rank_present(rank, wo
     assert group_span(rank, world) == span
     if span:  # the reduce cuts a job with every rank present the same way
         assert [c for c in partition(list(range(world))) if rank in c] == [list(range(span[0], span[1] + 1))]
+
+
+def test_a_group_is_used_only_as_the_reduce_saw_its_parts_and_whole(synthetic, tmp_path, capsys, monkeypatch):
+    """A group joined again after the reduce looked at the parts (a part made again meanwhile) is not linked
+    beside the parts' older rows; a group whose file was truncated, or whose group.json is not one, is left
+    alone and the reduce compacts the parts; a writer that cannot take the group's lock gives it up."""
+    from tracekit.ingestion import part_groups
+    from tracekit.layout.paths import list_parts
+    from tracekit.rules import FACTS, facts_key
+
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    cycle = run / "parts" / "iteration_5"
+    for f in files:
+        make_part(str(f), str(run))
+    parts = list_parts(str(run))[5]
+    seen = {str(r): part_groups.identity(d) for r, d in parts.items()}
+    chunk = sorted(parts)
+    assert part_groups.usable_group(parts, chunk, facts_key(), FACTS, seen)
+    make_part(str(files[3]), str(run))  # rank 3 again: its writer joins the group again, of its new part
+    assert part_groups.usable_group(parts, chunk, facts_key(), FACTS, seen) is None
+    outs = {n: str(tmp_path / f"{n}.parquet") for n in FACTS}
+    assert not part_groups.link_group(parts, chunk, FACTS, [], outs, facts_key(), seen)
+    assert not any(os.path.exists(p) for p in outs.values())
+
+    rows = sum(_facts_of(cycle / f"rank-{r}", "comm_ops").num_rows for r in range(8))
+    group = cycle / "group-0000000-0000007"
+
+    def reduced_rows() -> int:
+        capsys.readouterr()
+        assert main(["ingest", "--reduce", str(run)]) == 0
+        capsys.readouterr()
+        assert main(["sql", str(run), "SELECT count(*) AS n FROM comm_ops", "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)[0]["n"]
+
+    with open(group / "facts" / "comm_ops.parquet", "r+b") as f:
+        f.truncate(200)
+    assert reduced_rows() == rows
+    doc = json.loads((group / "group.json").read_text())
+    (group / "group.json").write_text(json.dumps(dict(doc, finish=5)))
+    assert reduced_rows() == rows
+
+    monkeypatch.setattr(part_groups, "LOCK_WAIT_S", 0.2)
+    import fcntl
+
+    held = os.open(cycle / ".group-0000000-0000007.lock", os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another writer holds the group
+    try:
+        capsys.readouterr()
+        make_part(str(files[4]), str(run))
+    finally:
+        os.close(held)
+    err = capsys.readouterr().err
+    assert "was not joined (another writer held the group's lock for 0 s); the reduce joins its parts itself" in err
+    assert reduced_rows() == rows

@@ -22,15 +22,41 @@ import contextlib
 import fcntl
 import os
 import shutil
+import time
 import uuid
 
 import msgspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..compact import RANKS_PER_FILE
+from ..errors import TracekitError
 from ..layout.paths import PART_FACTS, PART_FILE, PART_FINISH
 
+
+class _Part(msgspec.Struct):
+    """What group.json keeps of a part's part.json (PART_KEYS)."""
+    rank: int
+    events: list[str]
+    trace: dict
+    iteration: int | None = None
+    finish: list[str] | None = None
+    stat: dict | None = None
+
+
+class _Group(msgspec.Struct):
+    """group.json, typed: a file that is not this is no group (the reduce reads the parts)."""
+    format: str
+    facts_key: str
+    facts: list[str]
+    finish: list[str]
+    ranks: dict[str, list[int]]
+    files: dict[str, int]  # each table file of the group (relative path) and its size, bytes
+    parts: dict[str, _Part]
+
+
 GROUP_FILE = "group.json"
+LOCK_WAIT_S = 30.0  # a writer waits this long for another that joins the same group, then leaves it to the reduce
 GROUP_FORMAT = "tracekit rank group"
 TRACES_FILE = "traces.parquet"  # the group's rows of the run's traces table, as the parts wrote them
 GROUPS_FILE = "process_groups.parquet"  # the group's rows of the run's process_groups table
@@ -62,13 +88,6 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
     """After ``part`` (rank ``rank``'s, just published) is in place: where its group's parts are all there
     and no group of exactly these parts exists, join their tables into the group's directory. Returns that
     directory, or None (the group is not complete, or already made)."""
-    from ..derive import RANK_FINISH
-    from ..rules import FACTS
-    from ..run_tables import TRACES_SCHEMA, rows_table
-    from .part_tables import compact_chunk
-    from .rank_part import locked_scratch, put_in_place, read_part
-    from .reduce_parts import groups_table
-
     span = group_span(rank, world)
     if span is None:
         return None
@@ -80,87 +99,93 @@ def make_group(run: str, part: str, rank: int, world: int | None, key: str) -> s
     if not all(os.path.isfile(os.path.join(d, PART_FILE)) for d in present.values()):
         return None
     with _group_lock(cycle_dir, lo, hi):
-        if not all(os.path.isfile(os.path.join(d, PART_FILE)) for d in present.values()):
-            return None  # (a part removed meanwhile)
         chunk = sorted(present)
-        ids = {str(r): identity(present[r]) for r in chunk}  # (before the docs: a part replaced between is
-        docs = {r: read_part(present[r], key) for r in chunk}  # then named by its old file, never used)
-        have = [n for n in RANK_FINISH if all(n in (docs[r].get("finish") or ()) for r in chunk)]
+        try:
+            ids = {str(r): identity(present[r]) for r in chunk}  # (before the docs: a part replaced between
+        except FileNotFoundError:  # is then named by its old file, and the group never used)
+            return None  # (a part removed meanwhile)
         dest = group_dir(cycle_dir, lo, hi)
-        if _same(_doc(dest), _expected(key, FACTS, have, ids)):
-            return None
-        tag = f"group-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        with locked_scratch(run, tag) as scratch:
-            os.mkdir(os.path.join(scratch, PART_FACTS))
-            os.mkdir(os.path.join(scratch, PART_FINISH))
-            outs = {n: os.path.join(scratch, PART_FACTS, n + ".parquet") for n in FACTS}
-            outs.update({n: os.path.join(scratch, PART_FINISH, n + ".parquet") for n in have})
-            compact_chunk(present, docs, chunk, FACTS, have, outs)
-            # the run's traces and process_groups rows of these ranks, and what the reduce reads of each part.json
-            # (all but the trace's header and the groups), so that it reads one file for the group, not 256
-            pq.write_table(rows_table([docs[r]["trace"] for r in chunk], TRACES_SCHEMA),
-                           os.path.join(scratch, TRACES_FILE))
-            pq.write_table(groups_table([pg for r in chunk for pg in docs[r].get("process_groups") or ()]),
-                           os.path.join(scratch, GROUPS_FILE))
-            doc = _expected(key, FACTS, have, ids)
-            doc["parts"] = {str(r): {k: (_light(v) if k == "trace" else v) for k, v in docs[r].items()
-                                     if k in PART_KEYS} for r in chunk}
-            with open(os.path.join(scratch, GROUP_FILE), "wb") as f:
-                f.write(msgspec.json.encode(doc))
-                f.flush()
-                os.fsync(f.fileno())
-            put_in_place(run, scratch, dest, tag)
-        return dest
+        try:
+            return _join(run, present, chunk, ids, key, dest)
+        except (TracekitError, OSError, pa.ArrowException):
+            if _ids_now(present, chunk) != ids:
+                return None  # a part made again meanwhile: its writer joins the group again, after it
+            raise
 
 
-def usable_group(parts: dict[int, str], chunk: list[int], key: str, names: list[str]) -> dict | None:
-    """The group of exactly the parts of ranks ``chunk`` (``parts``: {rank: its directory}), of the rules' key
-    ``key`` and the facts ``names``: {"dir": its directory, "docs": {rank: what the reduce reads of the part's
-    part.json (read_part), less the trace's header and the process groups}}; None where there is no such
-    group (the reduce then reads the parts)."""
-    if not chunk:
+def _join(run: str, present: dict[int, str], chunk: list[int], ids: dict, key: str, dest: str) -> str | None:
+    """make_group's work under the group's lock: the parts ``present`` (their identities ``ids``) joined into
+    ``dest``, unless a group of exactly them is there, intact."""
+    from ..derive import RANK_FINISH
+    from ..rules import FACTS
+    from ..run_tables import TRACES_SCHEMA, rows_table
+    from .part_tables import compact_chunk
+    from .rank_part import locked_scratch, put_in_place, read_part
+    from .reduce_parts import groups_table
+
+    docs = {r: read_part(present[r], key) for r in chunk}
+    have = [n for n in RANK_FINISH if all(n in (docs[r].get("finish") or ()) for r in chunk)]
+    old = _doc(dest)
+    if old and _matches(old, key, FACTS, ids, dest) and old.finish == have and set(old.parts) == set(ids):
         return None
-    dirs = {os.path.dirname(parts[r]) for r in chunk}
-    if len(dirs) != 1:
-        return None
-    dest = group_dir(dirs.pop(), chunk[0], chunk[-1])
-    doc = _doc(dest)
-    if not doc or doc.get("format") != GROUP_FORMAT or doc.get("facts_key") != key or doc.get("facts") != list(names):
-        return None
-    try:
-        ids = {str(r): identity(parts[r]) for r in chunk}
-    except OSError:
-        return None
-    light = doc.get("parts")
-    if doc.get("ranks") != ids or not isinstance(light, dict) or set(light) != set(ids):
-        return None
-    if not all(os.path.isfile(os.path.join(dest, f)) for f in (TRACES_FILE, GROUPS_FILE)):
-        return None
-    return {"dir": dest, "docs": {int(r): dict(d, facts_key=key) for r, d in light.items()}}
+    tag = f"group-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    with locked_scratch(run, tag) as scratch:
+        os.mkdir(os.path.join(scratch, PART_FACTS))
+        os.mkdir(os.path.join(scratch, PART_FINISH))
+        outs = {n: os.path.join(scratch, PART_FACTS, n + ".parquet") for n in FACTS}
+        outs.update({n: os.path.join(scratch, PART_FINISH, n + ".parquet") for n in have})
+        compact_chunk(present, docs, chunk, FACTS, have, outs)
+        # the run's traces and process_groups rows of these ranks, and what the reduce reads of each part.json
+        # (all but the trace's header and the groups), so that it reads one file for the group, not 256
+        pq.write_table(rows_table([docs[r]["trace"] for r in chunk], TRACES_SCHEMA),
+                       os.path.join(scratch, TRACES_FILE))
+        pq.write_table(groups_table([pg for r in chunk for pg in docs[r].get("process_groups") or ()]),
+                       os.path.join(scratch, GROUPS_FILE))
+        files = {}
+        for folder in (PART_FACTS, PART_FINISH, ""):
+            for e in sorted(os.listdir(os.path.join(scratch, folder))):
+                rel = os.path.join(folder, e) if folder else e
+                if e.endswith(".parquet"):
+                    files[rel] = os.path.getsize(os.path.join(scratch, rel))
+        doc = {"format": GROUP_FORMAT, "facts_key": key, "facts": list(FACTS), "finish": list(have),
+               "ranks": ids, "files": files,
+               "parts": {str(r): {k: (_light(v) if k == "trace" else v) for k, v in docs[r].items()
+                                  if k in PART_KEYS} for r in chunk}}
+        with open(os.path.join(scratch, GROUP_FILE), "wb") as f:
+            f.write(msgspec.json.encode(doc))
+            f.flush()
+            os.fsync(f.fileno())
+        put_in_place(run, scratch, dest, tag)
+    return dest
 
 
-def link_group(parts: dict[int, str], docs: dict[int, dict], chunk: list[int], names: list[str],
-               have: list[str], outs: dict[str, str]) -> bool:
+def usable_group(parts: dict[int, str], chunk: list[int], key: str, names: list[str], seen: dict) -> dict | None:
+    """The group of exactly the parts of ranks ``chunk`` as the reduce saw them (``seen``: {str(rank): its
+    identity when the reduce began}), of the rules' key ``key`` and the facts ``names``, its files intact:
+    {"dir": its directory, "docs": {rank: what the reduce reads of the part's part.json (read_part), less
+    the trace's header and the process groups}}; None where there is no such group (the reduce then reads
+    the parts)."""
+    dest = _dest(parts, chunk)
+    doc = _doc(dest) if dest else None
+    if not doc or not _matches(doc, key, names, {str(r): seen[str(r)] for r in chunk}, dest):
+        return None
+    if set(doc.parts) != set(doc.ranks) or not all(f in doc.files for f in (TRACES_FILE, GROUPS_FILE)):
+        return None
+    return {"dir": dest, "docs": {int(r): dict(msgspec.structs.asdict(d), facts_key=key)
+                                  for r, d in doc.parts.items()}}
+
+
+def link_group(parts: dict[int, str], chunk: list[int], names: list[str], have: list[str], outs: dict[str, str],
+               key: str, seen: dict) -> bool:
     """The reduce's partition ``chunk`` from its group's files, hard-linked to ``outs`` (copied where the
-    file system has no hard links): True where a group of exactly these parts, these facts and at least
-    these finish tables exists, else False (nothing written; the reduce compacts the parts)."""
-    if not chunk:
+    file system has no hard links): True where a group of exactly these parts as the reduce saw them
+    (``seen``, as usable_group), these facts and at least these finish tables exists, its files intact, else
+    False (nothing written; the reduce compacts the parts)."""
+    dest = _dest(parts, chunk)
+    doc = _doc(dest) if dest else None
+    if not doc or not _matches(doc, key, names, {str(r): seen[str(r)] for r in chunk}, dest):
         return False
-    lo, hi = chunk[0], chunk[-1]
-    dirs = {os.path.dirname(parts[r]) for r in chunk}
-    if len(dirs) != 1:
-        return False
-    dest = group_dir(dirs.pop(), lo, hi)
-    doc = _doc(dest)
-    if not doc or not docs:
-        return False
-    key = docs[chunk[0]].get("facts_key")
-    try:
-        ids = {str(r): identity(parts[r]) for r in chunk}
-    except OSError:
-        return False
-    if (doc.get("format") != GROUP_FORMAT or doc.get("facts_key") != key or doc.get("facts") != list(names)
-            or doc.get("ranks") != ids or not set(have) <= set(doc.get("finish") or ())):
+    if not set(have) <= set(doc.finish):
         return False
     done = []
     try:
@@ -176,6 +201,31 @@ def link_group(parts: dict[int, str], docs: dict[int, dict], chunk: list[int], n
     return True
 
 
+def _dest(parts: dict[int, str], chunk: list[int]) -> str | None:
+    dirs = {os.path.dirname(parts[r]) for r in chunk}
+    return group_dir(dirs.pop(), chunk[0], chunk[-1]) if len(dirs) == 1 else None
+
+
+def _matches(doc: _Group, key: str, names: list[str], ids: dict, dest: str) -> bool:
+    """``doc`` is the group of the parts ``ids``, of the rules' key ``key`` and the facts ``names``, and
+    every file it lists is there at its size (a file truncated or replaced since is no group's)."""
+    if doc.format != GROUP_FORMAT or doc.facts_key != key or doc.facts != list(names) or doc.ranks != ids:
+        return False
+    if not all(os.path.join(PART_FACTS, n + ".parquet") in doc.files for n in names):
+        return False
+    try:
+        return all(os.path.getsize(os.path.join(dest, rel)) == size for rel, size in doc.files.items())
+    except OSError:
+        return False
+
+
+def _ids_now(present: dict[int, str], chunk: list[int]) -> dict | None:
+    try:
+        return {str(r): identity(present[r]) for r in chunk}
+    except OSError:
+        return None
+
+
 def _link(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -189,32 +239,31 @@ def _light(trace: dict) -> dict:
     return {k: v for k, v in trace.items() if k != "metadata"}
 
 
-def _same(doc: dict | None, expected: dict) -> bool:
-    """``doc`` (a group.json) is the group ``expected`` names (its parts, key and tables)."""
-    return (bool(doc) and all(doc.get(k) == v for k, v in expected.items())
-            and isinstance(doc.get("parts"), dict) and set(doc["parts"]) == set(expected["ranks"]))
-
-
-def _expected(key: str, names: list[str], have: list[str], ids: dict[str, list[int]]) -> dict:
-    return {"format": GROUP_FORMAT, "facts_key": key, "facts": list(names), "finish": list(have), "ranks": ids}
-
-
-def _doc(dest: str) -> dict | None:
+def _doc(dest: str) -> _Group | None:
     try:
         with open(os.path.join(dest, GROUP_FILE), "rb") as f:
-            doc = msgspec.json.decode(f.read())
-    except (OSError, msgspec.DecodeError):
+            return msgspec.json.decode(f.read(), type=_Group)
+    except (OSError, msgspec.DecodeError):  # (ValidationError is a DecodeError)
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 @contextlib.contextmanager
 def _group_lock(cycle_dir: str, lo: int, hi: int):
     """An exclusive lock on the group (a file beside the parts, its name starting with a dot: never read as
-    a part), waited for: a writer that completes the group while another builds it then finds it made."""
+    a part), waited for up to LOCK_WAIT_S: a writer that completes the group while another builds it then
+    finds it made; one held longer (a writer stopped midway) leaves the group to the reduce (TimeoutError),
+    never the training's exit waiting on it."""
     fd = os.open(os.path.join(cycle_dir, f".group-{lo:07d}-{hi:07d}.lock"), os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"another writer held the group's lock for {LOCK_WAIT_S:.0f} s") from None
+                time.sleep(0.05)
         yield
     finally:
         os.close(fd)

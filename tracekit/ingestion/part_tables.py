@@ -85,7 +85,7 @@ def _finish_dir(run_dir: str, scratch: str, name: str) -> str:
 
 
 def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], names: list[str],
-                  finish: list[str], scratch: str, workers: int | None = None) -> dict:
+                  finish: list[str], scratch: str, workers: int | None = None, seen: dict | None = None) -> dict:
     """The parts' facts ``names`` compacted into ``run_dir`` as compact.py lays them out (facts/NAME/all.parquet,
     or facts/NAME/ranks-LO-HI.parquet for each partition of up to 256 ranks), and their finish tables
     ``finish`` joined by the same partitions into ``scratch/NAME/ranks-LO-HI.parquet`` for the finish to read
@@ -103,7 +103,8 @@ def compact_parts(run_dir: str, parts: dict[int, str], docs: dict[int, dict], na
         have = [n for n in finish if all(n in (docs[r].get("finish") or ()) for r in chunk)]
         outs = {n: os.path.join(facts_dir(run_dir, n), file_name) for n in names}
         outs.update({n: os.path.join(_finish_dir(run_dir, scratch, n), file_name) for n in have})
-        if not link_group(parts, docs, chunk, names, have, outs):  # (the chunk's own writers did not join it)
+        # (a group its parts' writers joined, of these parts as the reduce saw them: ``seen``, part_groups.py)
+        if seen is None or not link_group(parts, chunk, names, have, outs, docs[chunk[0]]["facts_key"], seen):
             compact_chunk(parts, docs, chunk, names, have, outs)
         return {n: outs[n] for n in have}
 

@@ -128,7 +128,9 @@ def _join_group(run: str, part: str, rank: int, world: int | None, key: str) -> 
     try:
         make_group(run, part, rank, world, key)
     except Exception as exc:  # noqa: BLE001 (an optimization of the reduce: never the part's failure)
-        text = f"{exc.strerror or exc} ({exc.filename})" if isinstance(exc, OSError) else str(exc)
+        text = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            text = exc.strerror + (f" ({exc.filename})" if exc.filename else "")
         why = (text.splitlines() or [type(exc).__name__])[0]
         print(f"tracekit: the ranks' group of {part} was not joined ({why}); the reduce joins its parts itself",
               file=sys.stderr)

@@ -35,7 +35,7 @@ from ..layout.paths import (
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
-from .part_groups import GROUPS_FILE, TRACES_FILE, usable_group
+from .part_groups import GROUPS_FILE, TRACES_FILE, identity, usable_group
 from .part_tables import compact_parts
 from .rank_part import read_part
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
@@ -58,9 +58,14 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
         if not parts:
             raise RunError(f"{run}: its rank parts went while the reduce waited; make them again")
         key = facts_key()
-        # a partition whose parts' writers joined it (part_groups.py): its part.json read from the group's file
+        # each part as the reduce sees it now: a group (part_groups.py) is used only where it joined these
+        try:
+            seen = {str(r): identity(d) for r, d in parts.items()}
+        except OSError:
+            raise RunError(f"{run}: a rank part went while the reduce read the parts; run it again") from None
+        # a partition whose parts' writers joined it: its part.json read from the group's file
         chunks = partition(sorted(parts), RANKS_PER_FILE)
-        groups = {c[0]: usable_group(parts, c, key, FACTS) for c in chunks}
+        groups = {c[0]: usable_group(parts, c, key, FACTS, seen) for c in chunks}
         docs = {}
         for c in chunks:
             docs.update(groups[c[0]]["docs"] if groups[c[0]] else {r: read_part(parts[r], key) for r in c})
@@ -80,7 +85,7 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
 
             def compact():
-                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch)
+                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch, seen=seen)
 
             reduce_run(tmp, align=options["align"], timings=executor["timings"], compact_with=compact)
             shutil.rmtree(scratch, ignore_errors=True)
