@@ -30,7 +30,7 @@ def no_overlap(ws):
 
 COLUMNS = {
     "_step_pieces": "rank BIGINT, cls VARCHAR, detail VARCHAR, event_index BIGINT, t0 BIGINT, t1 BIGINT",
-    "collectives": "rank BIGINT, event_index BIGINT, pg_desc VARCHAR, pg_ranks VARCHAR, pg_name VARCHAR, "
+    "_collectives": "rank BIGINT, event_index BIGINT, pg_desc VARCHAR, pg_ranks VARCHAR, pg_name VARCHAR, "
                    "collective VARCHAR",
     "collective_waits": "rank BIGINT, event_index BIGINT, instance_key VARCHAR, wait_ns BIGINT",
     "collective_instances": "instance_key VARCHAR, status VARCHAR",
@@ -142,7 +142,7 @@ def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_part
     import random
 
     rnd = random.Random(0)
-    tables = {"_step_pieces": [], "step_windows": [], "collectives": [], "collective_waits": [],
+    tables = {"_step_pieces": [], "step_windows": [], "_collectives": [], "collective_waits": [],
               "collective_instances": [("k", "clean")]}
     for r in (0, 1):
         starts = sorted(rnd.randint(0, 300) for _ in range(3))
@@ -153,7 +153,7 @@ def test_the_breakdown_is_the_same_to_the_last_bit_whatever_the_threads_and_part
             cls = rnd.choice(CLASSES + ["comm"] * 6)  # comm kernels, most of them exposed
             tables["_step_pieces"].append((r, cls, cls[2:] if cls.startswith("c_") else None, i, s, s + d))
             if cls == "comm":
-                tables["collectives"].append((r, i, rnd.choice(["DP", "TP", "EP"]), None, None,
+                tables["_collectives"].append((r, i, rnd.choice(["DP", "TP", "EP"]), None, None,
                                               rnd.choice(["allreduce", "alltoall"])))
                 tables["collective_waits"].append((r, i, "k", rnd.choice([0, 2, 5, d // 2])))
     one = breakdown(tables, 1)
@@ -246,7 +246,7 @@ def test_a_comm_kernel_turning_to_transfer_cuts_the_compute_beside_it():
     pieces = [(0, "c_gemm", "gemm", 0, 0, 30)] + [(0, "c_other", "other", i, 0, 30) for i in range(1, 7)]
     pieces.append((0, "comm", None, 7, 1, 40))
     got = breakdown({"_step_pieces": pieces, "step_windows": [(0, 1, 0, 100)],
-                     "collectives": [(0, 7, "DP", None, None, "allreduce")],
+                     "_collectives": [(0, 7, "DP", None, None, "allreduce")],
                      "collective_waits": [(0, 7, "k", 1)], "collective_instances": [("k", "clean")]}, 1)
     gemm = 1 * 1 / 7 + 1 * 1 / 7 + 28 * 1 / 7  # in time order, as the sweep cuts them
     other = 1 * 6 / 7 + 1 * 6 / 7 + 28 * 6 / 7
@@ -263,6 +263,6 @@ def test_a_window_past_2_to_the_53_ns_adds_the_lengths_of_its_cut_segments():
     [0, 2^53 + 1) and [2^53 + 1, 2^53 + 3), as floats, added in time order."""
     end, arrive = 2 ** 53 + 3, 2 ** 53 + 1
     got = breakdown({"_step_pieces": [(0, "comm", None, 5, 0, end)], "step_windows": [(0, 1, 0, end)],
-                     "collectives": [(0, 5, "DP", None, None, "allreduce")],
+                     "_collectives": [(0, 5, "DP", None, None, "allreduce")],
                      "collective_waits": [(0, 5, "k", arrive)], "collective_instances": [("k", "clean")]}, 1)
     assert {r[6] for r in got} == {float(arrive) + float(end - arrive)} == {9007199254740994.0}
