@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import time
 import uuid
 
@@ -32,6 +31,7 @@ import pyarrow.parquet as pq
 from ..compact import RANKS_PER_FILE
 from ..errors import TracekitError
 from ..layout.paths import PART_FACTS, PART_FILE, PART_FINISH
+from .part_doc import link_or_copy, locked_scratch, put_in_place, read_part
 
 
 class _Part(msgspec.Struct):
@@ -119,9 +119,7 @@ def _join(run: str, present: dict[int, str], chunk: list[int], ids: dict, key: s
     from ..derive import RANK_FINISH
     from ..rules import FACTS
     from ..run_tables import TRACES_SCHEMA, rows_table
-    from .part_tables import compact_chunk
-    from .rank_part import locked_scratch, put_in_place, read_part
-    from .reduce_parts import groups_table
+    from .part_tables import compact_chunk, groups_table  # (at the call: a test makes the compaction fail)
 
     docs = {r: read_part(present[r], key) for r in chunk}
     have = [n for n in RANK_FINISH if all(n in (docs[r].get("finish") or ()) for r in chunk)]
@@ -191,7 +189,7 @@ def link_group(parts: dict[int, str], chunk: list[int], names: list[str], have: 
     try:
         for name, out in outs.items():
             folder = PART_FACTS if name in names else PART_FINISH
-            _link(os.path.join(dest, folder, name + ".parquet"), out)
+            link_or_copy(os.path.join(dest, folder, name + ".parquet"), out)
             done.append(out)
     except OSError:  # the group went meanwhile (made again by a writer): the parts, compacted here
         for out in done:
@@ -224,15 +222,6 @@ def _ids_now(present: dict[int, str], chunk: list[int]) -> dict | None:
         return {str(r): identity(present[r]) for r in chunk}
     except OSError:
         return None
-
-
-def _link(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except FileNotFoundError:
-        raise
-    except OSError:  # a file system without hard links
-        shutil.copyfile(src, dst)
 
 
 def _light(trace: dict) -> dict:

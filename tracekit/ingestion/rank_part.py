@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -37,12 +36,11 @@ from ..layout.paths import (
     has_marker,
     is_run,
     part_path,
-    part_scratch,
     parts_dir,
     refuse_url,
 )
+from .part_doc import PART_FORMAT, locked_scratch, put_in_place, read_part  # noqa: F401 (read_part: callers' name)
 
-PART_FORMAT = "tracekit rank part"
 MARKER_READS = 5  # a run's marker that cannot be read is read this many times before the run is refused
 
 
@@ -88,36 +86,6 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     if group:
         _join_group(run, dest, res.rank, res.trace.get("world_size"), doc["facts_key"])
     return dest
-
-
-@contextlib.contextmanager
-def locked_scratch(run: str, tag: str):
-    """A scratch directory in ``run``'s parts, held by a lock while it is built (a reduce removes only
-    scratch no living writer holds), removed if the build fails: a part's, or a group's (part_groups.py)."""
-    from ..layout.versions import lock_exclusive
-
-    scratch = part_scratch(run, tag)
-    os.mkdir(scratch)
-    held = lock_exclusive(scratch)
-    try:
-        yield scratch
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    finally:
-        if held is not None:
-            os.close(held)
-
-
-def put_in_place(run: str, scratch: str, dest: str, tag: str) -> None:
-    """``scratch`` renamed to ``dest`` whole; a ``dest`` already there is moved aside first, then removed."""
-    old = None
-    if os.path.isdir(dest):
-        old = part_scratch(run, f"old-{tag}")
-        os.rename(dest, old)
-    os.rename(scratch, dest)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _join_group(run: str, part: str, rank: int, world: int | None, key: str) -> None:
@@ -177,49 +145,6 @@ def _prepare(run: str) -> None:
         make_marker(run)
         break
     os.makedirs(parts_dir(run), exist_ok=True)
-
-
-def read_part(directory: str, key: str | None = None) -> dict:
-    """The part.json of a rank part, checked: a clear error names the part and what to do. ``key``: this
-    tracekit's facts_key() (computed once for many parts: it reads the catalogues, 3 ms a part)."""
-    from ..errors import RunError
-    from ..rules import facts_key
-    from ..run_tables import SCHEMA_VERSION
-
-    try:
-        with open(os.path.join(directory, PART_FILE), "rb") as f:
-            doc = _decode(f.read())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise RunError(f"{directory}: a rank part that cannot be read ({exc}); make it again from its trace "
-                       "(python -m tracekit.ingestion.rank_part TRACE RUN) or remove it") from None
-    if not isinstance(doc, dict) or doc.get("format") != PART_FORMAT:
-        raise RunError(f"{directory}: not a rank part tracekit wrote; remove it")
-    if doc.get("schema_version") != SCHEMA_VERSION or doc.get("facts_key") != (key or facts_key()):
-        raise RunError(f"{directory}: a rank part made by another tracekit ({doc.get('tracekit_version')}, other "
-                       "rules); make it again from its trace with this one (python -m tracekit.ingestion.rank_part "
-                       f"{doc.get('trace', {}).get('path', 'TRACE')} RUN)")
-    return doc
-
-
-def _decode(text: bytes):
-    """part.json's document, each process group left as its JSON text (msgspec.Raw): the reduce only writes
-    them to the process_groups table, and decoded, a job's groups are every rank's list of every group's
-    ranks (the default group's 4,096 ranks in each of 4,096 parts: 16.7M Python ints, 0.6 GB, held
-    through the reduce)."""
-    try:
-        doc = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
-    except msgspec.ValidationError:  # JSON, not an object: read_part says it is no part
-        return msgspec.json.decode(text)
-    out = {}
-    for k, v in doc.items():
-        if k == "process_groups":
-            try:
-                out[k] = msgspec.json.decode(v, type=list[msgspec.Raw])
-                continue
-            except msgspec.ValidationError:
-                pass
-        out[k] = msgspec.json.decode(v)
-    return out
 
 
 def main(argv=None) -> int:

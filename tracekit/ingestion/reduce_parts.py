@@ -12,7 +12,6 @@ import os
 import shutil
 import time
 
-import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -35,9 +34,9 @@ from ..layout.paths import (
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, facts_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
-from .part_groups import GROUPS_FILE, TRACES_FILE, identity, usable_group
-from .part_tables import compact_parts
-from .rank_part import read_part
+from .part_doc import link_or_copy, read_part
+from .part_groups import GROUPS_FILE, TRACES_FILE, identity, link_group, usable_group
+from .part_tables import compact_parts, groups_table
 from .run_writer import build_and_switch, cannot_write, input_entry, write_run_manifest
 
 
@@ -85,7 +84,8 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
 
             def compact():
-                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch, seen=seen)
+                return compact_parts(tmp, parts, docs, FACTS, RANK_FINISH, scratch, linked=lambda c, have, outs:
+                                     link_group(parts, c, FACTS, have, outs, key, seen))
 
             reduce_run(tmp, align=options["align"], timings=executor["timings"], compact_with=compact)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -135,43 +135,6 @@ def _groups_table(chunks: list[list[int]], groups: dict, docs: dict) -> pa.Table
         pieces.append(pq.ParquetFile(os.path.join(g["dir"], GROUPS_FILE)).read() if g
                       else groups_table([pg for r in c for pg in docs[r].pop("process_groups")]))
     return pa.concat_tables([t.cast(PG_SCHEMA) for t in pieces])
-
-
-class _Group(msgspec.Struct, forbid_unknown_fields=True):
-    """A process group as a part wrote it (PG_SCHEMA's columns), its ranks left as JSON text."""
-    rank: int | None = None
-    pg_name: str | None = None
-    pg_desc: str | None = None
-    backend_config: str | None = None
-    pg_size: int | None = None
-    ranks: msgspec.Raw = msgspec.Raw(b"null")
-
-
-def groups_table(raws: list) -> pa.Table:
-    """The process_groups table of the parts' groups (read_part: each one's JSON text). Each distinct list of
-    ranks is decoded once: every rank lists every group it knows, the default group's 4,096 ranks in each of
-    4,096 parts (decoded row by row as rows_table does, 1.6 s and 0.4 GB at 4,096 ranks)."""
-    if not raws or not isinstance(raws[0], msgspec.Raw):  # (decoded already: a part read another way)
-        return rows_table(raws, PG_SCHEMA)
-    try:
-        groups = msgspec.json.Decoder(list[_Group]).decode(b"[" + b",".join(raws) + b"]")
-    except msgspec.DecodeError as exc:
-        raise RunError(f"the rank parts' process groups cannot be read ({exc}); make the parts again from "
-                       "their traces") from None
-    lists: dict[bytes, int] = {}
-    index = [lists.setdefault(bytes(g.ranks), len(lists)) for g in groups]
-    decode = msgspec.json.Decoder(list[int] | None)
-    try:
-        unique = [decode.decode(k) for k in lists]
-    except msgspec.DecodeError as exc:
-        raise RunError(f"the rank parts' process groups cannot be read ({exc}); make the parts again from "
-                       "their traces") from None
-    # (pa.array of Python lists imports pandas, 0.3 s; built as JSON lines instead, as rows_table does, the
-    # cross-rank facts after it peaked 0.3 GB higher at 4,096 ranks, 5 runs each: kept, cause not found)
-    ranks = pa.array(unique, type=PG_SCHEMA.field("ranks").type).take(pa.array(index, type=pa.int64()))
-    columns = {f.name: pa.array([getattr(g, f.name) for g in groups], type=f.type)
-               for f in PG_SCHEMA if f.name != "ranks"}
-    return pa.table({**columns, "ranks": ranks}, schema=PG_SCHEMA)
 
 
 def _reduce_in_store(url: str, iteration: int | None, hosts, align: bool) -> dict:
@@ -235,11 +198,9 @@ def _place(part: str, doc: dict, tmp: str, rank: int, facts: bool = True) -> Non
 
 def _link(src: str, dst: str) -> None:
     try:
-        os.link(src, dst)
+        link_or_copy(src, dst)
     except FileNotFoundError:
         _missing(src)
-    except OSError:  # a file system without hard links
-        shutil.copyfile(src, dst)
 
 
 def _missing(src: str):
