@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import msgspec
+
 from ..errors import RunError
 from ..run_tables import SCHEMA_VERSION
 from .paths import MANIFEST, manifest_path, written_by_tracekit
@@ -48,8 +50,11 @@ def open_manifest(run: str, named: str) -> dict:
 def write_json_atomic(path: str, doc: dict) -> None:
     """Write ``doc`` to ``path`` whole or not at all: a temporary file, flushed to disk, renamed."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
+    # msgspec's encoder, then indented: json.dump with an indent is the pure-Python encoder, 0.24 s for the
+    # manifest of 4,096 inputs (a rank-part reduce's); the same JSON, read back equal
+    text = msgspec.json.format(msgspec.json.encode(doc), indent=2)
+    with open(tmp, "wb") as f:
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
