@@ -2,6 +2,8 @@
 line naming the file and what to do (never 'internal error', exit 70), and `ingest --rederive` refuses,
 leaving the run's current version as it was, rather than deriving facts from what is left."""
 
+import shutil
+
 import pytest
 
 from tests.cli.test_bad_inputs import _two_rank_run
@@ -23,8 +25,37 @@ def _run_cli(capsys, *args):
     return code, out, err
 
 
+def _both_ranks_answer(capsys, run):
+    code, out, err = _run_cli(capsys, "report", run, "summary", "--format", "csv", "--columns", "rank,steps")
+    assert (code, out) == (0, "rank,steps\n0,2\n1,2\n"), err
+
+
+@pytest.mark.parametrize("table, words", [("traces", "its traces table"),
+                                          ("process_groups", "its process groups table")])
+def test_rederive_names_a_table_cut_short(tmp_path, capsys, table, words):
+    """It ended in 'internal error: ArrowInvalid: Parquet magic bytes not found in footer', exit 70."""
+    run = _two_rank_run(tmp_path)
+    _both_ranks_answer(capsys, run)
+    before = live(run)
+    _cut_short(before / f"{table}.parquet")
+    code, _, err = _run_cli(capsys, "ingest", "--rederive", run)
+    assert code == 4 and err.startswith(f"error: {run}: {words} cannot be read ({table}.parquet: Parquet magic "
+                                        "bytes not found in footer"), err
+    assert err.endswith(AGAIN) and len(err.splitlines()) == 1
+    assert live(run) == before
+
+
+def test_rederive_names_a_table_removed(tmp_path, capsys):
+    """It said 'cannot write its facts (Failed to open local file ...)', as if the disk were full."""
+    run = _two_rank_run(tmp_path)
+    (live(run) / "traces.parquet").unlink()
+    code, _, err = _run_cli(capsys, "ingest", "--rederive", run)
+    assert code == 4 and err.startswith(f"error: {run}: its traces table cannot be read (") and err.endswith(AGAIN)
+    assert "traces.parquet" in err and "cannot write" not in err
+
+
 @pytest.mark.parametrize("command", [
-    ["sql", "{run}", "select count(*) from events"],
+    ["ingest", "--rederive", "{run}"], ["sql", "{run}", "select count(*) from events"],
     ["timeline", "{run}", "-o", "{tmp}/t.json.gz"], ["report", "{run}", "critical_path"]])
 def test_an_events_file_cut_short_is_named(tmp_path, capsys, command):
     """Each ended in 'internal error: InvalidInputException: ... No magic bytes found ...\\n\\nLINE 1: ...'."""
@@ -35,3 +66,18 @@ def test_an_events_file_cut_short_is_named(tmp_path, capsys, command):
     assert code == 4 and err.startswith(f"error: {run}: its events cannot be read ("), err
     assert "'events/rank=0/part-0.parquet'" in err and err.endswith(AGAIN) and len(err.splitlines()) == 1
     assert live(run) == before
+
+
+def test_rederive_refuses_a_rank_without_its_events(tmp_path, capsys):
+    """It derived the facts of rank 1 alone and said it had succeeded: summary then showed rank 1 only.
+    Refused, the run's version is the one it was, and it still answers for both ranks."""
+    run = _two_rank_run(tmp_path)
+    before = live(run)
+    shutil.rmtree(before / "events" / "rank=0")
+    code, out, err = _run_cli(capsys, "ingest", "--rederive", run)
+    assert code == 4 and out == "", out
+    assert err == (f"error: {run}: the events of rank 0 are missing ({before / 'events' / 'rank=0'}); its facts "
+                   "cannot be derived again without them, and the run is unchanged: ingest the traces again with "
+                   "--force\n")
+    assert live(run) == before
+    _both_ranks_answer(capsys, run)
