@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tests.cli.test_bad_inputs import _two_rank_run
-from tests.conftest import live
+from tests.conftest import dist, live, write_trace
 from tracekit.cli.main import main
 
 AGAIN = ": a file of the run was changed or removed since tracekit wrote it; ingest the traces again with --force\n"
@@ -81,3 +81,21 @@ def test_rederive_refuses_a_rank_without_its_events(tmp_path, capsys):
                    "--force\n")
     assert live(run) == before
     _both_ranks_answer(capsys, run)
+
+
+def test_doctor_names_the_usual_steps_of_ranks_that_have_steps(tmp_path, capsys):
+    """Ranks without a ProfilerStep, the most, made the usual step set the empty one: 'step sets differ: 3 ranks
+    profiled other steps than the rest ()'. Those ranks are said once, as 'no ProfilerStep'; the step
+    sets are compared among the ranks that have steps."""
+    from tests.tracegen import cpu_op, step
+    d = tmp_path / "t"
+    d.mkdir()
+    steps = {0: [], 1: [], 2: [], 3: [1, 2], 4: [1, 2], 5: [1]}
+    for r, ns in steps.items():
+        evs = [cpu_op("op", 5000, 10)] + [step(n, n * 1000, 1000) for n in ns]
+        write_trace(d / f"rank{r}.json", evs, header=dist(r, world=len(steps)))
+    assert main(["ingest", str(d), "-o", str(tmp_path / "run")]) == 0
+    code, out, err = _run_cli(capsys, "doctor", tmp_path / "run", "--format", "csv")
+    assert code == 0 and "the rest ()" not in out, out
+    assert ',warning,5,"1 rank profiled other steps than the rest (1,2)",' in out
+    assert ',warning,"0,1,2",3 ranks have no ProfilerStep' in out
