@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from . import sql_files as _sql
-from .errors import QueryError, RunError
+from .errors import QueryError, RunDamaged, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
 from .layout.damage import AGAIN, damaged, rank_without_events
 from .layout.manifest import open_manifest
@@ -156,7 +156,7 @@ class Run:
         ranks = (r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall())
         rank = rank_without_events(self.version, ranks)
         if rank is not None:
-            raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
+            raise RunDamaged(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
                            f"what needs them ({_NEED_EVENTS}) cannot answer: {AGAIN}")
 
     def _damaged(self, what: str, fix: str, within: str | None = None):

@@ -99,3 +99,17 @@ def test_doctor_names_the_usual_steps_of_ranks_that_have_steps(tmp_path, capsys)
     assert code == 0 and "the rest ()" not in out, out
     assert ',warning,5,"1 rank profiled other steps than the rest (1,2)",' in out
     assert ',warning,"0,1,2",3 ranks have no ProfilerStep' in out
+
+
+@pytest.mark.parametrize("damage", ["cut short", "removed"])
+def test_doctor_says_the_events_are_damaged(tmp_path, capsys, damage):
+    """Doctor left its replay out without a word and said 'ok: all' of a run whose events were cut short or
+    a rank's removed (where cut short: 'internal error', exit 70)."""
+    run = _two_rank_run(tmp_path)
+    if damage == "cut short":
+        _cut_short(live(run) / "events" / "rank=0" / "part-0.parquet")
+    else:
+        shutil.rmtree(live(run) / "events" / "rank=0")
+    code, out, err = _run_cli(capsys, "doctor", run, "--format", "csv", "--fail-on", "warning")
+    (row,) = [line for line in out.splitlines() if line.startswith("damaged run,warning,,")]
+    assert code == 6 and "events/rank=0" in row and row.endswith(",ingest the traces again with --force"), out

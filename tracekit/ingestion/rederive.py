@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
-from ..errors import RunError, TracekitError
+from ..errors import RunDamaged, RunError, TracekitError
 from ..layout.damage import AGAIN, damaged, rank_without_events
 from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
@@ -122,7 +122,7 @@ def _inputs(run: str, src: str) -> tuple[list[dict], list[dict]]:
             tables[name] = _rows(path)
     rank = rank_without_events(src, sorted(t["rank"] for t in tables["traces"]), none_at_all=True)
     if rank is not None:
-        raise RunError(f"{run}: the events of rank {rank} are missing ({rank_dir(src, rank)}); its facts cannot be "
+        raise RunDamaged(f"{run}: the events of rank {rank} are missing ({rank_dir(src, rank)}); its facts cannot be "
                        f"derived again without them, and the run is unchanged: {AGAIN}")
     return tables["traces"], tables["process_groups"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ..errors import RunError
+from ..errors import RunDamaged
 from .paths import EVENTS_DIR, packed_files, rank_dir
 
 AGAIN = "ingest the traces again with --force"  # what makes the events and tables again (they are the traces')
@@ -30,7 +30,7 @@ def damaged(name: str, version: str, what: str, fix: str, errors: tuple, *, path
         if path is not None and path not in why:
             why = f"{path}: {why}"
         why = why.replace(version.rstrip(os.sep) + os.sep, "")
-        raise RunError(f"{name}: {what} cannot be read ({why}): a file of the run was changed or removed since "
+        raise RunDamaged(f"{name}: {what} cannot be read ({why}): a file of the run was changed or removed since "
                        f"tracekit wrote it; {fix}") from None
 
 
