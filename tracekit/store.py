@@ -157,7 +157,7 @@ class Run:
         rank = rank_without_events(self.version, ranks)
         if rank is not None:
             raise RunDamaged(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
-                           f"what needs them ({_NEED_EVENTS}) cannot answer: {AGAIN}")
+                             f"what needs them ({_NEED_EVENTS}) cannot answer: {AGAIN}")
 
     def _damaged(self, what: str, fix: str, within: str | None = None):
         """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and

@@ -123,7 +123,7 @@ def _inputs(run: str, src: str) -> tuple[list[dict], list[dict]]:
     rank = rank_without_events(src, sorted(t["rank"] for t in tables["traces"]), none_at_all=True)
     if rank is not None:
         raise RunDamaged(f"{run}: the events of rank {rank} are missing ({rank_dir(src, rank)}); its facts cannot be "
-                       f"derived again without them, and the run is unchanged: {AGAIN}")
+                         f"derived again without them, and the run is unchanged: {AGAIN}")
     return tables["traces"], tables["process_groups"]
 
 
