@@ -25,6 +25,10 @@ class RunError(TracekitError):
     exit_code = 4
 
 
+class RunDamaged(RunError):
+    """A file of a run cut short or removed by hand since tracekit wrote it (layout/damage.py)."""
+
+
 class QueryError(TracekitError):
     """A SQL query or a report failed; the message carries DuckDB's own words."""
 

@@ -6,7 +6,6 @@ rules than this tracekit's is refused, with the command that derives them again 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 
@@ -14,11 +13,12 @@ import duckdb
 import pyarrow as pa
 
 from . import sql_files as _sql
-from .errors import QueryError, RunError
+from .errors import QueryError, RunDamaged, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
+from .layout.damage import AGAIN, damaged, rank_without_events
 from .layout.manifest import open_manifest
 from .layout.objstore import is_store_url
-from .layout.paths import refuse_url
+from .layout.paths import EVENTS_DIR, refuse_url
 from .layout.versions import pin
 from .query_errors import describe
 from .rules import TABLE_NAMES, VIEWS, define_base, facts_key, graph, references, stored, uses
@@ -75,7 +75,7 @@ class Run:
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
             # which a report reading the stored facts never needs
-            with self._damaged("its traces or process groups table", "ingest the traces again with --force"):
+            with self._damaged("its traces or process groups table", AGAIN):
                 bind_tables(self._db, self.version)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
@@ -92,7 +92,8 @@ class Run:
         """``query`` on the connection, with only the views it names defined (``con`` defines every view):
         DuckDB's cursor, to fetch from as it goes."""
         self._define_for(query)
-        return self._con.execute(query, params) if params else self._con.execute(query)
+        with self._damaged("its events", AGAIN, within=EVENTS_DIR):  # (a query of a rank's own files: timeline)
+            return self._con.execute(query, params) if params else self._con.execute(query)
 
     def _define_for(self, query: str) -> None:
         # events when named outside a string: binding it lists every rank's folder, and a query of a few
@@ -115,12 +116,13 @@ class Run:
         if name == "events":
             self.fetch_events()
             self._check_every_rank_has_events()
-            try:
-                bind_events(self._con, self.version)
-            except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
-                raise RunError(f"{self.name}: the run's events files are not here ({self.version}/events); what "
-                               f"needs them ({_NEED_EVENTS}) cannot answer: copy the whole run, or ingest the traces "
-                               "again") from None
+            with self._damaged("its events", AGAIN, within=EVENTS_DIR):  # (one cut short)
+                try:
+                    bind_events(self._con, self.version)
+                except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
+                    raise RunError(f"{self.name}: the run's events files are not here ({self.version}/events); "
+                                   f"what needs them ({_NEED_EVENTS}) cannot answer: copy the whole run, or ingest "
+                                   "the traces again") from None
             self._created.add(name)
             return
         if stored(name):
@@ -147,31 +149,22 @@ class Run:
                 self.fetched["events_files"] = self.fetched.get("events_files", 0) + got["files"]
 
     def _check_every_rank_has_events(self) -> None:
-        """Each rank of the run has its events folder (an empty rank has one too): one deleted by hand would
-        make the graph replay that rank from nothing, with no word why. (One listing, whatever the ranks.)"""
-        from .layout.paths import EVENTS_DIR, packed_files, rank_dir
+        """Each rank of the run has its events folder: one deleted by hand would make the graph replay that
+        rank from nothing, with no word why."""
+        from .layout.paths import rank_dir
 
-        try:
-            present = set(os.listdir(os.path.join(self.version, EVENTS_DIR)))
-        except OSError:
-            return  # (no events at all: a copy of the run without them, said where they are bound)
-        packed = [(lo, hi) for lo, hi, _ in packed_files(self.version)]
-        for (rank,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall():
-            if os.path.basename(rank_dir(self.version, rank)) not in present \
-                    and not any(lo <= rank <= hi for lo, hi in packed):
-                raise RunError(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
-                               f"what needs them ({_NEED_EVENTS}) cannot answer: ingest the traces again with --force")
+        ranks = (r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall())
+        rank = rank_without_events(self.version, ranks)
+        if rank is not None:
+            raise RunDamaged(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
+                             f"what needs them ({_NEED_EVENTS}) cannot answer: {AGAIN}")
 
-    @contextlib.contextmanager
-    def _damaged(self, what: str, fix: str):
+    def _damaged(self, what: str, fix: str, within: str | None = None):
         """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and
-        the command that makes it again."""
-        try:
-            yield
-        except duckdb.Error as exc:  # (tracekit's own statement on its own files: only their damage fails it)
-            why = str(exc).splitlines()[0].replace(self.version + os.sep, "")
-            raise RunError(f"{self.name}: {what} cannot be read ({why}): a file of the run was changed or removed "
-                           f"since tracekit wrote it; {fix}") from None
+        the command that makes it again (layout/damage.py). (Tracekit's own statement on its own files: only
+        their damage fails it; ``within``: an error naming a file in that folder of the version only.)"""
+        return damaged(self.name, self.version, what, fix, (duckdb.Error,),
+                       within=None if within is None else os.path.join(self.version, within))
 
     def read_only(self, memory_mb: int | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> "Run":
         """Close the doors for SQL from an untrusted prompt, as ``tracekit sql`` does unless --unsafe: only

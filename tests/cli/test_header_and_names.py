@@ -60,7 +60,12 @@ def test_a_stray_json_among_traces_names_on_error_skip(tmp_path, capsys):
     assert main(["ingest", str(tmp_path / "t"), "-o", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / 't' / 'config.json'}: this JSON has no \"traceEvents\" array")
-    assert err.endswith("; or leave this file out: --on-error skip ingests the others\n")
+    skip = ("; or leave this file out: `tracekit ingest TRACES --on-error skip -o RUN` ingests the others, then name "
+            "RUN instead of the traces\n")
+    assert err.endswith(skip)
+    # a command given the traces says the same: it has no --on-error of its own ('No such option')
+    assert main(["report", str(tmp_path / "t"), "summary"]) == 2
+    assert capsys.readouterr().err.endswith(skip)
     assert main(["ingest", str(tmp_path / "t"), "-o", str(tmp_path / "run"), "--on-error", "skip"]) == 0
     err = capsys.readouterr().err
     assert err.count(str(tmp_path / "t" / "config.json")) == 1  # it printed the path twice

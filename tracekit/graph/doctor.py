@@ -10,20 +10,25 @@ import duckdb
 import pyarrow as pa
 
 from .. import sql_files
-from ..errors import TracekitError
+from ..errors import RunDamaged, TracekitError
+from ..layout.damage import AGAIN
 from .shared import too_big
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 
 
 def replay_findings(run) -> list[dict]:
-    """The replay's doctor rows, or none where the graph is not built (no events here, too many)."""
+    """The replay's doctor rows, or none where the graph is not built (no events here, too many); a finding
+    where the run's events were cut short or removed by hand (the run is not well: no replay says so)."""
     try:
         if too_big(run) or not run.sql("SELECT 1 FROM steps LIMIT 1").num_rows:
             return []
         return run.sql(sql_files.load("reports", "_doctor_replay").text).to_pylist()
     except duckdb.IOException:  # the run's events files are not here
         return []
+    except RunDamaged as exc:
+        return [{"check": "damaged run", "severity": "warning", "ranks": "", "finding": f"no replay: {exc}",
+                 "fix": AGAIN}]
     except TracekitError:
         return []
 

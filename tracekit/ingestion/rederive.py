@@ -12,10 +12,13 @@ import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
+import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
-from ..errors import RunError, TracekitError
+from ..errors import RunDamaged, RunError, TracekitError
+from ..layout.damage import AGAIN, damaged, rank_without_events
 from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
@@ -24,6 +27,7 @@ from ..layout.paths import (
     TABLE_FILES,
     is_run,
     place_facts,
+    rank_dir,
     rank_facts_scratch,
     rank_parts,
     table_path,
@@ -53,25 +57,25 @@ def rederive_run(run: str) -> None:
     try:
         with writer_lock(out):
             collect(out)
-            _rederive_locked(out)
+            _rederive_locked(out, run)
     except OSError as exc:  # a read-only run, a full disk: nothing was replaced
         where = f" ({exc.filename})" if exc.filename else ""
         raise RunError(f"{run}: cannot write its facts ({exc.strerror or exc}{where}); the run is unchanged. "
                        "Re-derive a writable copy, or ingest the traces again with -o elsewhere") from None
 
 
-def _rederive_locked(out: str) -> None:
+def _rederive_locked(out: str, run: str) -> None:
     src = current_version(out)
     manifest = read_manifest(src)
     tmp = version_dir(out)
     os.makedirs(tmp)
 
     def build():
+        traces, pgs = _inputs(run, src)
         _share_inputs(src, tmp)
-        traces = _rows(table_path(tmp, "traces"))
-        pgs = _rows(table_path(tmp, "process_groups"))
         align = manifest.get("options", {}).get("align", True)
-        derive_facts(tmp, traces, pgs, align)
+        with damaged(run, tmp, "its events", AGAIN, (duckdb.Error,), within=os.path.join(tmp, EVENTS_DIR)):
+            derive_facts(tmp, traces, pgs, align)
         reduce_run(tmp, align=align)
         manifest["facts_key"] = facts_key()
         write_manifest(tmp, manifest)
@@ -104,6 +108,23 @@ def derive_facts(tmp: str, traces: list[dict], pgs: list[dict], align: bool) -> 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for rank, facts in pool.map(one, traces):
             place_facts(facts, tmp, rank, FACTS, REDUCED + [CLOCKS] + FINISHED if single else ())
+
+
+def _inputs(run: str, src: str) -> tuple[list[dict], list[dict]]:
+    """The traces and process groups of version ``src``, what derive reads beside the events; refused, the
+    run unchanged, where one of them or a rank's events cannot be read (the facts of the ranks left would
+    be derived as if the run had only those)."""
+    tables = {}
+    for name in ("traces", "process_groups"):
+        path = table_path(src, name)
+        with damaged(run, src, f"its {name.replace('_', ' ')} table", AGAIN, (pa.ArrowException, OSError),
+                     path=path):
+            tables[name] = _rows(path)
+    rank = rank_without_events(src, sorted(t["rank"] for t in tables["traces"]), none_at_all=True)
+    if rank is not None:
+        raise RunDamaged(f"{run}: the events of rank {rank} are missing ({rank_dir(src, rank)}); its facts cannot be "
+                         f"derived again without them, and the run is unchanged: {AGAIN}")
+    return tables["traces"], tables["process_groups"]
 
 
 def _rows(path: str) -> list[dict]:

@@ -264,7 +264,9 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
                 shutil.rmtree(part_facts_dir(part), ignore_errors=True)
             else:
                 if isinstance(exc, TracekitError) and len(tasks) > 1:  # what --on-error skip would have passed
-                    exc.args = (f"{exc}; or leave this file out: --on-error skip ingests the others",)
+                    # (said for ingest's option: a command given the traces, `report DIR`, has none)
+                    exc.args = (f"{exc}; or leave this file out: `tracekit ingest TRACES --on-error skip -o RUN` "
+                                "ingests the others, then name RUN instead of the traces",)
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
 

@@ -22,7 +22,8 @@ missing AS (
 step_sets AS (
     SELECT tr.rank, coalesce(string_agg(CAST(s.step AS VARCHAR), ',' ORDER BY s.step), '') AS steps
     FROM tr LEFT JOIN steps s USING (rank) GROUP BY tr.rank),
-usual AS (SELECT mode(steps) AS steps FROM step_sets),
+-- the steps most ranks profiled, of the ranks with a ProfilerStep (one without any is 'no ProfilerStep')
+usual AS (SELECT mode(steps) AS steps FROM step_sets WHERE steps <> ''),
 -- the comm kernels, each with why it may lack metadata: launched before the profile (its launching op ran
 -- before the window: no op, no size, whatever the profiler recorded), or a library that no c10d op wraps
 -- (DeepEP, NVSHMEM, symmetric memory, TransformerEngine userbuffers, custom all-reduce: their own ops
@@ -102,7 +103,7 @@ findings AS (
     SELECT 'step sets differ', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{} other steps than the rest ({})', tk_plural(count(*), 'rank profiled', 'ranks profiled'), any_value(usual.steps)),
            'profile the same steps on every rank (one torch.profiler.schedule for all)'
-    FROM step_sets, usual WHERE step_sets.steps <> usual.steps HAVING count(*) > 0
+    FROM step_sets, usual WHERE step_sets.steps NOT IN ('', usual.steps) HAVING count(*) > 0
     UNION ALL
     SELECT 'no ProfilerStep', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{} no ProfilerStep: per-step figures are all step -1', tk_plural(count(*), 'rank has', 'ranks have')),
