@@ -33,13 +33,16 @@ def whatif_cmd(run, fmt, output, fit, fix_ranks, comm_speedup, overlap, **params
     step (compute + exposed communication + pipeline bubble + waiting, with its interval step_ms_lo to
     step_ms_hi), then per process group and collective, one step on the busiest rank: count, bytes,
     transfer time (alpha + bytes / beta, fitted to the run's clean instances) and exposed time. Beside
-    them the run's own figures: measured_* for its own plan, source_* for another plan (the run's, not the
-    plan's). The note column says where each law was measured and what is extrapolated. The plan
-    defaults to the run's (recorded, from --config, or inferred from its process groups: stderr says
-    which); plan flags change it (--tp 4 alone: dp takes the rest). The interval of a plan the run did
-    not measure is calibrated: 80 % of them hold the measured step (docs/model.md, "Intervals").
-    --fix-rank, --comm-speedup and --overlap instead replay the run's own dependency graph with that cause
-    changed: each rank's step measured, replayed and predicted.
+    them the run's own figures: measured_* for its own plan and model, source_* for another plan or model
+    (the run's, not the prediction's). The note column says where each law was measured and what is
+    extrapolated. The plan defaults to the run's (recorded, from --config, or inferred from its process
+    groups: stderr says which); plan flags change it (--tp 4 alone: dp takes the rest). The model
+    defaults to the run's (recorded, or from --config); --preset NAME and model flags (--hidden, --layers,
+    ...) ask for another, its compute the run's rates times its work ('compute extrapolated' in the note).
+    Only on a run that records no model does --preset stand for the run's own (the note says so). The
+    interval of a plan the run did not measure is calibrated: 80 % of them hold the measured step
+    (docs/model.md, "Intervals"). --fix-rank, --comm-speedup and --overlap instead replay the run's own
+    dependency graph with that cause changed: each rank's step measured, replayed and predicted.
 
     \b
     Example:

@@ -32,13 +32,15 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
            changes: dict | None = None, world: int | None = None, cores: int | None = None,
            sweep: bool = False) -> pa.Table:
     """The step under a plan, first, then per group and collective on the busiest rank: predicted count,
-    bytes, transfer and exposed time, beside the run's own (measured_* for its own plan; source_* for
-    another plan, whose figures nobody measured). The plan: ``plan``, else the run's own (recorded,
-    ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend, schedule)
-    over it. The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field -> value) over
-    it. ``world``: the number of ranks the plan is for (default: the run's). ``cores``: CPU runs, the
-    cores a host's ranks share (default: a processor per rank, as GPUs). ``sweep``: every valid plan for
-    ``world`` ranks, ranked by predicted step, instead."""
+    bytes, transfer and exposed time, beside the run's own (measured_* for its own plan and model; source_*
+    for another plan or model, whose figures nobody measured). The plan: ``plan``, else the run's own
+    (recorded, ``config``'s, or inferred) with ``changes`` (dp, tp, pp, zero, sequence_parallel, backend,
+    schedule) over it. The model: ``preset``, else the recorded or ``config``'s, with ``model`` (field ->
+    value) over it; the run's rates are the recorded or ``config``'s model's, so a preset is another model
+    as ``model`` is (whatif_model.context), the run's own only where the run says none. ``world``: the
+    number of ranks the plan is for (default: the run's). ``cores``: CPU runs, the cores a host's ranks
+    share (default: a processor per rank, as GPUs). ``sweep``: every valid plan for ``world`` ranks, ranked
+    by predicted step, instead."""
     from ..analytic import check_fits
     from ..run_plan import plan_with
     from . import whatif_step as ws

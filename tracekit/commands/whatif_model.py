@@ -211,10 +211,14 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
     from ..run_plan import model_with
 
     rp = resolve(run, config)
-    recorded_shape = rp.shape is not None
-    own = rp.shape
-    rp.shape = model_with(rp.shape, preset, model)
-    rp.model_source = _model_source(preset, config, recorded_shape, model)
+    own = rp.shape  # the model the run trained: the traces' recorded config, else --config's; None: neither
+    rp.shape = model_with(own, preset, model)  # the model predicted: --preset, else the run's, flags over it
+    rp.model_source = _model_source(preset, config, own is not None, model)
+    # The run's rates are calibrated on the model it trained, so a --preset or model flags over a run that
+    # says its model are the target, its compute rescaled from that model's work (both say so the same way:
+    # source_* columns, "compute extrapolated"). Only where the run says none is the one given (preset and
+    # flags) taken as the run's own (_model_source's note says so).
+    src_shape = own if own is not None else rp.shape
     why = coverage(run, experts=bool(rp.shape and rp.shape.experts))
     if why:
         raise TracekitError(f"whatif cannot predict this run: {why}")
@@ -231,7 +235,7 @@ def context(run, config: dict | None = None, preset: str | None = None, model: d
     (cpu,) = run.sql("SELECT (SELECT count(*) FROM (SELECT 1 FROM gpu_kernels LIMIT 1)) = 0 AND (SELECT "
                      "count(*) FROM (SELECT 1 FROM _gloo_collectives LIMIT 1)) > 0 AS c").column("c").to_pylist()
     return Context(rp, laws, measured(run, rp), run.name, laws_of(pts), links, nvlink_gbps(gpu), gpu or "",
-                   measure(run), cores, own if recorded_shape and preset is None else rp.shape, bool(cpu))
+                   measure(run), cores, src_shape, bool(cpu))
 
 
 def _model_source(preset, config, recorded_shape: bool, model: dict | None) -> str:
