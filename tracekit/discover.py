@@ -53,7 +53,9 @@ def find_traces(paths: list[str]) -> list[str]:
             raise TracekitError(f"{runs[0]}: a tracekit run, not traces: report on it as it is (tracekit report "
                                 f"{runs[0]} summary), or derive its facts again with tracekit ingest --rederive "
                                 f"{runs[0]}")
-        raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}")
+        raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}: give the folder "
+                            "your torch.profiler on_trace_ready handler (tensorboard_trace_handler, "
+                            "tracekit.profiler.trace_handler) wrote them to, or the trace files")
     return out
 
 

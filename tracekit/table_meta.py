@@ -7,6 +7,7 @@ from __future__ import annotations
 NOTE_KEY = b"tracekit.note"
 FIRST_KEY = b"tracekit.first"  # the columns a reader needs first (kept when space is short)
 WRAP_KEY = b"tracekit.wrap"  # text columns a terminal table wraps whole (others: cut with an ellipsis)
+KEY_KEY = b"tracekit.key"  # the columns that tell rows apart (whatif --sweep's plan): never cut nor left out
 
 
 def note_of(table) -> str | None:
@@ -19,6 +20,12 @@ def first_of(table) -> list[str]:
     """The columns a report declared first, or []."""
     meta = table.schema.metadata or {}
     return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
+
+
+def key_of(table) -> list[str]:
+    """The columns that tell a table's rows apart, which a terminal table shows whole, or []."""
+    meta = table.schema.metadata or {}
+    return meta[KEY_KEY].decode().split(",") if KEY_KEY in meta else []
 
 
 def wrap_of(table) -> list[str]:

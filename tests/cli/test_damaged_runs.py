@@ -113,3 +113,27 @@ def test_doctor_says_the_events_are_damaged(tmp_path, capsys, damage):
     code, out, err = _run_cli(capsys, "doctor", run, "--format", "csv", "--fail-on", "warning")
     (row,) = [line for line in out.splitlines() if line.startswith("damaged run,warning,,")]
     assert code == 6 and "events/rank=0" in row and row.endswith(",ingest the traces again with --force"), out
+
+
+@pytest.mark.parametrize("damage", ["version manifest {}", "top manifest {}, no marker, no CURRENT",
+                                    "marker garbage, no CURRENT"])
+@pytest.mark.parametrize("command", [["report", "{run}", "summary"], ["sql", "{run}", "SELECT 1"]])
+def test_a_run_with_an_unreadable_manifest_is_named_damaged_not_a_trace(tmp_path, capsys, damage, command):
+    """A directory with tracekit's names (tracekit-run.json, versions/v-...) whose manifest cannot be read was
+    read as traces: 'manifest.json: ... not a Chrome/Kineto trace'. It is a damaged run, and the line says so
+    and what to do."""
+    run = _two_rank_run(tmp_path)
+    if damage == "version manifest {}":
+        (live(run) / "manifest.json").write_text("{}")
+    elif damage.startswith("top manifest"):
+        (run / "tracekit-run.json").unlink()
+        (run / "CURRENT").unlink()
+        (run / "manifest.json").write_text("{}")
+    else:
+        (run / "tracekit-run.json").write_text("garbage")
+        (run / "CURRENT").unlink()
+    code, out, err = _run_cli(capsys, *[a.format(run=run) for a in command])
+    assert code != 0 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: {run}: a ") and "tracekit run" in err and "damaged" in err
+    assert "ingest the traces again, into it with --force or into a new directory" in err
+    assert "traceEvents" not in err and "not a tracekit run" not in err

@@ -171,6 +171,26 @@ def test_ingesting_a_run_says_it_is_a_run(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("command", ["ingest", "report"])
+@pytest.mark.parametrize("holds", [[], ["notes.txt", "sub/trace.txt"]])
+def test_no_traces_says_what_to_give(tmp_path, capsys, command, holds):
+    """A folder with no .json/.json.gz said only 'no trace files': the line also names what writes them and
+    what to give instead."""
+    from tracekit.cli.main import main
+    d = tmp_path / "empty"
+    d.mkdir()
+    for name in holds:
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text("{}")
+    argv = ["ingest", str(d), "-o", str(tmp_path / "x")] if command == "ingest" else ["report", str(d), "summary"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no trace files (.json, .json.gz) under {d}: ") and err.count("\n") == 1
+    for words in ("on_trace_ready", "tensorboard_trace_handler", "trace files"):
+        assert words in err.split(f"under {d}: ")[1]
+    assert not (tmp_path / "x").exists()
+
+
 def test_timeline_names_a_thread_the_trace_gives_no_number_for(tmp_path):
     """Also seen in issue 40: CPU events without a numeric pid and tid (none, or names such as "Spans") went
     to a track named 'CPU None thread None'."""

@@ -1,4 +1,5 @@
-"""An output file that cannot be written is one line, before any work (issue 20, item 13)."""
+"""-o FILE in folders that are not there yet: made, as ingest -o makes its own; an output that cannot be
+written is one line, before any work (issue 20, item 13)."""
 
 import pytest
 
@@ -14,15 +15,42 @@ def run(tmp_path):
     return tmp_path / "run"
 
 
-@pytest.mark.parametrize("args", [["html", "{run}", "-o", "{out}.html"], ["timeline", "{run}", "-o", "{out}.json"],
-                                  ["plot", "{run}", "-o", "{out}.png"], ["sql", "{run}", "SELECT 1", "-o", "{out}.csv"],
-                                  ["report", "{run}", "summary", "-o", "{out}.csv", "--format", "csv"]])
-def test_output_in_a_missing_directory(run, tmp_path, capsys, args):
-    out = tmp_path / "missing" / "x"
+COMMANDS = [["html", "{run}", "-o", "{out}.html"], ["timeline", "{run}", "-o", "{out}.json"],
+            ["plot", "{run}", "--kind", "overlap", "-o", "{out}.html"],
+            ["sql", "{run}", "SELECT 1 AS one", "-o", "{out}.csv", "--format", "csv"],
+            ["report", "{run}", "summary", "-o", "{out}.csv", "--format", "csv"]]
+
+
+def _out(argv):
+    return argv[argv.index("-o") + 1]
+
+
+@pytest.mark.parametrize("args", COMMANDS)
+def test_output_in_a_missing_directory_is_made(run, tmp_path, args):
+    argv = [a.format(run=run, out=tmp_path / "reports" / "new" / "x") for a in args]
+    assert main(argv) == 0
+    written = tmp_path / "reports" / "new" / ("x" + _out(argv).rsplit("x", 1)[1])
+    assert written.is_file() and written.stat().st_size > 0
+    assert sorted(p.name for p in written.parent.iterdir()) == [written.name]  # no temporary file left
+    if args[0] == "sql":
+        assert written.read_text().splitlines() == ["one", "1"]
+
+
+def test_html_plotly_beside_in_a_missing_directory(run, tmp_path):
+    """The example html --help gives: the page and its plotly-VERSION.min.js, in the folder it made."""
+    page = tmp_path / "reports" / "run.html"
+    assert main(["html", str(run), "-o", str(page), "--plotly-js", "beside"]) == 0
+    js = [p.name for p in page.parent.iterdir() if p.name.startswith("plotly-") and p.name.endswith(".min.js")]
+    assert page.is_file() and len(js) == 1 and f'src="{js[0]}"' in page.read_text()
+
+
+@pytest.mark.parametrize("args", COMMANDS)
+def test_output_under_a_file_is_one_line_before_any_work(run, tmp_path, capsys, args):
+    (tmp_path / "afile").write_text("")
+    argv = [a.format(run=run, out=tmp_path / "afile" / "sub" / "x") for a in args]
     capsys.readouterr()
-    argv = [a.format(run=run, out=out) for a in args]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert err == f"error: {argv[-1] if args[-2] == '-o' else argv[-3]}: cannot write it (No such file or " \
-                  "directory); check that its directory exists and is writable\n"
-    assert not (tmp_path / "missing").exists()
+    assert err == f"error: {_out(argv)}: cannot write it (cannot make its directory {tmp_path / 'afile' / 'sub'}: " \
+                  "Not a directory)\n"
+    assert (tmp_path / "afile").read_text() == ""

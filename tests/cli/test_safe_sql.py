@@ -194,12 +194,12 @@ def test_a_big_result_as_json_or_markdown_streams_in_bounded_memory(run, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "markdown", "table"])
-def test_output_to_a_missing_directory_is_one_line(run, tmp_path, capsys, fmt):
-    out = tmp_path / "missing" / "x.out"
+def test_output_under_a_file_is_one_line(run, tmp_path, capsys, fmt):
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "afile" / "x.out"
     assert main(["sql", str(run), "SELECT 1 AS a", "--format", fmt, "-o", str(out)]) == 1
     err = capsys.readouterr().err
-    assert err == f"error: {out}: cannot write it (No such file or directory); check that its directory exists " \
-                  "and is writable\n"
+    assert err == f"error: {out}: cannot write it (cannot make its directory {tmp_path / 'afile'}: File exists)\n"
 
 
 def test_a_failed_query_leaves_no_half_file(run, tmp_path, capsys):

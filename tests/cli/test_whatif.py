@@ -361,3 +361,24 @@ def test_a_preset_over_a_run_that_records_no_model_says_it_is_assumed(tmp_path, 
     assert first.startswith("model: preset gpt2-small (the traces record no model: the preset is taken as what "
                             "this run trained and the work measured as its; if the run trained another model, "
                             "these are not its steps)"), first
+
+
+def test_sweep_in_80_columns_prints_every_plan_whole(tmp_path, capsys, monkeypatch):
+    """In an 80-column pipe the plan column was cut to 'dp 2 x tp 1 x pp 1, z…': plans that differ only in
+    their zero stage looked alike. The plan (the table's key) is shown whole; other columns give way, and
+    the predicted step stays."""
+    run = tmp_path / "run"
+    assert main(["ingest", str(ROOT / "examples" / "traces" / "fsdp"), "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["whatif", str(run), "--sweep", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["whatif", str(run), "--sweep"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in "".join(lines)
+    body = [ln for ln in lines if ln.strip()[:1].isdigit()]
+    assert len(body) == len(rows) and len({r["plan"] for r in rows}) > 4  # zero 0..3 are different plans
+    for ln, r in zip(body, rows, strict=True):
+        place, rest = ln.split(None, 1)
+        assert int(place) == r["place"] and rest.startswith(r["plan"] + "  ")
+        assert ln.split()[-1] == f"{r['step_ms']:.3f}"  # step_ms kept, right of the plan

@@ -34,7 +34,8 @@ def output_options(f):
     f = click.option("--columns", default=None, metavar="A,B,C", expose_value=False, callback=_columns,
                      help="Only these columns, in this order (every format).")(f)
     f = click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
-                     help="Write to this file instead of stdout.")(f)
+                     callback=lambda _ctx, _param, value: value if value is None else check_output(value),
+                     help="Write to this file instead of stdout (its missing folders are made).")(f)
     f = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
                      help="Output format; json is a list of row objects.")(f)
     return f
@@ -118,13 +119,15 @@ def plan_options(defaults: dict, exclude: tuple[str, ...] = ()):
 
 
 def check_output(path: str) -> str:
-    """Fail at once, in one line, when ``path`` cannot be written (before any work is done)."""
+    """Make the folders ``path`` is to go in, as ingest -o does; fail at once, in one line, when ``path``
+    cannot be written (before any work is done). Every command's -o FILE comes here."""
     from ..errors import TracekitError
 
     d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise TracekitError(f"{path}: cannot write it (No such file or directory); check that its directory "
-                            "exists and is writable")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as exc:
+        raise TracekitError(f"{path}: cannot write it (cannot make its directory {d}: {exc.strerror})") from None
     if not os.access(d, os.W_OK):
         raise TracekitError(f"{path}: cannot write it (its directory {d} is not writable)")
     return path

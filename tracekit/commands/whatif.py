@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..analytic.estimate import columns
 from ..errors import TracekitError
-from ..table_meta import FIRST_KEY, NOTE_KEY
+from ..table_meta import FIRST_KEY, KEY_KEY, NOTE_KEY
 
 # fit and points: the laws' two steps, this command's public names (api.fit_laws and tests read them here)
 from .whatif_model import context, fit, points, predicted_rows, rows_table, stage_collectives  # noqa: F401
@@ -77,7 +77,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         rows = [{**r, **columns(r["step"], "step_ms")} for r in rows]
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
             {NOTE_KEY: note.encode(),
-             FIRST_KEY: b"place,plan,micro_batch,micro_batches,step_ms,step_ms_lo,step_ms_hi,versus_best,basis"})
+             FIRST_KEY: b"place,plan,step_ms,micro_batch,micro_batches,step_ms_lo,step_ms_hi,versus_best,basis",
+             KEY_KEY: b"plan"})  # plans that differ only past a cut ('zero 1', 'zero 3') must not look alike
     check_fits(rp.shape, target, world)
     colls = stage_collectives(ctx, target)
     st = ws.step(ctx, target, colls)

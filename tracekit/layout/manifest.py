@@ -10,7 +10,7 @@ import msgspec
 
 from ..errors import RunError
 from ..run_tables import SCHEMA_VERSION
-from .paths import MANIFEST, manifest_path, written_by_tracekit
+from .paths import MANIFEST, VERSIONS_DIR, manifest_path, written_by_tracekit
 
 
 def read_manifest(run: str) -> dict | None:
@@ -38,6 +38,9 @@ def open_manifest(run: str, named: str) -> dict:
     except (OSError, ValueError) as exc:
         raise RunError(f"{path}: damaged or unreadable ({exc}); ingest the traces again into this "
                        f"directory with --force, or into a new one") from None
+    if not written_by_tracekit(doc) and os.path.basename(os.path.dirname(os.path.abspath(run))) == VERSIONS_DIR:
+        raise RunError(f"{named}: a damaged tracekit run (its {MANIFEST} is not one tracekit wrote); ingest the "
+                       "traces again, into it with --force or into a new directory")
     if not written_by_tracekit(doc):
         raise RunError(f"{named}: not a tracekit run (its {MANIFEST} is not one tracekit wrote); create one with "
                        "`tracekit ingest TRACES -o NEW_DIR`")

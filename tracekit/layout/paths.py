@@ -173,10 +173,22 @@ def is_run(directory: str) -> bool:
     return is_version(directory)
 
 
+def has_layout(directory: str) -> bool:
+    """``directory`` has a tracekit run's own names, whole or damaged: its marker file (readable or not), or
+    versions/ holding a version (v-NS-PID). Reading it as traces would only call its manifest.json 'not a
+    trace'."""
+    if os.path.exists(marker_path(directory)):
+        return True
+    try:
+        return any(is_version_name(n) for n in os.listdir(versions_dir(directory)))
+    except OSError:
+        return False
+
+
 def to_open_as_run(directory: str) -> bool:
     """A path to open as a run, not as traces to ingest: a run, or one with tracekit's layout whose manifest
     cannot be read (opening it says so)."""
-    return is_run(directory) or has_marker(directory) or all(
+    return is_run(directory) or has_layout(directory) or all(
         os.path.exists(os.path.join(directory, p)) for p in (MANIFEST, EVENTS_DIR, TABLE_FILES["traces"]))
 
 

@@ -29,6 +29,7 @@ from .paths import (
     PARTS_DIR,
     current_name,
     current_path,
+    has_layout,
     has_marker,
     is_being_made,
     lock_path,
@@ -215,9 +216,10 @@ def pin(run: str) -> tuple[str, int | None]:
             if os.path.isdir(os.path.join(run, PARTS_DIR)) and not os.path.exists(current_path(run)):
                 raise RunError(f"{run}: holds ranks' parts (trace_handler(DIR, run=RUN)) but no run built from them "
                                f"yet; build it with `tracekit ingest --reduce {run}`")
-            if has_marker(run) or os.path.exists(current_path(run)):
+            if has_layout(run) or os.path.exists(current_path(run)):
                 raise RunError(f"{run}: a tracekit run without a complete version (an ingest into it failed or is "
-                               "still running); ingest the traces into it again")
+                               "still running, or the run is damaged); ingest the traces again, into it with "
+                               "--force or into a new directory")
             version = legacy.version_of(run)
             try:
                 return version, _lock_dir(version, shared=True)

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from ..table_meta import first_of, note_of, wrap_of
+from ..table_meta import first_of, key_of, note_of, wrap_of
 from ..words import plural
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
@@ -132,20 +132,24 @@ def _header_lines(name: str, width: int) -> str:
     return "\n".join(lines)
 
 
-def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int):
+def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[str], width: int,
+         key: list[str] = ()):
     """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
     columns): headers wrapped at underscores, text cells cut with an ellipsis, then the least needed
-    columns left out (those not among ``first``, rightmost first; never the first column).
-    None when not even one column fits."""
+    columns left out (those not among ``first``, rightmost first, then ``first``'s from its last; never the
+    first column). A ``key`` column
+    (what tells the rows apart) is never cut nor left out: the others give way, and None (one record per
+    block) where they cannot. None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
     cell = {c: max([len(r[i]) for r in rows] or [0]) if c in numeric else min(max([len(r[i]) for r in rows] or [0]),
                                                                              TEXT_MAX) for i, c in enumerate(columns)}
     want = {c: max(cell[c], longest_part[c]) for c in columns}
     # short labels (a size bucket, an instance) stay on one line; long text wraps, to 16 at least, and a word
     # longer than that (a path, a dotted name) is folded across lines rather than the column left out
-    least = {c: want[c] if c in numeric or want[c] <= 24 else max(longest_part[c], 16) for c in columns}
+    least = {c: want[c] if c in numeric or c in key or want[c] <= 24 else max(longest_part[c], 16) for c in columns}
     keep = list(columns)
-    order = [c for c in reversed(columns[1:]) if c not in first] + [c for c in reversed(columns[1:]) if c in first]
+    order = [c for c in reversed(columns[1:]) if c not in first and c not in key] + [
+        c for c in reversed(first) if c in columns[1:] and c not in key]  # the last declared goes first
     while True:
         w = {c: want[c] for c in keep}
         over = sum(w.values()) + 3 * (len(keep) - 1) - width
@@ -194,7 +198,7 @@ def print_rich(table: pa.Table, title: str | None = None, console=None) -> None:
             t.add_row(*(Text(v) for v in r))
         console.print(t)
         return
-    fitted = _fit(columns, rows, numeric, first_of(table), console.width)
+    fitted = _fit(columns, rows, numeric, first_of(table), console.width, key_of(table))
     if fitted is None:
         _print_vertical(columns, rows, numeric, title, console)
         return
