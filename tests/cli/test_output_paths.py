@@ -54,3 +54,19 @@ def test_output_under_a_file_is_one_line_before_any_work(run, tmp_path, capsys, 
     assert err == f"error: {_out(argv)}: cannot write it (cannot make its directory {tmp_path / 'afile' / 'sub'}: " \
                   "Not a directory)\n"
     assert (tmp_path / "afile").read_text() == ""
+
+
+@pytest.mark.parametrize("args", COMMANDS)
+@pytest.mark.parametrize("url", ["s3://bucket/reports/x", "gs://bucket/x"])
+def test_output_to_a_url_is_refused_and_makes_no_local_folder(run, tmp_path, monkeypatch, capsys, args, url):
+    """-o takes a local file: a URL is one line, never a folder named 's3:' made in the working directory
+    (the folders of a missing path are made: a URL read as a path would be one)."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = [a.format(run=run, out=url) for a in args]
+    capsys.readouterr()
+    assert main(argv) == 1
+    assert capsys.readouterr().err == f"error: {_out(argv)}: -o writes a local file, not to a URL; write it " \
+                                      "here, then copy it there\n"
+    assert list(work.iterdir()) == []

@@ -122,7 +122,10 @@ def check_output(path: str) -> str:
     """Make the folders ``path`` is to go in, as ingest -o does; fail at once, in one line, when ``path``
     cannot be written (before any work is done). Every command's -o FILE comes here."""
     from ..errors import TracekitError
+    from ..layout.paths import is_url
 
+    if is_url(path):  # never a local folder named 's3:' (os.makedirs would make one without a word)
+        raise TracekitError(f"{path}: -o writes a local file, not to a URL; write it here, then copy it there")
     d = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(d, exist_ok=True)

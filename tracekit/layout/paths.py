@@ -33,6 +33,11 @@ _VERSION_NAME = re.compile(r"^v-[0-9]+-[0-9]+$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
 
+def is_url(path) -> bool:
+    """``path`` is a URL (scheme://...), not a local path."""
+    return isinstance(path, str) and bool(_URL.match(path))
+
+
 def refuse_url(path: str, error=None) -> None:
     """A run is a directory on a file system or an object store's ``s3://bucket/prefix`` (layout/remote.py);
     any other URL given as one (``gs://``, ``file://``) is refused (``error``: the TracekitError class to
