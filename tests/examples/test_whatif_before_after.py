@@ -51,6 +51,13 @@ def tables(tmp_path_factory):
             wba.dump(ROOT, work / "after.jsonl", work / "ingest-after"))
 
 
+DISPLAY = {"tracekit.first", "tracekit.key"}  # how a terminal table shows the columns, not what they hold
+
+
+def _meta(table):
+    return {k: v for k, v in table["meta"].items() if k not in DISPLAY}
+
+
 def _by_plan(rows):
     return {(r["plan"], r["micro_batch"], r["micro_batches"]): r for r in rows}
 
@@ -76,7 +83,9 @@ def test_only_the_runs_changed_on_purpose_predict_their_own_plan_otherwise(table
 def test_the_sweeps_of_other_runs_change_only_their_intervals(tables):
     before, after = tables
     for run in sorted({run for run, _kind in before} - CHANGED):
-        assert before[(run, "sweep")]["meta"] == after[(run, "sweep")]["meta"], run
+        # (the terminal table's hints changed on purpose: the plan is a key column, kept whole at 80 columns,
+        # and step_ms is among the first columns kept; the note and every figure stay)
+        assert _meta(before[(run, "sweep")]) == _meta(after[(run, "sweep")]), run
         assert _differing(before[(run, "sweep")], after[(run, "sweep")], INTERVAL) == [], run
         assert _differing(before[(run, "sweep")], after[(run, "sweep")]) != [], run  # the calibration shows
 
