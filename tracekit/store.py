@@ -13,9 +13,9 @@ import duckdb
 import pyarrow as pa
 
 from . import sql_files as _sql
-from .errors import QueryError, RunDamaged, RunError
+from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
-from .layout.damage import AGAIN, damaged, rank_without_events
+from .layout.damage import AGAIN, damaged, events_missing, rank_without_events
 from .layout.manifest import open_manifest
 from .layout.objstore import is_store_url
 from .layout.paths import EVENTS_DIR, refuse_url
@@ -151,13 +151,11 @@ class Run:
     def _check_every_rank_has_events(self) -> None:
         """Each rank of the run has its events folder: one deleted by hand would make the graph replay that
         rank from nothing, with no word why."""
-        from .layout.paths import rank_dir
 
         ranks = (r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall())
         rank = rank_without_events(self.version, ranks)
         if rank is not None:
-            raise RunDamaged(f"{self.name}: the events of rank {rank} are missing ({rank_dir(self.version, rank)}); "
-                             f"what needs them ({_NEED_EVENTS}) cannot answer: {AGAIN}")
+            raise events_missing(self.name, self.version, rank, f"what needs them ({_NEED_EVENTS}) cannot answer")
 
     def _damaged(self, what: str, fix: str, within: str | None = None):
         """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
-from ..errors import RunDamaged, RunError, TracekitError
-from ..layout.damage import AGAIN, damaged, rank_without_events
+from ..errors import RunError, TracekitError
+from ..layout.damage import AGAIN, damaged, events_missing, rank_without_events
 from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
@@ -27,7 +27,6 @@ from ..layout.paths import (
     TABLE_FILES,
     is_run,
     place_facts,
-    rank_dir,
     rank_facts_scratch,
     rank_parts,
     table_path,
@@ -122,8 +121,7 @@ def _inputs(run: str, src: str) -> tuple[list[dict], list[dict]]:
             tables[name] = _rows(path)
     rank = rank_without_events(src, sorted(t["rank"] for t in tables["traces"]), none_at_all=True)
     if rank is not None:
-        raise RunDamaged(f"{run}: the events of rank {rank} are missing ({rank_dir(src, rank)}); its facts cannot be "
-                         f"derived again without them, and the run is unchanged: {AGAIN}")
+        raise events_missing(run, src, rank, "its facts cannot be derived again without them, and the run is unchanged")
     return tables["traces"], tables["process_groups"]
 
 

@@ -50,3 +50,10 @@ def rank_without_events(version: str, ranks, *, none_at_all: bool = False) -> in
         if os.path.basename(rank_dir(version, rank)) not in present and not any(lo <= rank <= hi for lo, hi in packed):
             return rank
     return None
+
+
+def events_missing(name: str, version: str, rank: int, consequence: str) -> RunDamaged:
+    """The error for rank ``rank`` of run ``name`` without its events folder (rank_without_events):
+    ``consequence`` says what cannot be done without them; then how to make them again."""
+    return RunDamaged(f"{name}: the events of rank {rank} are missing ({rank_dir(version, rank)}); {consequence}: "
+                      f"{AGAIN}")
