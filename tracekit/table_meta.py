@@ -16,20 +16,23 @@ def note_of(table) -> str | None:
     return meta[NOTE_KEY].decode() if NOTE_KEY in meta else None
 
 
+def _columns_of(table, key: bytes) -> list[str]:
+    """The comma-separated column names a table's metadata holds under ``key``, or []."""
+    meta = table.schema.metadata or {}
+    return meta[key].decode().split(",") if key in meta else []
+
+
 def first_of(table) -> list[str]:
     """The columns a report declared first, or []."""
-    meta = table.schema.metadata or {}
-    return meta[FIRST_KEY].decode().split(",") if FIRST_KEY in meta else []
+    return _columns_of(table, FIRST_KEY)
 
 
 def key_of(table) -> list[str]:
     """The columns that tell a table's rows apart, which a terminal table shows whole, or []."""
-    meta = table.schema.metadata or {}
-    return meta[KEY_KEY].decode().split(",") if KEY_KEY in meta else []
+    return _columns_of(table, KEY_KEY)
 
 
 def wrap_of(table) -> list[str]:
     """The text columns a table declared to be read whole in a terminal table (a schema's meaning, a path
     to copy): wrapped there, where any other text longer than its column is cut with an ellipsis."""
-    meta = table.schema.metadata or {}
-    return meta[WRAP_KEY].decode().split(",") if WRAP_KEY in meta else []
+    return _columns_of(table, WRAP_KEY)

@@ -16,10 +16,10 @@ AGAIN = "ingest the traces again with --force"  # what makes the events and tabl
 @contextlib.contextmanager
 def damaged(name: str, version: str, what: str, fix: str, errors: tuple, *, path: str | None = None,
             within: str | None = None):
-    """``errors`` raised inside become a RunError: ``name`` (the run as the user named it): ``what`` cannot be
-    read, with the first line of the reader's words (the file named relative to ``version``, ``path``
-    added where they do not name it); then ``fix``. ``within``: only an error that names a file under that
-    folder (another is raised as it was: a query's own error is not the file's)."""
+    """``errors`` raised inside become a RunDamaged (a RunError): ``name`` (the run as the user named it):
+    ``what`` cannot be read, with the first line of the reader's words (the file named relative to
+    ``version``, ``path`` added where they do not name it); then ``fix``. ``within``: only an error that
+    names a file under that folder (another is raised as it was: a query's own error is not the file's)."""
     try:
         yield
     except errors as exc:

@@ -38,10 +38,10 @@ def open_manifest(run: str, named: str) -> dict:
     except (OSError, ValueError) as exc:
         raise RunError(f"{path}: damaged or unreadable ({exc}); ingest the traces again into this "
                        f"directory with --force, or into a new one") from None
-    if not written_by_tracekit(doc) and os.path.basename(os.path.dirname(os.path.abspath(run))) == VERSIONS_DIR:
-        raise RunError(f"{named}: a damaged tracekit run (its {MANIFEST} is not one tracekit wrote); ingest the "
-                       "traces again, into it with --force or into a new directory")
     if not written_by_tracekit(doc):
+        if os.path.basename(os.path.dirname(os.path.abspath(run))) == VERSIONS_DIR:  # a version of a run
+            raise RunError(f"{named}: a damaged tracekit run (its {MANIFEST} is not one tracekit wrote); ingest "
+                           "the traces again, into it with --force or into a new directory")
         raise RunError(f"{named}: not a tracekit run (its {MANIFEST} is not one tracekit wrote); create one with "
                        "`tracekit ingest TRACES -o NEW_DIR`")
     if doc.get("schema_version") != SCHEMA_VERSION:

@@ -137,9 +137,8 @@ def _fit(columns: list[str], rows: list[list[str]], numeric: set, first: list[st
     """Columns to show and their widths in ``width`` characters, as a compact table (3 spaces between
     columns): headers wrapped at underscores, text cells cut with an ellipsis, then the least needed
     columns left out (those not among ``first``, rightmost first, then ``first``'s from its last; never the
-    first column). A ``key`` column
-    (what tells the rows apart) is never cut nor left out: the others give way, and None (one record per
-    block) where they cannot. None when not even one column fits."""
+    first column). A ``key`` column (what tells the rows apart) is never cut nor left out: the others give
+    way, and None (one record per block) where they cannot. None when not even one column fits."""
     longest_part = {c: max(len(p) + 1 for p in c.split("_")) for c in columns}
     cell = {c: max([len(r[i]) for r in rows] or [0]) if c in numeric else min(max([len(r[i]) for r in rows] or [0]),
                                                                              TEXT_MAX) for i, c in enumerate(columns)}
