@@ -70,13 +70,13 @@ def _join_last_group(run: pathlib.Path, n: int) -> float:
     job is written, before the reduce can begin), timed."""
     from tracekit.ingestion.part_groups import group_dir, group_span
     from tracekit.ingestion.rank_part import _join_group
-    from tracekit.rules import facts_key
+    from tracekit.rules import part_key
 
     lo, hi = group_span(n - 1, n)
     cycle = run / "parts" / "iteration_2"
     shutil.rmtree(group_dir(str(cycle), lo, hi), ignore_errors=True)
     start = time.perf_counter()
-    _join_group(str(run), str(cycle / f"rank-{n - 1}"), n - 1, n, facts_key())
+    _join_group(str(run), str(cycle / f"rank-{n - 1}"), n - 1, n, part_key())
     return time.perf_counter() - start
 
 

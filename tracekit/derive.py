@@ -42,7 +42,7 @@ from .layout.paths import (
     table_path,
 )
 from .materialize import materialize_all
-from .rules import CLOCKS, FACTS, FINISHED, ORDER, REDUCED, define_base, stored, uses, views_for
+from .rules import CLOCKS, FACTS, FINISHED, ORDER, RANK_FINISH, REDUCED, define_base, stored, uses, views_for
 from .run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .words import plural
 
@@ -393,17 +393,6 @@ SMALL_RUN_BYTES = 64 << 20
 _FINISH_STORED = [n for n in FINISHED if stored(n)]  # the finish tables written to the run
 
 
-def _rank_finish_rules() -> list[str]:
-    """The finish rules that read one rank's facts and events only (no cross-rank fact), in order: a rank
-    part derives them where it is made (derive_rank's finish_dir), the reduce reads them."""
-    out: list[str] = []
-    for name in FINISHED:
-        if all(u in FACTS or u == "events" or u.startswith("tk_") or u in out for u in uses(name)):
-            out.append(name)
-    return out
-
-
-RANK_FINISH = _rank_finish_rules()  # _step_pieces, _step_segments (the timeline's sweep), _lead_ups, _lead_up_parts
 FINISH_RANKS = RANKS_PER_FILE  # ranks in one partition of the finish (the compacted facts' partitions)
 
 

@@ -186,6 +186,19 @@ def uses(name: str, among: list[str] | None = None) -> list[str]:
     return [d for d in graph()[name].uses if among is None or d in among]
 
 
+def _rank_finish_rules() -> list[str]:
+    """The finish rules that read one rank's facts and events only (no cross-rank fact), in order: a rank
+    part derives them where it is made (derive.derive_rank's finish_dir), the reduce reads them."""
+    out: list[str] = []
+    for name in FINISHED:
+        if all(u in FACTS or u == "events" or u.startswith("tk_") or u in out for u in uses(name)):
+            out.append(name)
+    return out
+
+
+RANK_FINISH = _rank_finish_rules()  # _lead_ups, _lead_up_parts, _step_pieces, _step_segments (the timeline's sweep)
+
+
 def references(query: str, strings: bool = True) -> list[str]:
     """The public views and helpers a user's query names (comments aside), in VIEWS order: the views to
     define before it runs. (Rules declare theirs, ``-- @uses``.)"""
@@ -218,18 +231,30 @@ def facts_key() -> str:
     macros, and the rows of every tk_* table those declare they read (the catalogues with the user's
     rows). A run whose facts carry another key must be derived again from its events (``tracekit ingest
     --rederive``) before it is opened."""
+    return _key(tuple(FACTS + REDUCED + FINISHED), _tables_read())
+
+
+def part_key() -> str:
+    """facts_key() of what a rank part derives (the per-rank facts and RANK_FINISH): a part made by a
+    tracekit whose cross-rank or finish rules differ stays usable, since the reduce derives those itself
+    (at 4,096 ranks, making the parts again is most of an hour of the job's hosts)."""
+    return _key(tuple(FACTS + RANK_FINISH), _tables_read())
+
+
+def _tables_read() -> tuple:
+    """The rows of every catalogue a stored fact depends on (fact_tables_read), as the keys hash them."""
     rows = _fact_table_rows()
     tables = []
     for name in fact_tables_read():
         keep = [i for i, (col, _, _) in enumerate(LOOKUP_TABLES[name]) if col not in _EXPLAINING]
         tables.append((name, tuple(tuple(r[i] for i in keep) for r in rows[name])))
-    return _facts_key(tuple(tables))
+    return tuple(tables)
 
 
 @functools.lru_cache(maxsize=8)
-def _facts_key(tables: tuple) -> str:
+def _key(rules: tuple, tables: tuple) -> str:
     h = hashlib.sha256(_sql.load("", "macros").text.encode())
-    for name in FACTS + REDUCED + FINISHED + views_for(FACTS + REDUCED + FINISHED):
+    for name in list(rules) + views_for(list(rules)):
         h.update(_sql.rule(name).text.encode())
     h.update(repr(tables).encode())
     h.update(b"clocks 1")  # tracekit.clocks' estimator

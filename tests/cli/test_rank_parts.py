@@ -391,7 +391,7 @@ def test_a_group_is_used_only_as_the_reduce_saw_its_parts_and_whole(synthetic, t
     alone and the reduce compacts the parts; a writer that cannot take the group's lock gives it up."""
     from tracekit.ingestion import part_groups
     from tracekit.layout.paths import list_parts
-    from tracekit.rules import FACTS, facts_key
+    from tracekit.rules import FACTS, part_key
 
     files = traces_of(synthetic)
     run = tmp_path / "run"
@@ -401,11 +401,11 @@ def test_a_group_is_used_only_as_the_reduce_saw_its_parts_and_whole(synthetic, t
     parts = list_parts(str(run))[5]
     seen = {str(r): part_groups.identity(d) for r, d in parts.items()}
     chunk = sorted(parts)
-    assert part_groups.usable_group(parts, chunk, facts_key(), FACTS, seen)
+    assert part_groups.usable_group(parts, chunk, part_key(), FACTS, seen)
     make_part(str(files[3]), str(run))  # rank 3 again: its writer joins the group again, of its new part
-    assert part_groups.usable_group(parts, chunk, facts_key(), FACTS, seen) is None
+    assert part_groups.usable_group(parts, chunk, part_key(), FACTS, seen) is None
     outs = {n: str(tmp_path / f"{n}.parquet") for n in FACTS}
-    assert not part_groups.link_group(parts, chunk, FACTS, [], outs, facts_key(), seen)
+    assert not part_groups.link_group(parts, chunk, FACTS, [], outs, part_key(), seen)
     assert not any(os.path.exists(p) for p in outs.values())
 
     rows = sum(_facts_of(cycle / f"rank-{r}", "comm_ops").num_rows for r in range(8))

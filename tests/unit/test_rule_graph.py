@@ -190,3 +190,38 @@ def test_a_run_of_another_kernel_catalogue_refuses_to_open(tmp_path, monkeypatch
                                        f"derive them again from its events with `tracekit ingest --rederive {run}`\n")
     assert main(["ingest", "--rederive", str(run)]) == 0
     assert main(["sql", str(run), "SELECT 1 AS x", "--format", "csv"]) == 0
+
+
+def test_a_part_keeps_its_key_when_only_the_reduce_s_rules_change(monkeypatch):
+    """A rank part derives the per-rank facts and the finish's per-rank tables only (the reduce derives the
+    rest from them): its key (rules.part_key) changes with those rules, not with a cross-rank or finish rule
+    the reduce derives, which the run's key (facts_key) follows. Each rule's text changed in turn (a
+    comment added: any change of the text is a change of the rule)."""
+    import dataclasses
+
+    from tracekit import rules
+
+    real = tksql.rule
+    before = (rules.facts_key(), rules.part_key())
+
+    def keys_with(changed: str) -> tuple[str, str]:
+        monkeypatch.setattr(tksql, "rule", lambda name: dataclasses.replace(real(name), text=real(name).text + "\n-- x")
+                            if name == changed else real(name))
+        rules._key.cache_clear()
+        try:
+            return rules.facts_key(), rules.part_key()
+        finally:
+            monkeypatch.setattr(tksql, "rule", real)
+            rules._key.cache_clear()
+
+    # the rules a part derives: _collectives is a per-rank fact, _step_segments the finish's per-rank sweep
+    assert "_collectives" in rules.FACTS and "_step_segments" in rules.RANK_FINISH
+    for name in ("_collectives", "_step_segments"):
+        fk, pk = keys_with(name)
+        assert fk != before[0] and pk != before[1], name
+    # what only the reduce derives: a cross-rank fact, a finish rule reading one
+    assert "collective_instances" in rules.REDUCED and "step_breakdown" not in rules.RANK_FINISH
+    for name in ("collective_instances", "step_breakdown"):
+        fk, pk = keys_with(name)
+        assert fk != before[0] and pk == before[1], name
+    assert (rules.facts_key(), rules.part_key()) == before

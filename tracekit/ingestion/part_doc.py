@@ -48,9 +48,9 @@ def put_in_place(run: str, scratch: str, dest: str, tag: str) -> None:
 
 def read_part(directory: str, key: str | None = None) -> dict:
     """The part.json of a rank part, checked: a clear error names the part and what to do. ``key``: this
-    tracekit's facts_key() (computed once for many parts: it reads the catalogues, 3 ms a part)."""
+    tracekit's part_key() (computed once for many parts: it reads the catalogues, 3 ms a part)."""
     from ..errors import RunError
-    from ..rules import facts_key
+    from ..rules import part_key
     from ..run_tables import SCHEMA_VERSION
 
     try:
@@ -61,7 +61,7 @@ def read_part(directory: str, key: str | None = None) -> dict:
                        "(python -m tracekit.ingestion.rank_part TRACE RUN) or remove it") from None
     if not isinstance(doc, dict) or doc.get("format") != PART_FORMAT:
         raise RunError(f"{directory}: not a rank part tracekit wrote; remove it")
-    if doc.get("schema_version") != SCHEMA_VERSION or doc.get("facts_key") != (key or facts_key()):
+    if doc.get("schema_version") != SCHEMA_VERSION or doc.get("facts_key") != (key or part_key()):
         raise RunError(f"{directory}: a rank part made by another tracekit ({doc.get('tracekit_version')}, other "
                        "rules); make it again from its trace with this one (python -m tracekit.ingestion.rank_part "
                        f"{doc.get('trace', {}).get('path', 'TRACE')} RUN)")

@@ -47,7 +47,7 @@ class _Part(msgspec.Struct):
 class _Group(msgspec.Struct):
     """group.json, typed: a file that is not this is no group (the reduce reads the parts)."""
     format: str
-    facts_key: str
+    facts_key: str  # the key of what its parts derived (rules.part_key), as in their part.json
     facts: list[str]
     finish: list[str]
     ranks: dict[str, list[int]]

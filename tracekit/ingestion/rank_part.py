@@ -50,7 +50,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
     A part of the same rank and cycle already there is replaced (the same job profiled again). ``group``:
     where this part completes its group of ranks, join the group's tables for the reduce (part_groups.py)."""
     from ..derive import derive_rank
-    from ..rules import FACTS, facts_key
+    from ..rules import FACTS, part_key
     from ..run_tables import SCHEMA_VERSION
     from .one_file import ingest_file, release_memory
     from .part_tables import write_tables
@@ -71,7 +71,7 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
         release_memory()
         finish = derive_rank(res.parts, res.rank, res.trace, res.process_groups, os.path.join(scratch, PART_FACTS),
                              threads=threads, finish_dir=os.path.join(scratch, PART_FINISH))
-        doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": facts_key(),
+        doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": part_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
                "events": [os.path.basename(p) for p in res.parts], "finish": finish,
                "tables": write_tables(scratch, FACTS, finish) or {}, "stat": res.stat,

@@ -32,7 +32,7 @@ from ..layout.paths import (
     table_path,
 )
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
-from ..rules import FACTS, facts_key
+from ..rules import FACTS, part_key
 from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
 from .part_doc import link_or_copy, read_part
 from .part_groups import GROUPS_FILE, TRACES_FILE, identity, link_group, usable_group
@@ -56,7 +56,7 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
         parts = list_parts(out).get(cycle, {})  # again, under the lock
         if not parts:
             raise RunError(f"{run}: its rank parts went while the reduce waited; make them again")
-        key = facts_key()
+        key = part_key()  # what the parts derived (the reduce derives the rest: another tracekit's parts do)
         # each part as the reduce sees it now: a group (part_groups.py) is used only where it joined these
         try:
             seen = {str(r): identity(d) for r, d in parts.items()}
