@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from ..arrow_columns import int64_column, int64_lists, string_column
 from ..compact import RANKS_PER_FILE, partition
 from ..errors import RunError, TracekitError
 from ..layout.paths import PART_FACTS, PART_FINISH, facts_dir, ranks_file
@@ -187,9 +188,11 @@ def groups_table(raws: list) -> pa.Table:
     except msgspec.DecodeError as exc:
         raise RunError(f"the rank parts' process groups cannot be read ({exc}); make the parts again from "
                        "their traces") from None
-    # (pa.array of Python lists imports pandas, 0.3 s; built as JSON lines instead, as rows_table does, the
-    # cross-rank facts after it peaked 0.3 GB higher at 4,096 ranks, 5 runs each: kept, cause not found)
-    ranks = pa.array(unique, type=PG_SCHEMA.field("ranks").type).take(pa.array(index, type=pa.int64()))
-    columns = {f.name: pa.array([getattr(g, f.name) for g in groups], type=f.type)
+    # (by their buffers, arrow_columns: pa.array imports pandas, 0.3 s of the writer that joins a group; built
+    # as JSON lines instead, as rows_table does, the cross-rank facts after it peaked 0.3 GB higher at 4,096
+    # ranks, 5 runs each: kept, cause not found)
+    ranks = int64_lists(unique).take(int64_column(index))
+    build = {pa.int64(): int64_column, pa.string(): string_column}
+    columns = {f.name: build[f.type]([getattr(g, f.name) for g in groups])
                for f in PG_SCHEMA if f.name != "ranks"}
     return pa.table({**columns, "ranks": ranks}, schema=PG_SCHEMA)
