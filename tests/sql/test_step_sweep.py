@@ -125,8 +125,13 @@ def test_the_largest_step_number_names_its_window():
 
 
 def breakdown(tables, threads):
+    """step_breakdown of the tables given: collective_waits and collective_instances (its status only) as
+    the reduce's rule _rank_waits joins them for the finish."""
     con = inline(threads, **tables)
     con.execute(as_table("_step_segments"))
+    con.execute("ALTER TABLE collective_instances ADD COLUMN last_rank BIGINT")
+    con.execute("ALTER TABLE collective_instances ADD COLUMN ranks_present BIGINT")
+    con.execute(tksql.rule("_rank_waits").text)
     con.execute(tksql.rule("step_breakdown").text)
     return sorted(con.execute("SELECT * FROM step_breakdown").fetchall(), key=repr)
 

@@ -4,7 +4,7 @@
 -- (at 4,096 ranks, 512 times the rows of an 8-rank run). Only instances with a last rank
 -- (collective_instances.last_rank).
 -- @stage finish
--- @uses _lead_up_parts, collective_waits, collective_instances
+-- @uses _lead_up_parts, _rank_waits
 -- @column instance_key: the collective instance (collective_waits)
 -- @column kind: lead-up (its whole length), cpu op or kernel
 -- @column name: the op or kernel name (lead-up: a description)
@@ -12,9 +12,8 @@
 -- @column late_ns: its time in the lead-up of the instance's last rank when that rank is in the partition, else 0, ns
 CREATE OR REPLACE VIEW _lead_up_sums AS
 SELECT w.instance_key, x.kind, x.name, sum(x.ns) AS ns,
-       coalesce(sum(x.ns) FILTER (WHERE x.rank = i.last_rank), 0) AS late_ns
+       coalesce(sum(x.ns) FILTER (WHERE x.rank = w.last_rank), 0) AS late_ns
 FROM _lead_up_parts x
-JOIN collective_waits w ON w.rank = x.rank AND w.event_index = x.event_index
-JOIN collective_instances i ON i.instance_key = w.instance_key
-WHERE i.status = 'clean' AND i.ranks_present > 1 AND i.last_rank IS NOT NULL
+JOIN _rank_waits w ON w.rank = x.rank AND w.event_index = x.event_index
+WHERE w.status = 'clean' AND w.ranks_present > 1 AND w.last_rank IS NOT NULL
 GROUP BY w.instance_key, x.kind, x.name;

@@ -19,7 +19,7 @@
 -- inside it where one of them turns from waiting to transfer, so the segments are those of a sweep over
 -- the waits and transfers as pieces of their own: the same cuts, the same shares, the same sums.
 -- @stage finish
--- @uses _step_segments, _step_pieces, _collectives, collective_waits, collective_instances
+-- @uses _step_segments, _step_pieces, _collectives, _rank_waits
 -- @column rank: global rank
 -- @column step: ProfilerStep number (-1: outside every step's window)
 -- @column part: compute, comm, memory or idle
@@ -28,10 +28,7 @@
 -- @column ns: time, ns (fractional where several families or groups share an instant)
 -- @column timeline_ns: the time the row covers on the rank's timeline (the row's step): the step's whole window (step_windows); step -1: the rest of the timeline, ns (the same on every row of a rank and step)
 CREATE OR REPLACE VIEW step_breakdown AS
-WITH clean_wait AS (
-    SELECT w.rank, w.event_index, w.wait_ns
-    FROM collective_waits w JOIN collective_instances i ON i.instance_key = w.instance_key AND i.status = 'clean'
-    WHERE w.wait_ns > 0),
+WITH clean_wait AS (SELECT rank, event_index, wait_ns FROM _rank_waits WHERE status = 'clean' AND wait_ns > 0),
 -- each comm kernel with its group and collective, and the instant it turns from waiting to transfer: when
 -- its clean matched instance's last rank arrived (collective_waits.wait_ns after its start), within it
 kern AS (

@@ -36,11 +36,10 @@ i AS (
            CASE WHEN min(collective) = max(collective) THEN min(collective)
                 WHEN min(match_collective) = max(match_collective) THEN min(match_collective)
                 ELSE min(collective) END AS collective,
-           count(DISTINCT rank) AS ranks_present,
-           CASE WHEN bool_and(match_collective = 'sendrecv') THEN 2 ELSE coalesce(max(group_size),
-                    CASE WHEN count(DISTINCT rank) = any_value(world.world_size) THEN any_value(world.world_size) END)
-           END AS expected_ranks,
-           string_agg(DISTINCT CAST(rank AS VARCHAR), ',' ORDER BY CAST(rank AS VARCHAR)) AS ranks,
+           -- (the distinct ranks as a list, counted and written from it: count(DISTINCT) and an ordered
+           -- string_agg(DISTINCT) were a third of the rule's time at 4,096 ranks; the same values)
+           list_distinct(list(rank)) AS present, bool_and(match_collective = 'sendrecv') AS p2p,
+           max(group_size) AS group_size, any_value(world.world_size) AS world_size,
            nullif(concat_ws(', ', CASE WHEN min(match_collective) < max(match_collective) THEN 'collective' END,
                             CASE WHEN min(bytes) < max(bytes) AND bool_and(collective NOT IN ('alltoall', 'alltoallv'))
                                  THEN 'bytes' END), '') AS mismatch,
@@ -48,7 +47,7 @@ i AS (
            max(bytes) AS bytes, min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
            max(ts_ns) - min(ts_ns) AS start_skew_ns, max(end_ns) - min(end_ns) AS end_skew_ns,
            min(dur_ns) AS transfer_ns, min(rank) FILTER (WHERE is_last) AS last_rank,
-           count(DISTINCT rank) FILTER (WHERE starts_last) AS last_tied, CAST(sum(wait_ns) AS BIGINT) AS total_wait_ns,
+           coalesce(len(list_distinct(list(rank) FILTER (WHERE starts_last))), 0) AS last_tied, CAST(sum(wait_ns) AS BIGINT) AS total_wait_ns,
            bool_and(collective IN ('alltoall', 'alltoallv')) AS a2a,
            coalesce(min(in_nelems) < max(in_nelems), false) OR coalesce(min(out_nelems) < max(out_nelems), false)
                OR coalesce(bool_or(len(list_distinct(TRY_CAST(in_splits AS BIGINT[]))) > 1), false) AS uneven_,
@@ -56,7 +55,13 @@ i AS (
            max(end_ns) - max(ts_ns) AS exchange_ns, sum(bytes) AS sent_bytes,
            count(DISTINCT h.host) AS hosts, bool_or(h.host IS NULL) AS host_unknown
     FROM collective_waits LEFT JOIN (SELECT rank, host FROM traces) h USING (rank), world
-    GROUP BY instance_key)
+    GROUP BY instance_key),
+i2 AS (
+    SELECT *, len(present) AS ranks_present,
+           CASE WHEN p2p THEN 2 ELSE coalesce(group_size, CASE WHEN len(present) = world_size THEN world_size END)
+           END AS expected_ranks,
+           array_to_string(list_sort(list_transform(present, lambda r: CAST(r AS VARCHAR))), ',') AS ranks
+    FROM i)
 SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
        expected_ranks - ranks_present AS missing_ranks, ranks, mismatch,
        CASE WHEN order_status = 'unaligned' THEN 'unaligned'
@@ -74,4 +79,4 @@ SELECT instance_key, match_method, collective, ranks_present, expected_ranks,
        CASE WHEN a2a AND exchange_ns > 0 THEN sent_bytes / exchange_ns END AS throughput_gbps,
        CASE WHEN NOT host_unknown THEN CASE WHEN hosts = 1 THEN 'intra-node' WHEN hosts = ranks_present THEN 'inter-node'
                                             ELSE 'mixed' END END AS link_kind
-FROM i;
+FROM i2;

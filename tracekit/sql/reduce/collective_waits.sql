@@ -86,13 +86,20 @@ k AS (
     SELECT *, CASE WHEN match_method = 'comms_id' THEN 'id:' || comms_id
                    ELSE 'pg:' || pg_name || '/seq:' || seq END AS instance_key,
            CAST(NULL AS VARCHAR) AS order_status
-    FROM keyed WHERE match_method <> 'order')
-SELECT instance_key, match_method, rank, event_index, collective, match_collective, group_size, bytes,
+    FROM keyed WHERE match_method <> 'order'),
+-- each instance's last start and the ranks that started last and first (ties: the lowest rank), once per
+-- instance and joined back: as four window functions over the instance, twice the time at 4,096 ranks
+ends AS (
+    SELECT instance_key, max(ts_ns) AS last_ts,
+           coalesce(arg_max(rank, {'t': ts_ns, 'r': -rank}) FILTER (WHERE ts_ns IS NOT NULL), min(rank)) AS last_rank,
+           coalesce(arg_min(rank, {'t': ts_ns, 'r': rank}) FILTER (WHERE ts_ns IS NOT NULL), min(rank)) AS first_rank
+    FROM k GROUP BY instance_key)
+SELECT k.instance_key, match_method, rank, event_index, collective, match_collective, group_size, bytes,
        ts_ns, end_ns, dur_ns,
-       max(ts_ns) OVER (PARTITION BY instance_key) - ts_ns AS wait_ns,
-       rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns DESC, rank) AS is_last,
+       e.last_ts - ts_ns AS wait_ns,
+       rank = e.last_rank AS is_last,
        order_status,
-       rank = first_value(rank) OVER (PARTITION BY instance_key ORDER BY ts_ns, rank) AS is_first,
-       ts_ns = max(ts_ns) OVER (PARTITION BY instance_key) AS starts_last,
+       rank = e.first_rank AS is_first,
+       ts_ns = e.last_ts AS starts_last,
        in_nelems, out_nelems, in_splits
-FROM k;
+FROM k JOIN ends e ON e.instance_key IS NOT DISTINCT FROM k.instance_key;
