@@ -364,10 +364,14 @@ def cross_rank_facts(run_dir: str, align: bool = True, timings: dict | None = No
     try:
         bind_tables(con, run_dir, ("traces",))
         define_base(con)
-        # read once (a file per rank where the ranks made their own parts), not by each pass of the rules
+        # read once (a file per rank where the ranks made their own parts), not by each pass of the rules; in
+        # no particular order (no rule reads a table's order): DuckDB then inserts on every thread, 0.27 s
+        # against 0.56 s at 4,096 ranks (1M rows)
         try:
+            con.execute("SET preserve_insertion_order = false")
             con.execute(f"CREATE TABLE _collectives AS SELECT * FROM read_parquet("
                         f"{sql_string(facts_glob(run_dir, '_collectives'))}, union_by_name = true)")
+            con.execute("RESET preserve_insertion_order")
         except duckdb.Error as exc:
             raise TracekitError(f"{run_dir}: could not read its collectives: {str(exc).splitlines()[0]}") from None
         for name in REDUCED + [CLOCKS]:

@@ -84,6 +84,18 @@ PG_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 PG_SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in PG_COLUMNS])
 
 
+def write_run_table(table: pa.Table, path: str) -> None:
+    """The traces or process_groups table written as Parquet, each text column dictionary-encoded but the
+    trace headers (traces.metadata: a long JSON text a rank, each one distinct), zstd-compressed. Written
+    with pyarrow's defaults, the headers' column was a failed dictionary, then plain: at 4,096 ranks (88 MB of
+    headers) pyarrow read a group's file back in 0.46 s where it now takes 0.04 to 0.1 s, written in half the
+    time; its size is a third."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path, compression="zstd",
+                   use_dictionary=[n for n in table.column_names if n != "metadata"])
+
+
 def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """A few Python rows (the traces and process_groups tables) as a Table of ``schema``. Read as JSON
     lines by Arrow: pa.Table.from_pylist (like any pa.array of Python objects) imports pandas when it is

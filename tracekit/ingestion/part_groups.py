@@ -26,7 +26,6 @@ import uuid
 
 import msgspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..compact import RANKS_PER_FILE
 from ..errors import TracekitError
@@ -118,7 +117,7 @@ def _join(run: str, present: dict[int, str], chunk: list[int], ids: dict, key: s
     ``dest``, unless a group of exactly them is there, intact."""
     from ..derive import RANK_FINISH
     from ..rules import FACTS
-    from ..run_tables import TRACES_SCHEMA, rows_table
+    from ..run_tables import TRACES_SCHEMA, rows_table, write_run_table
     from .part_tables import compact_chunk, groups_table  # (at the call: a test makes the compaction fail)
 
     docs = {r: read_part(present[r], key) for r in chunk}
@@ -135,9 +134,9 @@ def _join(run: str, present: dict[int, str], chunk: list[int], ids: dict, key: s
         compact_chunk(present, docs, chunk, FACTS, have, outs)
         # the run's traces and process_groups rows of these ranks, and what the reduce reads of each part.json
         # (all but the trace's header and the groups), so that it reads one file for the group, not 256
-        pq.write_table(rows_table([docs[r]["trace"] for r in chunk], TRACES_SCHEMA),
+        write_run_table(rows_table([docs[r]["trace"] for r in chunk], TRACES_SCHEMA),
                        os.path.join(scratch, TRACES_FILE))
-        pq.write_table(groups_table([pg for r in chunk for pg in docs[r].get("process_groups") or ()]),
+        write_run_table(groups_table([pg for r in chunk for pg in docs[r].get("process_groups") or ()]),
                        os.path.join(scratch, GROUPS_FILE))
         files = {}
         for folder in (PART_FACTS, PART_FINISH, ""):

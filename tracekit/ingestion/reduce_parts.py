@@ -33,7 +33,7 @@ from ..layout.paths import (
 )
 from ..layout.versions import collect, resolve_output, version_dir, writer_lock
 from ..rules import FACTS, part_key
-from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table
+from ..run_tables import PG_SCHEMA, TRACES_SCHEMA, rows_table, write_run_table
 from .part_doc import link_or_copy, read_part
 from .part_groups import GROUPS_FILE, TRACES_FILE, identity, link_group, usable_group
 from .part_tables import compact_parts, groups_table
@@ -76,10 +76,10 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
             for c in chunks:
                 for rank in c:
                     _place(parts[rank], docs[rank], tmp, rank, facts=groups[c[0]] is None)
-            pq.write_table(_traces_table(chunks, groups, docs, hosts), table_path(tmp, "traces"))
+            write_run_table(_traces_table(chunks, groups, docs, hosts), table_path(tmp, "traces"))
             for doc in docs.values():  # the trace's header, now in the table (88 MB at 4,096 ranks), no longer held
                 doc["trace"].pop("metadata", None)
-            pq.write_table(_groups_table(chunks, groups, docs), table_path(tmp, "process_groups"))
+            write_run_table(_groups_table(chunks, groups, docs), table_path(tmp, "process_groups"))
             executor = {"kind": "rank parts", "iteration": cycle, "timings": {}}
             scratch = spill_dir(tmp, "rank-finish")  # the parts' finish tables, joined for the finish
 

@@ -14,8 +14,6 @@ import os
 import shutil
 import time
 
-import pyarrow.parquet as pq
-
 from .. import __version__, settings
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..discover import check_unique_ranks, find_traces, match_rank_options, pick_iteration, rank_from_name
@@ -50,7 +48,7 @@ from ..layout.versions import (
 )
 from ..pack_events import pack_events
 from ..rules import CLOCKS, FACTS, FINISHED, REDUCED, facts_key
-from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table
+from ..run_tables import PG_SCHEMA, SCHEMA_VERSION, TRACES_SCHEMA, rows_table, write_run_table
 from .one_file import written_parts
 from .progress import IngestProgress
 from .records import FileResult, IngestTask
@@ -311,8 +309,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
     traces = [res.trace for _, res in results]
     assign_hosts(traces, options["hosts"])
     pgs = [pg for _, res in results for pg in res.process_groups]
-    pq.write_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
-    pq.write_table(rows_table(pgs, PG_SCHEMA), table_path(tmp, "process_groups"))
+    write_run_table(rows_table(traces, TRACES_SCHEMA), table_path(tmp, "traces"))
+    write_run_table(rows_table(pgs, PG_SCHEMA), table_path(tmp, "process_groups"))
     if executor.get("facts") == "whole run":
         try:
             derive_run(tmp, threads=executor.get("cores", 1), align=options["align"],
