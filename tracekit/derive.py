@@ -548,11 +548,12 @@ def _finish_part(run_dir: str, ranks: list[int], file_name: str, memory_mb: int 
         if events:
             bind_events(con, run_dir, ranks=(lo, hi))
         # traces read once, less its metadata (the whole trace header: 88 MB at 4,096 ranks); process_groups
-        # a view, which no finish rule reads (materialized, every rank's list of every group's ranks: 0.25 s
-        # of each of 16 partitions at 4,096 ranks)
+        # only where a rule reads it, which none does (materialized, every rank's list of every group's ranks:
+        # 0.25 s of each of 16 partitions at 4,096 ranks; the reduce of rank parts writes it beside the finish)
         con.execute(f"CREATE TABLE traces AS SELECT * EXCLUDE (metadata) FROM "
                     f"read_parquet({sql_string(table_path(run_dir, 'traces'))})")
-        bind_tables(con, run_dir, ("process_groups",))
+        if "process_groups" in need:
+            bind_tables(con, run_dir, ("process_groups",))
         define_base(con)
         # the partition's ranks of each table with a rank; the rest whole. Only the tables the rules left to
         # derive read: where the parts made the others, 3 of 22 (each bound and described: 0.05 s a partition)

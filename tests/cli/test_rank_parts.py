@@ -125,6 +125,35 @@ def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic,
     assert answers(capsys, run) == answers(capsys, tmp_path / "central")
 
 
+@pytest.mark.parametrize("lost", ["events/part-0.parquet", "facts/comm_ops.parquet"])
+def test_a_part_that_lost_a_file_is_refused_in_one_line_and_the_run_kept(synthetic, tmp_path, capsys, lost):
+    """A part whose events file or a fact file went (removed by hand, a cleaner) is named with the file and
+    what to do; the reduce writes nothing and the run before it stays. The events are placed beside the
+    reduce (the cross-rank work does not read them): the error still comes, after it. A fact file matters
+    where the part's tables are read from the part (no group joined them, no tables.arrows)."""
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    for f in files:
+        make_part(str(f), str(run))
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    before = sorted(p.name for p in (run / "versions").iterdir())
+    part = run / "parts" / "iteration_5" / "rank-3"
+    doc = json.loads((part / "part.json").read_text())  # as a part without tables.arrows (a big rank's): its
+    del doc["tables"]  # Parquet tables read one by one; a part.json written again is a new part (no group has it)
+    (part / "part.json").write_text(json.dumps(doc))
+    (part / "tables.arrows").unlink()
+    (part / lost).unlink()
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(run)]) != 0
+    said = capsys.readouterr()
+    lines = [line for line in said.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"a rank part without {part / lost}; make it again from its trace" in lines[0], said.err
+    assert "Traceback" not in said.err and "internal error" not in said.err
+    assert sorted(p.name for p in (run / "versions").iterdir()) == before
+    assert main(["report", str(run), "summary", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 8
+
+
 _KILL_MID_PART = """
 import os, signal, sys
 import tracekit.derive as derive
