@@ -174,6 +174,39 @@ def test_the_note_says_where_the_model_and_the_plan_come_from(capsys, extra, sai
         f"{said}; times from the network laws and compute measured in {run}; predicted: dp 2 x tp 1 x pp 1, zero 0")
 
 
+def _recorded_config(name: str) -> dict:
+    (f,) = (ROOT / "examples" / "traces" / name).glob("*/rank0_trace.json.gz")
+    return json.loads(gzip.decompress(f.read_bytes()))["tracekit_config"]
+
+
+@pytest.mark.parametrize("plan_flags, model_flags", [(["--tp", "2"], []), (["--tp", "2", "--world", "4"], []),
+                                                     (["--tp", "2"], ["--micro-batch", "8"])])
+def test_a_plan_flag_is_said_and_so_is_a_step_of_another_batch(capsys, plan_flags, model_flags):
+    """A fresh user's report: `whatif --tp 2` on the FSDP recording (dp 2, ZeRO 3) said 'plan from the config
+    recorded' and 'zero 3' at dp 1, and kept the run's micro-batch without a word, so a step of half the
+    sequences read as a saving. The note now names the flags over the recorded plan, drops ZeRO at dp 1 (one
+    replica has nothing to shard), and says the sequences a step against the run's, with the micro-batch
+    that trains the run's. The numbers from the recorded config: micro-batch 4 x dp 2 = 8 sequences a step."""
+    cfg = _recorded_config("fsdp")
+    mb, dp = cfg["model"]["micro_batch"], cfg["plan"]["dp"]
+    assert (mb, dp, cfg["plan"]["zero"], cfg["plan"]["tp"]) == (4, 2, 3, 1)
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "fsdp"), *plan_flags, *model_flags,
+                 "--format", "json"]) == 0
+    note = capsys.readouterr().err.splitlines()[0]
+    assert f"plan from the config recorded in the traces, with {' '.join(plan_flags)} over it" in note
+    world = int(plan_flags[plan_flags.index("--world") + 1]) if "--world" in plan_flags else cfg["world"]
+    new_dp = world // 2  # tp 2: dp takes the rest of the world
+    assert f"predicted: dp {new_dp} x tp 2 x pp 1, zero {0 if new_dp == 1 else 3}" in note
+    run_batch = mb * dp * world // cfg["world"]  # the run's sequences a step, scaled to the world asked
+    if model_flags:
+        assert "sequences a step" not in note  # 8 x dp 1 = the run's 8
+    else:
+        assert f"; {mb * new_dp} sequences a step (micro-batch {mb} x dp {new_dp}) where " in note
+        assert f"not the same work a step (--micro-batch {run_batch // new_dp} trains the run's)" in note
+        assert (f"the run's {mb * dp} on 2 ranks are {run_batch} on {world}" if world != 2
+                else f"the run trains {run_batch}") in note
+
+
 def _profiler_step_median_ms(run_dir) -> float:
     """The run's step from its trace files alone: per ProfilerStep#k the longest over ranks, median."""
     per: dict = {}

@@ -63,11 +63,12 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         target = dataclasses.replace(target, schedule=schedule or rp.plan.schedule, chunks=rp.plan.chunks)
     elif schedule:
         target = dataclasses.replace(target, schedule=schedule)
-    where = rp.source
-    if rp.model_source.replace("model from ", "plan from ", 1) == rp.source:  # one source for both
+    asked = [] if plan is not None else _flags(changes, schedule, world if world != rp.world else None)
+    where = rp.source + (f", with {' '.join(asked)} over it" if asked else "")
+    if not asked and rp.model_source.replace("model from ", "plan from ", 1) == rp.source:  # one source for both
         where = rp.source.replace("plan from ", "model and plan from ", 1)
     elif rp.model_source:
-        where = f"{rp.model_source}; {rp.source}"
+        where = f"{rp.model_source}; {where}"
     laws_at = f"times from the network laws and compute measured in {run.name}"
     if sweep:
         rows = ws.sweep(ctx, world)
@@ -89,7 +90,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
              "exposed_ms": st.get("exposed_ms"), "note": _step_note(st, run.name)}
     rows = [first] + predicted_rows(ctx, target, colls)
     table = rows_table(rows, source=not own)
-    note = f"{where}; {laws_at}; predicted: {ws.describe(target)}"
+    note = f"{where}; {laws_at}; predicted: {ws.describe(target)}{_batch_said(ctx, target, world)}"
     m = "measured" if own else "source"
     firsts = (f"group,collective,step_ms,step_ms_lo,step_ms_hi,{m}_step_ms,count,transfer_ms,exposed_ms,"
               f"{m}_exposed_ms,note")
@@ -101,6 +102,39 @@ SWEEP_SCHEMA = pa.schema([("place", pa.int64()), ("plan", pa.string()), ("micro_
                           ("step_ms", pa.float64()), ("step_ms_lo", pa.float64()), ("step_ms_hi", pa.float64()),
                           ("compute_ms", pa.float64()), ("exposed_ms", pa.float64()), ("bubble_ms", pa.float64()),
                           ("wait_ms", pa.float64()), ("versus_best", pa.string()), ("basis", pa.string())])
+
+
+def _flags(changes: dict, schedule: str | None, world: int | None) -> list[str]:
+    """The plan flags given, as typed (for the header: the plan is the run's with these over it)."""
+    out = []
+    for k, v in changes.items():
+        if v is None:
+            continue
+        name = k.replace("_", "-")
+        out.append((f"--{name}" if v else f"--no-{name}") if isinstance(v, bool) else f"--{name} {v}")
+    return out + ([f"--schedule {schedule}"] if schedule else []) + ([f"--world {world}"] if world else [])
+
+
+def _batch_said(ctx, target, world: int) -> str:
+    """"; N sequences a step ... where the run's plan takes M" when the plan predicted does not train the run's
+    batch per step (scaled to ``world``): a plan flag keeps the micro-batch, so another dp (or pp's micro-batch
+    count) is another amount of work a step, and its step no saving on the run's (the sweep holds the batch);
+    with the micro-batch size that would hold it, where a whole one does. "" where it is the same."""
+    from . import whatif_step as ws
+
+    rp = ctx.rp
+    held = ws.global_batch(ctx.src_shape, rp.plan) * world // rp.world
+    got = ws.global_batch(rp.shape, target)
+    if got == held:
+        return ""
+    per = target.dp * (rp.shape.micro_batches if target.pp > 1 else 1)
+    hint = (f"--micro-batch {held // per} trains the run's" if held % per == 0 and held >= per
+            else "no whole micro-batch trains the run's at this plan")
+    split = f" x {rp.shape.micro_batches} micro-batches" if target.pp > 1 else ""
+    run = (f"the run's {ws.global_batch(ctx.src_shape, rp.plan)} on {rp.world} ranks are {held} on {world}"
+           if world != rp.world else f"the run trains {held}")
+    return (f"; {got} sequences a step (micro-batch {rp.shape.micro_batch}{split} x dp {target.dp}) where {run}: "
+            f"not the same work a step ({hint})")
 
 
 def _step_note(st: dict, run_name: str) -> str:
