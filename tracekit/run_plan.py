@@ -183,8 +183,8 @@ def plan_with(own: Plan | None, world: int, changes: dict | None = None, shape: 
     """The plan asked for: ``changes`` (plan flags; None: the run's own) over the run's own plan. Given tp
     and/or pp without dp, dp takes the rest of the world. The run's sequence parallelism is not carried to
     a plan without tensor parallelism (it shards over the tensor-parallel ranks: at tp 1 there is nothing to
-    shard); asked for there, it is refused. Nor is its ZeRO stage to a plan of dp 1 (one replica has
-    nothing to shard), unless asked for."""
+    shard); asked for there, it is refused. A plan of dp 1 has ZeRO 0, the run's stage or one asked for
+    dropped (one replica has nothing to shard: the same collectives, the same plan)."""
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
     if not changes:
         return own
@@ -204,6 +204,6 @@ def plan_with(own: Plan | None, world: int, changes: dict | None = None, shape: 
             raise TracekitError(f"impossible plan: tp {base['tp']} x pp {base['pp']} = {tp_pp} does not divide "
                                 f"{world} ranks ({hint}--world N plans for another number of ranks)")
         base["dp"] = world // tp_pp
-    if base["dp"] == 1 and "zero" not in changes:  # ZeRO shards over the data-parallel ranks: one has nothing
-        base["zero"] = 0  # to shard (the run's ZeRO is not said of a plan that cannot use it)
+    if base["dp"] == 1:  # ZeRO shards over the data-parallel ranks: one replica has nothing to shard, so a
+        base["zero"] = 0  # plan of dp 1 is the same plan at any stage (whatif's note says the stage dropped)
     return Plan(**base)

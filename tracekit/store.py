@@ -15,7 +15,7 @@ import pyarrow as pa
 from . import sql_files as _sql
 from .errors import QueryError, RunError
 from .layout.bind import bind_events, bind_fact, bind_tables
-from .layout.damage import AGAIN, damaged, events_missing, rank_without_events
+from .layout.damage import again, damaged, events_missing, rank_without_events
 from .layout.manifest import open_manifest
 from .layout.objstore import is_store_url
 from .layout.paths import EVENTS_DIR, refuse_url
@@ -75,7 +75,7 @@ class Run:
             self._remove_own_spill = weakref.finalize(self, shutil.rmtree, spill, True)
             # events is bound when a query names it (_ensure_view): binding it lists every rank's folder,
             # which a report reading the stored facts never needs
-            with self._damaged("its traces or process groups table", AGAIN):
+            with self._damaged("its traces or process groups table", again(self.manifest)):
                 bind_tables(self._db, self.version)
             define_base(self._db, self.size_buckets)
             self._db.execute(_sql.load("", "words").text)  # tk_plural ..., for the reports' sentences
@@ -92,7 +92,8 @@ class Run:
         """``query`` on the connection, with only the views it names defined (``con`` defines every view):
         DuckDB's cursor, to fetch from as it goes."""
         self._define_for(query)
-        with self._damaged("its events", AGAIN, within=EVENTS_DIR):  # (a query of a rank's own files: timeline)
+        # (a query of a rank's own files: timeline)
+        with self._damaged("its events", again(self.manifest), within=EVENTS_DIR):
             return self._con.execute(query, params) if params else self._con.execute(query)
 
     def _define_for(self, query: str) -> None:
@@ -116,7 +117,7 @@ class Run:
         if name == "events":
             self.fetch_events()
             self._check_every_rank_has_events()
-            with self._damaged("its events", AGAIN, within=EVENTS_DIR):  # (one cut short)
+            with self._damaged("its events", again(self.manifest), within=EVENTS_DIR):  # (one cut short)
                 try:
                     bind_events(self._con, self.version)
                 except duckdb.IOException:  # a copy of the run without its events files (facts alone answer most)
@@ -155,7 +156,8 @@ class Run:
         ranks = (r for (r,) in self._con.execute("SELECT rank FROM traces ORDER BY rank").fetchall())
         rank = rank_without_events(self.version, ranks)
         if rank is not None:
-            raise events_missing(self.name, self.version, rank, f"what needs them ({_NEED_EVENTS}) cannot answer")
+            raise events_missing(self.name, self.version, rank, f"what needs them ({_NEED_EVENTS}) cannot answer",
+                                 again(self.manifest))
 
     def _damaged(self, what: str, fix: str, within: str | None = None):
         """A file of the run that DuckDB cannot read (removed or cut short by hand): one line naming it, and

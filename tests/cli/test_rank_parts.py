@@ -154,6 +154,52 @@ def test_a_part_that_lost_a_file_is_refused_in_one_line_and_the_run_kept(synthet
     assert len(json.loads(capsys.readouterr().out)) == 8
 
 
+def test_an_events_file_cut_short_is_refused_by_the_reduce_and_named_with_its_fix(synthetic, tmp_path, capsys):
+    """A fresh user's report: a part's events file emptied by hand was reduced without a word (the reduce
+    reads no events), replacing the good version; then the reports said "ingest the traces again with
+    --force", which a run of parts has no traces for. A part now records each events file's size: the reduce
+    refuses a file of another size in one line naming it and the command that makes the part again, the run
+    kept; a run of parts whose events are damaged names that command too."""
+    files = traces_of(synthetic)
+    run = tmp_path / "run"
+    for f in files:
+        make_part(str(f), str(run))
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    before = sorted(p.name for p in (run / "versions").iterdir())
+    events = run / "parts" / "iteration_5" / "rank-3" / "events" / "part-0.parquet"
+    size = events.stat().st_size
+    trace = json.loads((events.parent.parent / "part.json").read_text())["trace"]["path"]
+    with open(events, "r+b") as f:  # cut short in place: the run's version shares the file (a hard link)
+        f.truncate(size // 2)
+    capsys.readouterr()
+    assert main(["ingest", "--reduce", str(run)]) != 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and f"{events} is {size // 2:,} bytes, written with {size:,}" in err[0], err
+    assert f"make it again from its trace (python -m tracekit.ingestion.rank_part {trace} RUN)" in err[0]
+    assert sorted(p.name for p in (run / "versions").iterdir()) == before
+    assert main(["report", str(run), "bound"]) != 0  # the version before shares the file cut short
+    err = capsys.readouterr().err
+    assert "make the rank's part again from its trace (python -m tracekit.ingestion.rank_part TRACE RUN) and " \
+           "reduce again (tracekit ingest --reduce RUN)" in err and "--force" not in err
+
+
+def test_a_reduce_while_another_writes_the_run_says_what_to_do(synthetic, tmp_path, capsys):
+    """Two reduces at once: the second is refused in one line; it said "or write elsewhere with another -o",
+    which --reduce refuses (it takes one run and no -o)."""
+    from tracekit.layout.versions import writer_lock
+
+    run = tmp_path / "run"
+    for f in traces_of(synthetic)[:2]:
+        make_part(str(f), str(run))
+    capsys.readouterr()
+    with writer_lock(str(run)):
+        assert main(["ingest", "--reduce", str(run)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another tracekit ingest is writing this run" in err[0]
+    assert err[0].endswith("wait for it to finish, then reduce again (a part written meanwhile is taken in)")
+    assert main(["ingest", "--reduce", str(run)]) == 0  # once it is done
+
+
 _KILL_MID_PART = """
 import os, signal, sys
 import tracekit.derive as derive

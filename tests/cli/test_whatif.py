@@ -207,6 +207,58 @@ def test_a_plan_flag_is_said_and_so_is_a_step_of_another_batch(capsys, plan_flag
                 else f"the run trains {run_batch}") in note
 
 
+def test_zero_at_dp_1_is_dropped_and_said(capsys):
+    """ZeRO shards over the data-parallel replicas: at dp 1 there is nothing to shard, the collectives are the
+    same. A fresh user's report: `--zero 3` on the TP recording (dp 1) gave the step of the run's own plan
+    with another interval and source_* columns, as if it were another plan. It is the run's own plan now,
+    the note saying the stage was dropped; the FSDP recording's ZeRO 3 dropped by --tp 2 is said too."""
+    tp = str(ROOT / "examples" / "traces" / "tp")
+    assert _recorded_config("tp")["plan"]["dp"] == 1
+    assert main(["whatif", tp, "--format", "json"]) == 0
+    own = json.loads(capsys.readouterr().out)
+    assert main(["whatif", tp, "--zero", "3", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == own and "measured_step_ms" in own[0]
+    assert "zero 0; --zero 3 dropped at dp 1 (one replica has nothing to shard)" in out.err.splitlines()[0]
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "fsdp"), "--tp", "2", "--format", "json"]) == 0
+    assert "zero 0; the run's zero 3 dropped at dp 1" in capsys.readouterr().err.splitlines()[0]
+
+
+def test_world_alone_names_the_world_asked_for(capsys):
+    """`--world 4` alone kept the DDP recording's dp 2 and said "= 2 ranks, the run has 4": the run has 2."""
+    assert main(["whatif", str(ROOT / "examples" / "traces" / "ddp"), "--world", "4"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "dp 2 x tp 1 x pp 1 = 2 ranks, --world asks for 4 (--dp, --tp or --pp to fill them)" in err[0]
+
+
+def test_a_batch_that_does_not_scale_to_the_world_is_said_not_rounded(tmp_path, capsys):
+    """A run of 3 sequences a step on 2 ranks (the TP recording without its recorded config, --config giving
+    micro-batch 3) trains 4.5 a step on 3 ranks: the note said 4 (rounded down) and offered a micro-batch
+    for it, and --sweep --world 3 ranked plans 'at 4 sequences per step' (an empty table, exit 0)."""
+    src = ROOT / "examples" / "traces" / "tp"
+    cfg = _recorded_config("tp")
+    for f in sorted(src.rglob("*.json.gz")):  # the traces without their recorded config
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        doc.pop("tracekit_config")
+        out = tmp_path / "traces" / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    conf = tmp_path / "cfg.json"
+    conf.write_text(json.dumps({"model": {**cfg["model"], "micro_batch": 3},
+                                "plan": {k: cfg["plan"][k] for k in ("dp", "tp", "pp", "zero")}}))
+    run = tmp_path / "run"
+    assert main(["ingest", str(tmp_path / "traces"), "-o", str(run), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["whatif", str(run), "--config", str(conf), "--tp", "1", "--world", "3", "--format", "json"]) == 0
+    note = capsys.readouterr().err.splitlines()[0]
+    assert "where the run's 3 on 2 ranks are 4.5 on 3: not the same work a step (no whole micro-batch" in note
+    assert main(["whatif", str(run), "--config", str(conf), "--sweep", "--world", "3"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the run's 3 sequences a step on 2 ranks are 4.5 on 3, not a whole number" in err[0]
+    assert "a multiple of 2" in err[0]
+
+
 def _profiler_step_median_ms(run_dir) -> float:
     """The run's step from its trace files alone: per ProfilerStep#k the longest over ranks, median."""
     per: dict = {}

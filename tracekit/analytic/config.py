@@ -161,8 +161,9 @@ PRESETS = {
 }
 
 
-def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
-    """Refuse, in one line, a plan that cannot run this model (or, given ``world``, this many ranks)."""
+def check_fits(shape: GPTShape, plan: Plan, world: int | None = None, asked: bool = False) -> None:
+    """Refuse, in one line, a plan that cannot run this model (or, given ``world``, this many ranks: the run's,
+    or ``asked`` by --world)."""
     why = None
     if shape.heads % plan.tp:
         why = f"tp {plan.tp} does not divide the model's {shape.heads} attention heads"
@@ -189,7 +190,9 @@ def check_fits(shape: GPTShape, plan: Plan, world: int | None = None) -> None:
         why = (f"tp {plan.tp} would shard the model's {shape.experts} experts by tensor parallelism, which the model "
                "does not cover (its experts run whole: ep = dp with tp 1, or ep 1)")
     elif world is not None and plan.world != world:
-        why = f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {plan.world} ranks, the run has {world}"
+        n = f"{plan.world} rank{'' if plan.world == 1 else 's'}"
+        why = (f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {n}, --world asks for {world} (--dp, --tp or --pp "
+               "to fill them)" if asked else f"dp {plan.dp} x tp {plan.tp} x pp {plan.pp} = {n}, the run has {world}")
     if why:
         raise TracekitError(f"impossible plan: {why}")
 

@@ -17,12 +17,15 @@ collective timed from another collective's bus bandwidth on the same role of gro
 from __future__ import annotations
 
 import dataclasses
+import math
+from fractions import Fraction
 
 import pyarrow as pa
 
 from ..analytic.estimate import columns
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, KEY_KEY, NOTE_KEY
+from ..words import plural
 
 # fit and points: the laws' two steps, this command's public names (api.fit_laws and tests read them here)
 from .whatif_model import context, fit, points, predicted_rows, rows_table, stage_collectives  # noqa: F401
@@ -63,7 +66,7 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         target = dataclasses.replace(target, schedule=schedule or rp.plan.schedule, chunks=rp.plan.chunks)
     elif schedule:
         target = dataclasses.replace(target, schedule=schedule)
-    asked = [] if plan is not None else _flags(changes, schedule, world if world != rp.world else None)
+    asked = [] if plan is not None or sweep else _flags(changes, schedule, world if world != rp.world else None)
     where = rp.source + (f", with {' '.join(asked)} over it" if asked else "")
     if not asked and rp.model_source.replace("model from ", "plan from ", 1) == rp.source:  # one source for both
         where = rp.source.replace("plan from ", "model and plan from ", 1)
@@ -71,16 +74,26 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
         where = f"{rp.model_source}; {where}"
     laws_at = f"times from the network laws and compute measured in {run.name}"
     if sweep:
+        runs = ws.global_batch(rp.shape, rp.plan)
+        if runs * world % rp.world:
+            step = rp.world // math.gcd(runs, rp.world)
+            raise TracekitError(f"--world {world}: the run's {runs} sequences a step on {rp.world} ranks are "
+                                f"{runs * world / rp.world:g} on {world}, not a whole number; the sweep holds the "
+                                f"run's batch: give a --world that keeps it whole (a multiple of {step})")
         rows = ws.sweep(ctx, world)
-        batch = ws.global_batch(rp.shape, rp.plan) * world // rp.world
-        note = (f"{where}; {laws_at}; every plan for {world} ranks at {batch} sequences per step, ranked by "
-                f"predicted step; versus_best: {ws.NOT_SEPARABLE} where its interval overlaps the best's")
+        batch = runs * world // rp.world
+        if not rows:
+            raise TracekitError(f"no plan for {plural(world, 'rank', 'ranks')} trains the run's {batch} sequences a "
+                                "step in whole micro-batches the model allows")
+        note = (f"{where}; {laws_at}; every plan for {plural(world, 'rank', 'ranks')} at {batch} sequences per "
+                f"step, ranked by predicted step; versus_best: {ws.NOT_SEPARABLE} where its interval overlaps the "
+                "best's")
         rows = [{**r, **columns(r["step"], "step_ms")} for r in rows]
         return pa.Table.from_pylist(rows, schema=SWEEP_SCHEMA).replace_schema_metadata(
             {NOTE_KEY: note.encode(),
              FIRST_KEY: b"place,plan,step_ms,micro_batch,micro_batches,step_ms_lo,step_ms_hi,versus_best,basis",
              KEY_KEY: b"plan"})  # plans that differ only past a cut ('zero 1', 'zero 3') must not look alike
-    check_fits(rp.shape, target, world)
+    check_fits(rp.shape, target, world, asked=world != rp.world)
     colls = stage_collectives(ctx, target)
     st = ws.step(ctx, target, colls)
     own = ws.same_plan(target, rp.plan) and world == rp.world and ctx.src_shape == rp.shape
@@ -90,7 +103,8 @@ def whatif(run, plan=None, *, config: dict | None = None, preset: str | None = N
              "exposed_ms": st.get("exposed_ms"), "note": _step_note(st, run.name)}
     rows = [first] + predicted_rows(ctx, target, colls)
     table = rows_table(rows, source=not own)
-    note = f"{where}; {laws_at}; predicted: {ws.describe(target)}{_batch_said(ctx, target, world)}"
+    note = (f"{where}; {laws_at}; predicted: {ws.describe(target)}{_zero_said(rp.plan, target, changes)}"
+            f"{_batch_said(ctx, target, world)}")
     m = "measured" if own else "source"
     firsts = (f"group,collective,step_ms,step_ms_lo,step_ms_hi,{m}_step_ms,count,transfer_ms,exposed_ms,"
               f"{m}_exposed_ms,note")
@@ -115,6 +129,17 @@ def _flags(changes: dict, schedule: str | None, world: int | None) -> list[str]:
     return out + ([f"--schedule {schedule}"] if schedule else []) + ([f"--world {world}"] if world else [])
 
 
+def _zero_said(own, target, changes: dict) -> str:
+    """"; ZeRO N dropped at dp 1 ..." where the plan predicted has one data-parallel replica and the run's
+    ZeRO stage, or the one asked for, was more than 0 (run_plan.plan_with drops it: nothing to shard)."""
+    asked = changes.get("zero")
+    stage = asked if asked else (own.zero if own is not None and changes else 0)
+    if target.dp != 1 or target.zero or not stage:
+        return ""
+    whose = f"--zero {asked}" if asked else f"the run's zero {stage}"
+    return f"; {whose} dropped at dp 1 (one replica has nothing to shard)"
+
+
 def _batch_said(ctx, target, world: int) -> str:
     """"; N sequences a step ... where the run's plan takes M" when the plan predicted does not train the run's
     batch per step (scaled to ``world``): a plan flag keeps the micro-batch, so another dp (or pp's micro-batch
@@ -123,16 +148,17 @@ def _batch_said(ctx, target, world: int) -> str:
     from . import whatif_step as ws
 
     rp = ctx.rp
-    held = ws.global_batch(ctx.src_shape, rp.plan) * world // rp.world
+    runs = ws.global_batch(ctx.src_shape, rp.plan)
+    held = Fraction(runs * world, rp.world)  # the run's batch scaled to the world asked: whole or not
     got = ws.global_batch(rp.shape, target)
     if got == held:
         return ""
     per = target.dp * (rp.shape.micro_batches if target.pp > 1 else 1)
-    hint = (f"--micro-batch {held // per} trains the run's" if held % per == 0 and held >= per
-            else "no whole micro-batch trains the run's at this plan")
+    hint = (f"--micro-batch {int(held) // per} trains the run's" if held.denominator == 1 and held % per == 0
+            and held >= per else "no whole micro-batch trains the run's at this plan")
     split = f" x {rp.shape.micro_batches} micro-batches" if target.pp > 1 else ""
-    run = (f"the run's {ws.global_batch(ctx.src_shape, rp.plan)} on {rp.world} ranks are {held} on {world}"
-           if world != rp.world else f"the run trains {held}")
+    run = (f"the run's {runs} on {rp.world} ranks are {float(held):g} on {world}"
+           if world != rp.world else f"the run trains {runs}")
     return (f"; {got} sequences a step (micro-batch {rp.shape.micro_batch}{split} x dp {target.dp}) where {run}: "
             f"not the same work a step ({hint})")
 

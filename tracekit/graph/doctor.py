@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .. import sql_files
 from ..errors import RunDamaged, TracekitError
-from ..layout.damage import AGAIN
+from ..layout.damage import again
 from .shared import too_big
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
@@ -28,7 +28,7 @@ def replay_findings(run) -> list[dict]:
         return []
     except RunDamaged as exc:
         return [{"check": "damaged run", "severity": "warning", "ranks": "", "finding": f"no replay: {exc}",
-                 "fix": AGAIN}]
+                 "fix": again(getattr(run, "manifest", None))}]
     except TracekitError:
         return []
 

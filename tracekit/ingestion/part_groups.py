@@ -38,6 +38,7 @@ class _Part(msgspec.Struct):
     rank: int
     events: list[str]
     trace: dict
+    events_bytes: list[int] | None = None  # each events file's size as written (a part of an earlier tracekit: none)
     iteration: int | None = None
     finish: list[str] | None = None
     stat: dict | None = None
@@ -59,7 +60,8 @@ LOCK_WAIT_S = 30.0  # a writer waits this long for another that joins the same g
 GROUP_FORMAT = "tracekit rank group"
 TRACES_FILE = "traces.parquet"  # the group's rows of the run's traces table, as the parts wrote them
 GROUPS_FILE = "process_groups.parquet"  # the group's rows of the run's process_groups table
-PART_KEYS = ("rank", "iteration", "events", "finish", "stat", "trace")  # what group.json keeps of each part.json
+# what group.json keeps of each part.json
+PART_KEYS = ("rank", "iteration", "events", "events_bytes", "finish", "stat", "trace")
 
 
 def group_span(rank: int, world: int | None) -> tuple[int, int] | None:

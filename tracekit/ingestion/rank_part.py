@@ -73,7 +73,8 @@ def make_part(trace: str, run: str, iteration: int | None = None, threads: int =
                              threads=threads, finish_dir=os.path.join(scratch, PART_FINISH))
         doc = {"format": PART_FORMAT, "schema_version": SCHEMA_VERSION, "facts_key": part_key(),
                "tracekit_version": __version__, "iteration": iteration, "rank": res.rank,
-               "events": [os.path.basename(p) for p in res.parts], "finish": finish,
+               "events": [os.path.basename(p) for p in res.parts],
+               "events_bytes": [os.path.getsize(p) for p in res.parts], "finish": finish,
                "tables": write_tables(scratch, FACTS, finish) or {}, "stat": res.stat,
                "trace": res.trace, "process_groups": res.process_groups}
         with open(os.path.join(scratch, PART_FILE), "wb") as f:

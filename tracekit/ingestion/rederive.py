@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from ..derive import SMALL_RUN_BYTES, derive_rank, derive_run, reduce_run
 from ..errors import RunError, TracekitError
-from ..layout.damage import AGAIN, damaged, events_missing, rank_without_events
+from ..layout.damage import again, damaged, events_missing, rank_without_events
 from ..layout.legacy import link_tree
 from ..layout.manifest import read_manifest, write_manifest
 from ..layout.paths import (
@@ -70,10 +70,10 @@ def _rederive_locked(out: str, run: str) -> None:
     os.makedirs(tmp)
 
     def build():
-        traces, pgs = _inputs(run, src)
+        traces, pgs = _inputs(run, src, again(manifest))
         _share_inputs(src, tmp)
         align = manifest.get("options", {}).get("align", True)
-        with damaged(run, tmp, "its events", AGAIN, (duckdb.Error,), within=os.path.join(tmp, EVENTS_DIR)):
+        with damaged(run, tmp, "its events", again(manifest), (duckdb.Error,), within=os.path.join(tmp, EVENTS_DIR)):
             derive_facts(tmp, traces, pgs, align)
         reduce_run(tmp, align=align)
         manifest["facts_key"] = facts_key()
@@ -109,19 +109,20 @@ def derive_facts(tmp: str, traces: list[dict], pgs: list[dict], align: bool) -> 
             place_facts(facts, tmp, rank, FACTS, REDUCED + [CLOCKS] + FINISHED if single else ())
 
 
-def _inputs(run: str, src: str) -> tuple[list[dict], list[dict]]:
+def _inputs(run: str, src: str, fix: str) -> tuple[list[dict], list[dict]]:
     """The traces and process groups of version ``src``, what derive reads beside the events; refused, the
     run unchanged, where one of them or a rank's events cannot be read (the facts of the ranks left would
-    be derived as if the run had only those)."""
+    be derived as if the run had only those), with ``fix`` (layout.damage.again)."""
     tables = {}
     for name in ("traces", "process_groups"):
         path = table_path(src, name)
-        with damaged(run, src, f"its {name.replace('_', ' ')} table", AGAIN, (pa.ArrowException, OSError),
+        with damaged(run, src, f"its {name.replace('_', ' ')} table", fix, (pa.ArrowException, OSError),
                      path=path):
             tables[name] = _rows(path)
     rank = rank_without_events(src, sorted(t["rank"] for t in tables["traces"]), none_at_all=True)
     if rank is not None:
-        raise events_missing(run, src, rank, "its facts cannot be derived again without them, and the run is unchanged")
+        raise events_missing(run, src, rank, "its facts cannot be derived again without them, and the run is unchanged",
+                             fix)
     return tables["traces"], tables["process_groups"]
 
 

@@ -51,7 +51,7 @@ def reduce_parts(run: str, iteration: int | None = None, hosts=None, align: bool
     out = resolve_output(os.path.abspath(run))
     cycle = _pick_cycle(out, run, list_parts(out), iteration)
     hosts = parse_hosts_option(hosts)
-    with writer_lock(out):
+    with writer_lock(out, instead="then reduce again (a part written meanwhile is taken in)"):
         collect(out)
         remove_dead_scratch(out)
         parts = list_parts(out).get(cycle, {})  # again, under the lock
@@ -197,11 +197,19 @@ def _pick_cycle(out: str, named: str, found: dict, iteration: int | None):
 
 
 def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
-    """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy)."""
+    """A part's events in the version's layout, hard-linked (the part stays, for a later reduce; no copy),
+    each file at the size its writer wrote (part.json's events_bytes, where the part says it): the reduce
+    reads no events, so a file cut short or emptied since would be found only by a report, after the run
+    it replaced was gone."""
     dest = rank_dir(tmp, rank)
     os.makedirs(dest)
-    for i, name in enumerate(doc["events"]):
-        _link(os.path.join(part, PART_EVENTS, name), os.path.join(dest, f"part-{i}.parquet"))
+    sizes = doc.get("events_bytes") or [None] * len(doc["events"])
+    for i, (name, size) in enumerate(zip(doc["events"], sizes, strict=True)):
+        src = os.path.join(part, PART_EVENTS, name)
+        _link(src, os.path.join(dest, f"part-{i}.parquet"), doc)
+        if size is not None and os.path.getsize(src) != size:
+            raise TracekitError(f"{part}: a rank part whose {src} is {os.path.getsize(src):,} bytes, written with "
+                                f"{size:,}: it was changed since; {_remake(doc)}") from None
 
 
 def _check_tables(part: str, doc: dict) -> None:
@@ -211,22 +219,27 @@ def _check_tables(part: str, doc: dict) -> None:
     names = set(os.listdir(os.path.join(part, PART_FACTS))) if os.path.isdir(os.path.join(part, PART_FACTS)) else set()
     for name in FACTS:
         if name + ".parquet" not in names:
-            _missing(os.path.join(part, PART_FACTS, name + ".parquet"))
+            _missing(os.path.join(part, PART_FACTS, name + ".parquet"), doc)
     for name in doc.get("finish") or ():  # what part.json says the part derived of the finish
         if not os.path.isfile(os.path.join(part, PART_FINISH, name + ".parquet")):
-            _missing(os.path.join(part, PART_FINISH, name + ".parquet"))
+            _missing(os.path.join(part, PART_FINISH, name + ".parquet"), doc)
 
 
-def _link(src: str, dst: str) -> None:
+def _link(src: str, dst: str, doc: dict) -> None:
     try:
         link_or_copy(src, dst)
     except FileNotFoundError:
-        _missing(src)
+        _missing(src, doc)
 
 
-def _missing(src: str):
-    raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; make it again "
-                        "from its trace, or remove it") from None
+def _missing(src: str, doc: dict):
+    raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; {_remake(doc)}") from None
+
+
+def _remake(doc: dict) -> str:
+    """What makes a part again: its trace, as part.json names it."""
+    trace = (doc.get("trace") or {}).get("path") or "TRACE"
+    return f"make it again from its trace (python -m tracekit.ingestion.rank_part {trace} RUN), or remove it"
 
 
 def remove_dead_scratch(out: str) -> None:

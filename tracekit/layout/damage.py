@@ -11,6 +11,16 @@ from ..errors import RunDamaged
 from .paths import EVENTS_DIR, packed_files, rank_dir
 
 AGAIN = "ingest the traces again with --force"  # what makes the events and tables again (they are the traces')
+# a run reduced from rank parts (ingest --reduce) has no traces of its own: its events and tables are the parts'
+AGAIN_PARTS = ("make the rank's part again from its trace (python -m tracekit.ingestion.rank_part TRACE RUN) and "
+               "reduce again (tracekit ingest --reduce RUN)")
+
+
+def again(manifest: dict | None) -> str:
+    """What makes a damaged run's files again: its parts, where the run was reduced from rank parts, else
+    its traces."""
+    kind = ((manifest or {}).get("executor") or {}).get("kind")
+    return AGAIN_PARTS if kind == "rank parts" else AGAIN
 
 
 @contextlib.contextmanager
@@ -52,8 +62,8 @@ def rank_without_events(version: str, ranks, *, none_at_all: bool = False) -> in
     return None
 
 
-def events_missing(name: str, version: str, rank: int, consequence: str) -> RunDamaged:
+def events_missing(name: str, version: str, rank: int, consequence: str, fix: str = AGAIN) -> RunDamaged:
     """The error for rank ``rank`` of run ``name`` without its events folder (rank_without_events):
-    ``consequence`` says what cannot be done without them; then how to make them again."""
+    ``consequence`` says what cannot be done without them; then how to make them again (``fix``: again())."""
     return RunDamaged(f"{name}: the events of rank {rank} are missing ({rank_dir(version, rank)}); {consequence}: "
-                      f"{AGAIN}")
+                      f"{fix}")

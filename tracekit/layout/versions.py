@@ -372,7 +372,7 @@ def _same_file(f, path: str) -> bool:
         return False
 
 
-def _take(f, out: str, wait_s: float) -> None:
+def _take(f, out: str, wait_s: float, instead: str) -> None:
     import fcntl
     import sys
     import time
@@ -386,7 +386,7 @@ def _take(f, out: str, wait_s: float) -> None:
     holder = f.read().strip() or "another process"
     if not wait_s:
         raise TracekitError(f"{out}: another tracekit ingest is writing this run ({holder}); wait for it "
-                            "to finish, or write elsewhere with another -o") from None
+                            f"to finish, {instead}") from None
     print(f"tracekit: another tracekit process ({holder}) is ingesting these traces; waiting for it "
           f"(at most {wait_s:g} s)", file=sys.stderr)
     deadline = time.monotonic() + wait_s
@@ -402,18 +402,19 @@ def _take(f, out: str, wait_s: float) -> None:
 
 
 @contextlib.contextmanager
-def writer_lock(out: str, wait_s: float = 0):
+def writer_lock(out: str, wait_s: float = 0, instead: str = "or write elsewhere with another -o"):
     """Hold ``RUN/writer.lock`` for the whole ingest; a run of an earlier layout is migrated first
     (legacy.migrate). A directory that does not exist is made, with tracekit's marker; one that exists
     without the marker is adopted only when empty. A second ingest into the same run fails at once with a
     message naming the first one; with ``wait_s`` (a cache fill: the same traces opened twice) it says that
-    it waits, and waits for it up to ``wait_s`` seconds. If no version was ever switched in when it ends,
-    the run this made is removed again: a failed first ingest leaves nothing."""
+    it waits, and waits for it up to ``wait_s`` seconds (``instead``: what else the user can do, said
+    after 'wait for it to finish'). If no version was ever switched in when it ends, the run this made is
+    removed again: a failed first ingest leaves nothing."""
     legacy.migrate(out, make_marker, switch)
     while True:
         f, created = _open_lock(out)
         try:
-            _take(f, out, wait_s)
+            _take(f, out, wait_s, instead)
         except BaseException:
             f.close()
             raise
