@@ -125,18 +125,22 @@ def test_parts_without_their_finish_tables_answer_as_a_central_ingest(synthetic,
     assert answers(capsys, run) == answers(capsys, tmp_path / "central")
 
 
+def _reduced(traces, tmp_path) -> tuple[pathlib.Path, list[str]]:
+    """A run of the parts of ``traces``, reduced once; its versions then."""
+    run = tmp_path / "run"
+    for f in traces_of(traces):
+        make_part(str(f), str(run))
+    assert main(["ingest", "--reduce", str(run)]) == 0
+    return run, sorted(p.name for p in (run / "versions").iterdir())
+
+
 @pytest.mark.parametrize("lost", ["events/part-0.parquet", "facts/comm_ops.parquet"])
 def test_a_part_that_lost_a_file_is_refused_in_one_line_and_the_run_kept(synthetic, tmp_path, capsys, lost):
     """A part whose events file or a fact file went (removed by hand, a cleaner) is named with the file and
     what to do; the reduce writes nothing and the run before it stays. The events are placed beside the
     reduce (the cross-rank work does not read them): the error still comes, after it. A fact file matters
     where the part's tables are read from the part (no group joined them, no tables.arrows)."""
-    files = traces_of(synthetic)
-    run = tmp_path / "run"
-    for f in files:
-        make_part(str(f), str(run))
-    assert main(["ingest", "--reduce", str(run)]) == 0
-    before = sorted(p.name for p in (run / "versions").iterdir())
+    run, before = _reduced(synthetic, tmp_path)
     part = run / "parts" / "iteration_5" / "rank-3"
     doc = json.loads((part / "part.json").read_text())  # as a part without tables.arrows (a big rank's): its
     del doc["tables"]  # Parquet tables read one by one; a part.json written again is a new part (no group has it)
@@ -160,12 +164,7 @@ def test_an_events_file_cut_short_is_refused_by_the_reduce_and_named_with_its_fi
     --force", which a run of parts has no traces for. A part now records each events file's size: the reduce
     refuses a file of another size in one line naming it and the command that makes the part again, the run
     kept; a run of parts whose events are damaged names that command too."""
-    files = traces_of(synthetic)
-    run = tmp_path / "run"
-    for f in files:
-        make_part(str(f), str(run))
-    assert main(["ingest", "--reduce", str(run)]) == 0
-    before = sorted(p.name for p in (run / "versions").iterdir())
+    run, before = _reduced(synthetic, tmp_path)
     events = run / "parts" / "iteration_5" / "rank-3" / "events" / "part-0.parquet"
     size = events.stat().st_size
     trace = json.loads((events.parent.parent / "part.json").read_text())["trace"]["path"]
