@@ -8,7 +8,8 @@ turn (off, on, off, on, ...: the machine's load drifts, so the pairs share it), 
 steps past the profile; train.py prints their mean and median step. The last lines give, for each side,
 the median of the runs' median steps and of their mean steps, and the ratio with/without. On a shared
 machine the runs without the handler alone spread widely (7.2 to 10.7 ms here): read the ratio beside
-that spread, which is printed too.
+that spread, which is printed too, and beside the pairs' own ratios (each run with the handler over the
+run without it just before it), their median and quartiles.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def main(argv=None) -> int:
         on = statistics.median(r[k] for r in got[True])
         print(f"{name} (median of {args.runs} runs): {off:.2f} ms without, {on:.2f} ms with "
               f"({(on / off - 1) * 100:+.1f} %)")
+    # each run with the handler against the run without it just before (the pair shares the machine's load)
+    for name, k in (("median step", 1), ("mean step", 0)):
+        ratios = sorted(on[k] / off[k] for off, on in zip(got[False], got[True], strict=True))
+        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else ratios * 3
+        print(f"{name}, with over without, pair by pair: median {(statistics.median(ratios) - 1) * 100:+.1f} % "
+              f"(quartiles {(q[0] - 1) * 100:+.1f} to {(q[-1] - 1) * 100:+.1f} %, all {(ratios[0] - 1) * 100:+.1f} "
+              f"to {(ratios[-1] - 1) * 100:+.1f} %)")
     spread = [r[0] for r in got[False]]
     print(f"the runs without the handler: mean step {min(spread):.2f} to {max(spread):.2f} ms")
     return 0
