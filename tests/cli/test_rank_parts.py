@@ -89,6 +89,10 @@ def test_missing_ranks_are_said_and_a_late_part_is_taken_in(synthetic, tmp_path,
     assert main(["report", str(run), "doctor", "--format", "json"]) == 0
     doctor = {r["check"]: r for r in json.loads(capsys.readouterr().out)}
     assert doctor["missing ranks"]["ranks"] == "5,6,7"
+    # what takes them in here: their parts and a reduce (there is no trace of theirs to ingest in this run)
+    fix = doctor["missing ranks"]["fix"]
+    assert "python -m tracekit.ingestion.rank_part TRACE RUN" in fix and "tracekit ingest --reduce RUN" in fix
+    assert "ingest every rank's trace" not in fix
     for f in files[5:]:  # late
         make_part(str(f), str(run))
     assert main(["ingest", "--reduce", str(run)]) == 0

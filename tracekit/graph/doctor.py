@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .. import sql_files
 from ..errors import RunDamaged, TracekitError
-from ..layout.damage import again
+from ..layout.damage import again, of_parts
 from .shared import too_big
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2, "ok": 3}
@@ -33,13 +33,24 @@ def replay_findings(run) -> list[dict]:
         return []
 
 
+# doctor.sql's fix for missing ranks says to ingest every rank's trace; a run reduced from rank parts
+# (ingest --reduce) takes a missing rank in by its part, made where it was traced, and a reduce
+MISSING_PARTS = ("make the missing ranks' parts (the profiler's handler with run=RUN on those ranks, or python -m "
+                 "tracekit.ingestion.rank_part TRACE RUN) and reduce again (tracekit ingest --reduce RUN): matching, "
+                 "skew and stragglers need all of them")
+
+
 def doctor_rows(run, params: dict) -> pa.Table:
     base = run.sql(sql_files.load("reports", "doctor").text)
     extra = replay_findings(run)
-    if not extra:
+    parts = of_parts(getattr(run, "manifest", None)) and "missing ranks" in base.column("check").to_pylist()
+    if not extra and not parts:
         return base
     names = base.schema.names
-    rows = [r for r in base.to_pylist() if r["check"] != "all"]
-    rows += [dict(zip(names, r.values(), strict=True)) for r in extra]
-    rows.sort(key=lambda r: (SEVERITY.get(r["severity"], 9), r["check"]))
+    rows = base.to_pylist()
+    if parts:
+        rows = [dict(r, fix=MISSING_PARTS) if r["check"] == "missing ranks" else r for r in rows]
+    if extra:
+        rows = [r for r in rows if r["check"] != "all"] + [dict(zip(names, r.values(), strict=True)) for r in extra]
+        rows.sort(key=lambda r: (SEVERITY.get(r["severity"], 9), r["check"]))
     return pa.Table.from_pylist(rows, schema=base.schema)

@@ -16,11 +16,15 @@ AGAIN_PARTS = ("make the rank's part again from its trace (python -m tracekit.in
                "reduce again (tracekit ingest --reduce RUN)")
 
 
+def of_parts(manifest: dict | None) -> bool:
+    """The run of ``manifest`` was reduced from rank parts (ingest --reduce), not ingested from traces."""
+    return ((manifest or {}).get("executor") or {}).get("kind") == "rank parts"
+
+
 def again(manifest: dict | None) -> str:
     """What makes a damaged run's files again: its parts, where the run was reduced from rank parts, else
     its traces."""
-    kind = ((manifest or {}).get("executor") or {}).get("kind")
-    return AGAIN_PARTS if kind == "rank parts" else AGAIN
+    return AGAIN_PARTS if of_parts(manifest) else AGAIN
 
 
 @contextlib.contextmanager

@@ -97,6 +97,7 @@ findings AS (
     SELECT 'missing ranks' AS "check", 'warning' AS severity, ranks,
            format('{:,} of {} of the world {} no trace here', n, tk_plural((SELECT n FROM world), 'rank', 'ranks'),
                   tk_word(n, 'has', 'have')) AS finding,
+           -- (a run reduced from rank parts has no traces to ingest again: graph/doctor.py says to make their parts)
            'ingest every rank''s trace: matching, skew and stragglers need all of them' AS fix
     FROM missing WHERE n > 0
     UNION ALL
