@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from .errors import RankError, TracekitError
+from .errors import RankError, TraceFormatError, TracekitError
 from .layout.paths import is_run, to_open_as_run
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -39,12 +39,12 @@ def find_traces(paths: list[str]) -> list[str]:
         elif os.path.isfile(p):
             found.append(p)
         elif os.path.exists(p) or os.path.islink(p):
-            raise TracekitError(f"{p}: not a regular file (a FIFO, a device, or a link that leads nowhere); "
+            raise TraceFormatError(f"{p}: not a regular file (a FIFO, a device, or a link that leads nowhere); "
                                 "give trace files or directories")
         else:
             matches = [m for m in _glob(p) if os.path.isfile(m)]
             if not matches:
-                raise TracekitError(f"{p}: no such file or directory, and no file matches it as a glob")
+                raise TraceFormatError(f"{p}: no such file or directory, and no file matches it as a glob")
             found += matches
     out = sorted(_one_name_each(found))
     if not out:

@@ -98,7 +98,7 @@ def test_a_missing_file_listed_explicitly_and_skip(tmp_path, capsys):
     bad = tmp_path / "b.json"
     bad.symlink_to(tmp_path / "b.json")  # a link to itself: opening it fails (ELOOP)
     code, err = ingest(capsys, good, bad, "-o", tmp_path / "run")
-    assert code == 1 and "not a regular file" in err
+    assert code == 2 and "not a regular file" in err  # an input that cannot be read: 2, as a file not a trace
     code, err = ingest(capsys, tmp_path, "-o", tmp_path / "run")  # scanned: skipped with a warning
     assert code == 0 and "skipping" in err and "b.json" in err
 

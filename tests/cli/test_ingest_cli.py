@@ -195,3 +195,16 @@ def test_type_error_names_the_event_from_the_cli(tmp_path, capsys):
     assert main(["ingest", str(t), "-o", str(tmp_path / "run"), "--jobs", "2"]) == 2
     err = capsys.readouterr().err
     assert "event #41 of traceEvents" in err and "'ts' should be a number" in err and "Traceback" not in err
+
+
+def test_a_path_that_names_nothing_exits_as_the_report_of_one_does(tmp_path, capsys):
+    """Ingest of a path that names nothing exited 1, a report of one 2 (click's code for an argument it
+    refuses, as for a file that is not a trace): both 2 now, each in one line naming the path."""
+    missing = tmp_path / "nothing"
+    assert main(["report", str(missing), "summary"]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert main(["ingest", str(missing), "-o", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: no such file or directory" in err and err.count("\n") == 1
+    assert main(["ingest", str(tmp_path / "no*.json"), "-o", str(tmp_path / "run")]) == 2  # a glob of nothing
+    assert not (tmp_path / "run").exists()

@@ -152,7 +152,7 @@ def test_a_part_that_lost_a_file_is_refused_in_one_line_and_the_run_kept(synthet
     (part / "tables.arrows").unlink()
     (part / lost).unlink()
     capsys.readouterr()
-    assert main(["ingest", "--reduce", str(run)]) != 0
+    assert main(["ingest", "--reduce", str(run)]) == 4  # a run's input refused: 4, as every other part refused
     said = capsys.readouterr()
     lines = [line for line in said.err.splitlines() if line.strip()]
     assert len(lines) == 1 and f"a rank part without {part / lost}; make it again from its trace" in lines[0], said.err
@@ -175,7 +175,7 @@ def test_an_events_file_cut_short_is_refused_by_the_reduce_and_named_with_its_fi
     with open(events, "r+b") as f:  # cut short in place: the run's version shares the file (a hard link)
         f.truncate(size // 2)
     capsys.readouterr()
-    assert main(["ingest", "--reduce", str(run)]) != 0
+    assert main(["ingest", "--reduce", str(run)]) == 4
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and f"{events} is {size // 2:,} bytes, written with {size:,}" in err[0], err
     assert f"make it again from its trace (python -m tracekit.ingestion.rank_part {trace} RUN)" in err[0]

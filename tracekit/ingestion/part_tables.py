@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ..arrow_columns import int64_column, int64_lists, string_column
 from ..compact import RANKS_PER_FILE, partition
-from ..errors import RunError, TracekitError
+from ..errors import RunError
 from ..layout.paths import PART_FACTS, PART_FINISH, facts_dir, ranks_file
 from ..rules import stored
 from ..run_tables import PG_SCHEMA, rows_table
@@ -75,8 +75,8 @@ def _read(part: str, doc: dict, names: list[str], finish: list[str]) -> dict[str
                 if name not in got:
                     got[name] = pq.ParquetFile(os.path.join(part, folder, name + ".parquet")).read()
     except (OSError, pa.ArrowException) as exc:
-        raise TracekitError(f"{part}: a rank part whose tables cannot be read ({exc}); make it again from its "
-                            "trace, or remove it") from None
+        raise RunError(f"{part}: a rank part whose tables cannot be read ({exc}); make it again from its "
+                       "trace, or remove it") from None
     return got
 
 

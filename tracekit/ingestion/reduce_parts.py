@@ -208,7 +208,7 @@ def _place(part: str, doc: dict, tmp: str, rank: int) -> None:
         src = os.path.join(part, PART_EVENTS, name)
         _link(src, os.path.join(dest, f"part-{i}.parquet"), doc)
         if size is not None and os.path.getsize(src) != size:
-            raise TracekitError(f"{part}: a rank part whose {src} is {os.path.getsize(src):,} bytes, written with "
+            raise RunError(f"{part}: a rank part whose {src} is {os.path.getsize(src):,} bytes, written with "
                                 f"{size:,}: it was changed since; {_remake(doc)}") from None
 
 
@@ -233,7 +233,7 @@ def _link(src: str, dst: str, doc: dict) -> None:
 
 
 def _missing(src: str, doc: dict):
-    raise TracekitError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; {_remake(doc)}") from None
+    raise RunError(f"{os.path.dirname(os.path.dirname(src))}: a rank part without {src}; {_remake(doc)}") from None
 
 
 def _remake(doc: dict) -> str:
