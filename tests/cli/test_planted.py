@@ -24,6 +24,10 @@ def test_the_straggler_explanation_names_the_planted_slow_op(tmp_path):
     # the op runs SLOW_US - 6 us before every launch of the slow rank, never on the others
     assert top["others_ms"] == 0
     assert top["diff_ms"] * 1e3 == pytest.approx(top["late_instances"] * (synth.SLOW_US - 6))
+    # the generator runs every other op and kernel alike on every rank: none of them explains the
+    # lateness, so none is listed beside the planted op (they were, with a difference of 0)
+    assert [r["name"] for r in rows if r["rank"] == 3 and r["kind"] != "lead-up"] == ["DataLoader.fetch"]
+    assert all(r["kind"] == "lead-up" for r in rows if r["rank"] != 3)
 
 
 def advice(run):

@@ -5,7 +5,10 @@
 -- (cpu_op, user_annotation, python_function; nested ops count each) and the GPU kernels (not comm) it
 -- launched, summed by name. Per name, the late rank's time is set against the mean of the other ranks'
 -- in the same instance; over the instances a rank arrived last at, the names whose difference is
--- largest come first ($per_rank per rank, after the lead-up's own length). Ranks are ordered by the waiting
+-- largest come first ($per_rank per rank, after the lead-up's own length); a name the late rank spent no
+-- longer on than the others is not listed (it explains none of the lateness), so a rank with its lead-up's
+-- row alone ran nothing longer than the others did: its lead-up's excess lies between the recorded ops
+-- (Python, the GIL, other threads). Ranks are ordered by the waiting
 -- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
 -- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
 -- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts), and summed
@@ -43,5 +46,5 @@ agg AS (
 SELECT a.rank, s.caused_wait_ns / 1e6 AS caused_wait_ms, n.instances AS late_instances, a.kind, a.name,
        a.late_ns / 1e6 AS late_ms, a.others_ns / 1e6 AS others_ms, (a.late_ns - a.others_ns) / 1e6 AS diff_ms
 FROM agg a JOIN n ON n.last_rank = a.rank LEFT JOIN stragglers s ON s.rank = a.rank
-WHERE a.k <= $per_rank + 1
+WHERE a.k <= $per_rank + 1 AND (a.kind = 'lead-up' OR a.late_ns > a.others_ns)
 ORDER BY s.caused_wait_ns DESC NULLS LAST, a.rank, a.k;
