@@ -181,16 +181,26 @@ def test_rank_parts_written_into_s3_reduce_to_the_local_answers(s3, tmp_path, ca
 
 # A kill -9 in the middle of an upload: after some of the files went up, before the rest.
 _KILL_MID_UPLOAD = """
-import os, signal, sys, threading
+import os, signal, sys, threading, time
 from tracekit.layout import objstore
 sig = getattr(signal, sys.argv[2])
 moved, lock = [], threading.Lock()
+def unwinding():  # the main thread took the SIGINT: it waits for the uploads under way to end
+    f = sys._current_frames().get(threading.main_thread().ident)
+    while f is not None and f.f_code.co_name != "shutdown":
+        f = f.f_back
+    return f is not None
 def then_die(move):
     def each(self, a, b):
         with lock:
             if len(moved) == int(sys.argv[1]):
                 os.kill(os.getpid(), sig)
-                threading.Event().wait(5)  # (SIGINT: the main thread raises; this file is not moved)
+                # (SIGINT: the main thread raises, here if it runs this upload; this file is not moved. A
+                # loaded machine took more than 5 s to: wait for it, up to a minute)
+                for _ in range(600):
+                    if unwinding():
+                        break
+                    time.sleep(0.1)
                 raise OSError("stopped")
             moved.append(b)
         return move(self, a, b)
