@@ -177,3 +177,23 @@ def test_advise_prints_one_step_and_takes_every_percent_of_it(tmp_path):
     for r in table.to_pylist():
         if r["saving_ms"] is not None:
             assert r["saving_pct"] == pytest.approx(100 * r["saving_ms"] / job, rel=1e-3)
+
+
+def test_the_late_rank_finding_cites_why_late_only_for_an_op_why_late_lists(tmp_path):
+    """On the FSDP example (Gloo) advise named rank 0 host-bound in aten::clone and said "tracekit report
+    RUN why_late names the ops", where why_late lists no op for rank 0 (its lead-ups are the Gloo worker's
+    thread; aten::clone is the step thread's, found against the median rank). The finding now says where
+    each op it names comes from; why_late's own rows are the evidence."""
+    import pathlib
+
+    from tracekit.commands.advise import advise
+
+    run = tracekit.ingest([pathlib.Path(__file__).parents[2] / "examples" / "traces" / "fsdp"], tmp_path / "run",
+                          jobs=1)
+    listed = {(r["rank"], r["name"]) for r in tracekit.report(run, "why_late").to_pylist() if r["kind"] != "lead-up"}
+    late = next(r for r in advise(run).to_pylist() if r["finding"].startswith("late rank 0"))
+    assert late["finding"] == "late rank 0 (host-bound in aten::clone)"
+    assert (0, "aten::clone") not in listed and "why_late names the ops" not in late["change"]
+    assert "more inside aten::clone than the median rank, on its step thread (sql/reports/_step_thread_ops.sql)" \
+        in " ".join(late["change"].split())
+    assert "(tracekit report RUN why_late)" not in late["change"]  # no op of why_late's is quoted here

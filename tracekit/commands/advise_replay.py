@@ -23,7 +23,7 @@ LATE = {  # cause: (its name, what the excess is, the change to try)
              "tracekit timeline RUN, tracekit report RUN why_late"),
     "work": ("host-bound", "its step thread running ops",
              "{who} run{s} more CPU work per step than the others: uneven work (data, sequence lengths, "
-             "experts) or a slower or busier host; tracekit report RUN why_late names the ops"),
+             "experts) or a slower or busier host"),
     "start": ("starts late", "its first profiled step starting later",
               "{who} start{s} {their} steps late: the delay comes before the step (data loading, the previous "
               "step's tail, {their} host); profile more steps to see it"),
@@ -81,7 +81,7 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
                     and w["diff_ms"] >= 0.25 * excess[r] * steps), None)
         if top:
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
-                        f"{top['name']} than the others before its launches")
+                        f"{top['name']} than the others before its launches (tracekit report RUN why_late)")
             if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps and not _comm_op(top["name"]):
                 inside[r] = top["name"]
     # where why_late's lead-ups miss it (an op after the step's last collective: the optimizer's step), the
@@ -107,7 +107,10 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
         if cands:
             _, name, diff = min(cands)
             inside[r] = name
-            said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank")
+            # (not why_late's: its lead-ups end at the rank's last launch, and on Gloo they are the worker
+            # thread's; this is the step thread's op, from _step_thread_ops.sql)
+            said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank, on its "
+                        "step thread (sql/reports/_step_thread_ops.sql)")
     return (("; " + "; ".join(said)) if said else ""), inside
 
 
