@@ -13,6 +13,13 @@ class TraceFormatError(TracekitError):
     exit_code = 2
 
 
+class UsageError(TracekitError):
+    """A command or call that names what does not exist: a report, a report's parameter or its value (the
+    same code as click's for a command line it refuses)."""
+
+    exit_code = 2
+
+
 class RankError(TracekitError):
     """The rank of a trace cannot be told, or two traces claim the same rank."""
 

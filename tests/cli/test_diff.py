@@ -76,7 +76,7 @@ def test_steps_pair_by_order_or_by_number(tmp_path):
                         "--columns", "step_a,step_b", cwd=tmp_path, env=env)
     assert code == 0 and out.splitlines() == ["step_a,step_b", "3,", "4,", ",7", ",8"], out
     code, out, err = tk("diff", "a", "b", "--format", "csv", cwd=tmp_path, env=env)
-    assert code == 1 and err == "error: --format csv takes one table: add --only collectives or --only steps\n"
+    assert code == 2 and err == "error: --format csv takes one table: add --only collectives or --only steps\n"
     code, out, err = tk("diff", "a", "b", cwd=tmp_path, env=env)  # the terminal: both tables, titled
     assert code == 0 and "diff collectives — b against a" in out
     assert "diff steps — b against a, steps paired by order" in out

@@ -36,7 +36,7 @@ def test_columns_picks_and_orders_columns_in_every_format(tmp_path):
                         cwd=tmp_path, env=env)
     assert json.loads(out) == [{"b": 2}]
     code, out, err = tk("report", "traces", "summary", "--columns", "rank,nope", cwd=tmp_path, env=env)
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""  # a command line naming what is not there (README: 2)
     assert err.startswith("error: --columns: no column nope here; the columns are: rank, steps, window_ms, ")
 
 
@@ -53,7 +53,7 @@ def test_report_options_come_from_the_report_declarations(tmp_path):
                 assert f"{rep.name}: {'|'.join(p.choices)} [default: {p.default}]" in text
     code, out, err = tk("report", str(ROOT / "examples" / "traces" / "fsdp"), "summary", "--limit", "3",
                         cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
-    assert code == 1 and err == "error: report 'summary' takes no parameter limit; it takes: none\n"
+    assert code == 2 and err == "error: report 'summary' takes no parameter limit; it takes none\n"  # README: 2
 
 
 def test_truncated_skew_says_how_many_rows_it_left_out(tmp_path):
@@ -107,7 +107,7 @@ def test_schema_of_one_table_view_or_report(tmp_path):
     code, out, err = tk("schema", "traces", "skew", "--format", "csv", cwd=tmp_path, env=env)
     assert code == 0 and out.splitlines()[1].startswith("report skew,instance_key,,")
     code, out, err = tk("schema", "traces", "colectives", cwd=tmp_path, env=env)
-    assert code == 1 and err == ("error: schema: no table or view named colectives; did you mean collectives or "
+    assert code == 2 and err == ("error: schema: no table or view named colectives; did you mean collectives or "
                                  "collective_waits?\n")
 
 

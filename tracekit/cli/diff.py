@@ -7,7 +7,7 @@ import click
 import tracekit
 
 from ..commands.diff import STEPS_BY
-from ..errors import TracekitError
+from ..errors import UsageError
 from ..render import to_json
 from .options import chosen_columns, emit, output_options, run_argument
 
@@ -36,7 +36,7 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
     """
     if only is None and (fmt in ("csv", "parquet") or chosen_columns()):
         what = "--columns" if chosen_columns() else f"--format {fmt}"
-        raise TracekitError(f"{what} takes one table: add --only collectives or --only steps")
+        raise UsageError(f"{what} takes one table: add --only collectives or --only steps")
     tables = tracekit.diff(run_a, run_b, steps_by=steps_by)
     if only is not None:
         emit(tables[only], fmt, output, title=f"diff {only} — {run_b} against {run_a}")
@@ -50,7 +50,7 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
                 f.write(text)
         return
     if output is not None:
-        raise TracekitError(f"-o with --format {fmt} takes one table: add --only collectives or --only steps")
+        raise UsageError(f"-o with --format {fmt} takes one table: add --only collectives or --only steps")
     for p in PARTS:
         how = f", steps paired by {steps_by}" if p == "steps" else ""
         if tables[p].num_rows:

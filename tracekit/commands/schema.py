@@ -58,7 +58,7 @@ def _meaning_first(table: pa.Table) -> pa.Table:
 
 
 def _report_schema(name: str, objects: list[str]) -> pa.Table:
-    from ..errors import TracekitError
+    from ..errors import UsageError
     from ..query_errors import describe
     from ..reports import REGISTRY
 
@@ -68,4 +68,4 @@ def _report_schema(name: str, objects: list[str]) -> pa.Table:
                                                      for c, m in cols]))
     hint = describe(f"Catalog Error: Table with name {name} does not exist!",
                     list(dict.fromkeys(objects + list(REGISTRY))))
-    raise TracekitError(f"schema: {hint.replace(' (`tracekit schema RUN` lists every column)', '')}")
+    raise UsageError(f"schema: {hint.replace(' (`tracekit schema RUN` lists every column)', '')}")

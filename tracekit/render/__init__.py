@@ -243,9 +243,9 @@ def pick_columns(table: pa.Table, columns: list[str] | None) -> pa.Table:
         return table
     unknown = [c for c in columns if c not in table.column_names]
     if unknown:
-        from ..errors import TracekitError
-        raise TracekitError(f"--columns: no column {', '.join(unknown)} here; the columns are: "
-                            f"{', '.join(table.column_names)}")
+        from ..errors import UsageError
+        raise UsageError(f"--columns: no column {', '.join(unknown)} here; the columns are: "
+                         f"{', '.join(table.column_names)}")
     return table.select(columns).replace_schema_metadata(table.schema.metadata)
 
 

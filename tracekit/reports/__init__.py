@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import sql_files as _sql
-from ..errors import TracekitError
+from ..errors import UsageError
 from .base import Param, Report
 from .declared import scan
 
@@ -23,7 +23,7 @@ def get(name: str) -> Report:
 
         close = close_names(name, REGISTRY)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise TracekitError(f"no report named {name!r}; {hint}reports: {', '.join(REGISTRY)}") from None
+        raise UsageError(f"no report named {name!r}; {hint}reports: {', '.join(REGISTRY)}") from None
 
 
 def run_report(run, name: str, **params) -> pa.Table:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .. import sql_files as _sql
-from ..errors import TracekitError
+from ..errors import UsageError
 from ..table_meta import FIRST_KEY, NOTE_KEY
 
 
@@ -46,14 +46,14 @@ class Report:
         known = {p.name: p for p in self.params}
         unknown = set(given) - set(known)
         if unknown:
-            raise TracekitError(f"report {self.name!r} takes no parameter {', '.join(sorted(unknown))}; "
-                                f"it takes: {', '.join(known) or 'none'}")
+            takes = f"it takes {', '.join(known)}" if known else "it takes none"
+            raise UsageError(f"report {self.name!r} takes no parameter {', '.join(sorted(unknown))}; {takes}")
         values = {}
         for p in self.params:
             v = given.get(p.name)
             v = p.default if v is None else v
             if p.choices and v not in p.choices:
-                raise TracekitError(f"report {self.name!r}: {p.name} must be one of {', '.join(p.choices)}, not {v!r}")
+                raise UsageError(f"report {self.name!r}: {p.name} must be one of {', '.join(p.choices)}, not {v!r}")
             values[p.name] = v
         return values
 
@@ -61,8 +61,8 @@ class Report:
         values = self.bind(**given)
         limit = values.get("limit")
         if "limit" in values and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
-            raise TracekitError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
-                                f"not {limit!r}")
+            raise UsageError(f"report {self.name!r}: limit must be a whole number ≥ 0 (0: every row), "
+                             f"not {limit!r}")
         table = self.rows(run, values)
         shown = None
         if limit and table.num_rows > limit:  # the limit is the runner's: the query gave every row, in order
