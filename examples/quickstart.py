@@ -21,14 +21,19 @@ against tracekit.analytic.
 
 import argparse
 import os
+import sys
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel as DDP
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
-import tracekit
-from tracekit.profiler import record_config, trace_handler, wait_for_parts
+    import tracekit
+    from tracekit.profiler import record_config, trace_handler, wait_for_parts
+except ImportError as exc:  # what to install, in one line (--help too needs them: the model is a torch module)
+    sys.exit(f"quickstart.py needs torch and tracekit ({exc}): pip install torch, and tracekit from its checkout "
+             "(pip install -e .)")
 
 
 class GPT(nn.Module):

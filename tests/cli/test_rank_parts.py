@@ -90,6 +90,7 @@ def test_missing_ranks_are_said_and_a_late_part_is_taken_in(synthetic, tmp_path,
     doctor = {r["check"]: r for r in json.loads(capsys.readouterr().out)}
     assert doctor["missing ranks"]["ranks"] == "5,6,7"
     # what takes them in here: their parts and a reduce (there is no trace of theirs to ingest in this run)
+    assert doctor["missing ranks"]["finding"] == "3 of 8 ranks of the world have no part in this run"
     fix = doctor["missing ranks"]["fix"]
     assert "python -m tracekit.ingestion.rank_part TRACE RUN" in fix and "tracekit ingest --reduce RUN" in fix
     assert "ingest every rank's trace" not in fix

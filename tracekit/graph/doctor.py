@@ -48,8 +48,9 @@ def doctor_rows(run, params: dict) -> pa.Table:
         return base
     names = base.schema.names
     rows = base.to_pylist()
-    if parts:
-        rows = [dict(r, fix=MISSING_PARTS) if r["check"] == "missing ranks" else r for r in rows]
+    if parts:  # (the finding as the run holds them: parts, not traces)
+        rows = [dict(r, finding=r["finding"].replace("no trace here", "no part in this run"), fix=MISSING_PARTS)
+                if r["check"] == "missing ranks" else r for r in rows]
     if extra:
         rows = [r for r in rows if r["check"] != "all"] + [dict(zip(names, r.values(), strict=True)) for r in extra]
         rows.sort(key=lambda r: (SEVERITY.get(r["severity"], 9), r["check"]))

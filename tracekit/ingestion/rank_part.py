@@ -151,10 +151,13 @@ def _prepare(run: str) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m tracekit.ingestion.rank_part", description=__doc__.splitlines()[0])
-    ap.add_argument("trace")
-    ap.add_argument("run")
-    ap.add_argument("--iteration", type=int, default=None)
+    ap = argparse.ArgumentParser(prog="python -m tracekit.ingestion.rank_part",
+                                 description=" ".join(__doc__.split("\n\n")[0].replace("``", "").split()))
+    ap.add_argument("trace", help="the rank's trace file (.json or .json.gz), as its profiler wrote it")
+    ap.add_argument("run", help="the run directory (or s3://bucket/prefix) that holds the ranks' parts; "
+                                "tracekit ingest --reduce RUN builds the run from them")
+    ap.add_argument("--iteration", type=int, default=None,
+                    help="the profiling cycle (default: the trace's iteration_N directory, as the handler names it)")
     ap.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (beside training)")
     ap.add_argument("--wait-for-core", action="store_true",
                     help="begin once the machine has a core to spare, or when standard input closes (part_gate.py)")
