@@ -255,3 +255,48 @@ def test_ties_for_last_follow_one_rule_everywhere(tmp_path):
     assert {r: (v["instances"], v["times_last"], v["times_first"], v["caused_wait_ns"]) for r, v in s.items()} == {
         0: (3, 1, 2, 10000), 1: (3, 2, 1, 4000 + 5000), 2: (3, 0, 0, 0)}
     assert s[1]["last_share_pct"] == pytest.approx(200 / 3)
+
+
+def gloo_rank(issue, slow=None):
+    """A Gloo rank worked out by hand (us): the training thread (tid 1) issues c10d::allreduce_ [a, a+2] at
+    each a of ``issue``; Gloo's worker thread (tid 7) runs its gloo:all_reduce from a+5 until 20 us after the
+    later rank's a+5 (LATER_START below); ``slow``: (start, dur) of an op of the training thread."""
+    evs = [step(1, 0, 1000)]
+    for a, later in zip(issue, LATER_START, strict=True):
+        evs.append(cpu_op("c10d::allreduce_", a, 2))
+        evs.append(cpu_op("gloo:all_reduce", a + 5, later + 20 - (a + 5), tid=7,
+                          **{"Input Dims": [[100]], "Input type": ["float"]}))
+    if slow:
+        evs.append(cpu_op("slow_op", *slow))
+    return evs
+
+
+LATER_START = (105, 605, 705)  # each all-reduce's later start: rank 1's (its second is late: slow_op before it)
+
+
+def test_a_gloo_ranks_lead_ups_are_its_training_threads(tmp_path):
+    """A Gloo op runs on Gloo's worker thread; the op that issued it, and what delayed that, on the training
+    thread. Rank 1 runs slow_op [250, 550] before issuing its second all-reduce at 600 (rank 0 at 300): it
+    is last there, and why_late must name slow_op. Its lead-up is the training thread's from its previous
+    issue (100) to this one (600): 500 us against rank 0's 200 (100 to 300); in them slow_op 300 us against
+    none. (On the worker's thread the lead-ups held only the Gloo ops, and why_late named nothing.)"""
+    run = ingest(tmp_path, {0: gloo_rank((100, 300, 700)), 1: gloo_rank((100, 600, 700), slow=(250, 300))})
+    ups = rows(run, "SELECT rank, tid, t0_ns, t1_ns FROM _lead_ups ORDER BY rank, t1_ns")
+    assert ups == [{"rank": r, "tid": 1, "t0_ns": t0 * 1000, "t1_ns": t1 * 1000}
+                   for r, issue in ((0, (100, 300, 700)), (1, (100, 600, 700)))
+                   for t0, t1 in zip((0,) + issue[:-1], issue, strict=True)]
+    late = [(r["rank"], r["kind"], r["name"], r["late_ms"], r["others_ms"])
+            for r in tracekit.report(run, "why_late").to_pylist()]
+    # (the other two all-reduces start together on both ranks: a tie goes to the lowest rank, rank 0, listed
+    # after rank 1 for the waiting it caused, none)
+    assert late[:2] == [(1, "lead-up", "from the previous collective's launch (or the step's start) to this one's",
+                         0.5, 0.2), (1, "cpu op", "slow_op", 0.3, 0.0)]
+    assert [x[:2] for x in late[2:]] == [(0, "lead-up")]
+
+
+def test_gloo_ops_without_as_many_c10d_ops_keep_the_workers_thread(tmp_path):
+    """Where the rank's c10d ops and Gloo ops do not pair one for one (an op issued before the profile
+    began: its Gloo op is in the trace, its c10d op is not), the lead-ups stay on the worker's thread."""
+    r0 = [e for e in gloo_rank((100, 300, 700)) if not (e["name"] == "c10d::allreduce_" and e["ts"] == 100)]
+    run = ingest(tmp_path, {0: r0, 1: gloo_rank((100, 600, 700))})
+    assert {(r["rank"], r["tid"]) for r in rows(run, "SELECT DISTINCT rank, tid FROM _lead_ups")} == {(0, 7), (1, 1)}

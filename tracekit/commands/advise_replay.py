@@ -77,8 +77,8 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
     rows = run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
     said, inside = [], {}
     for r in late:
-        top = next((w for w in rows if w["rank"] == r and w["kind"] != "lead-up"
-                    and w["diff_ms"] >= 0.25 * excess[r] * steps), None)
+        top = next((w for w in rows if w["rank"] == r and w["kind"] != "lead-up" and not _comm_op(w["name"])
+                    and w["diff_ms"] >= 0.25 * excess[r] * steps), None)  # (a collective's op: its waiting)
         if top:
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
                         f"{top['name']} than the others before its launches (tracekit report RUN why_late)")
@@ -107,8 +107,8 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
         if cands:
             _, name, diff = min(cands)
             inside[r] = name
-            # (not why_late's: its lead-ups end at the rank's last launch, and on Gloo they are the worker
-            # thread's; this is the step thread's op, from _step_thread_ops.sql)
+            # (not why_late's: its lead-ups end at the rank's last launch, and a Gloo rank whose c10d ops do
+            # not pair with its Gloo ops has them on the worker's thread; this is the step thread's op)
             said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank, on its "
                         "step thread (sql/reports/_step_thread_ops.sql)")
     return (("; " + "; ".join(said)) if said else ""), inside

@@ -7,8 +7,8 @@
 -- in the same instance; over the instances a rank arrived last at, the names whose difference is
 -- largest come first ($per_rank per rank, after the lead-up's own length); a name the late rank spent no
 -- longer on than the others is not listed (it explains none of the lateness), so a rank with its lead-up's
--- row alone ran nothing longer than the others did in its lead-ups (on Gloo, the worker thread that ran
--- the op: docs/definitions.md). Ranks are ordered by the waiting
+-- row alone ran nothing longer than the others did in its lead-ups (on Gloo, the training thread's where
+-- its c10d ops pair with the Gloo ops: _lead_ups). Ranks are ordered by the waiting
 -- they caused. A lead-up no longer than the others' says the rank launched late for an earlier reason (it
 -- was already behind) or its GPU started the kernel late (the stream was busy): see the kernels.
 -- Each rank's lead-ups and what fills them are derived at ingest (_lead_ups, _lead_up_parts), and summed
