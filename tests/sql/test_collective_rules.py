@@ -300,3 +300,28 @@ def test_gloo_ops_without_as_many_c10d_ops_keep_the_workers_thread(tmp_path):
     r0 = [e for e in gloo_rank((100, 300, 700)) if not (e["name"] == "c10d::allreduce_" and e["ts"] == 100)]
     run = ingest(tmp_path, {0: r0, 1: gloo_rank((100, 600, 700))})
     assert {(r["rank"], r["tid"]) for r in rows(run, "SELECT DISTINCT rank, tid FROM _lead_ups")} == {(0, 7), (1, 1)}
+
+
+def test_gloo_ops_run_out_of_their_issue_order_are_not_paired(tmp_path):
+    """Two groups, each with worker threads of its own (tids 7 and 8: group 0's all-reduces; 9: group 1's
+    all-to-all). Each rank issues three all-reduces at 100, 120 and 140 us, then the all-to-all (rank 0 at
+    200, rank 1 at 410, after slow_op); group 0's workers are behind, so its third all-reduce runs at 600, after
+    the all-to-all. In order of start the third c10d op (an all-reduce) meets the all-to-all: the pairs
+    disagree on the collective, so the ranks' lead-ups stay on the workers' threads (paired in that order,
+    each Gloo op would have taken another op's issue time, and why_late another story; a review found it)."""
+    def rank(a2a, slow=None):
+        evs = [step(1, 0, 1000)]
+        for a, (start, tid) in zip((100, 120, 140), ((105, 7), (125, 8), (600, 7)), strict=True):
+            evs.append(cpu_op("c10d::allreduce_", a, 2, **{"Input Dims": [[[100]]], "Input type": ["float"]}))
+            evs.append(cpu_op("gloo:all_reduce", start, 20, tid=tid,
+                              **{"Input Dims": [[100]], "Input type": ["float"]}))
+        evs.append(cpu_op("c10d::alltoall_base_", a2a, 2, **{"Input Dims": [[64], [64]], "Input type": ["float"]}))
+        evs.append(cpu_op("gloo:all_to_all", a2a + 5, 415 + 20 - (a2a + 5), tid=9,
+                          **{"Input Dims": [[64]], "Input type": ["float"]}))
+        return evs + ([cpu_op("slow_op", *slow)] if slow else [])
+
+    run = ingest(tmp_path, {0: rank(200), 1: rank(410, slow=(150, 250))})
+    got = rows(run, "SELECT rank, tid, t1_ns FROM _lead_ups ORDER BY rank, t1_ns")
+    assert [(r["rank"], r["tid"], r["t1_ns"] // 1000) for r in got] == [
+        (r, tid, t) for r, a2a in ((0, 200), (1, 410))
+        for t, tid in sorted([(105, 7), (125, 8), (a2a + 5, 9), (600, 7)])]

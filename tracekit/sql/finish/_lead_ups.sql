@@ -3,9 +3,11 @@
 -- one's, on the rank's own trace clock. A GPU collective is launched by the runtime call that launched
 -- its kernel. A Gloo op runs on a worker thread of Gloo's, issued by a c10d op (c10d::allreduce_, ...) on
 -- the training thread: the rank's Gloo ops and its c10d ops, each in order of start, are paired one for one
--- where they are as many and each op starts after its pair (the trace links them no other way: FSDP's
--- reduce-scatter runs as a Gloo all-reduce), and the Gloo op is launched at its c10d op's start, on that
--- op's thread; on a rank where they do not pair so, at the Gloo op's own start, on the worker's thread.
+-- where they are as many and each pair agrees: the Gloo op starts after its c10d op, runs its collective
+-- (FSDP's reduce-scatter runs as a Gloo all-reduce) on as many elements, where both record them (the trace
+-- links them no other way; several groups' worker threads with a backlog run ops out of their issue order:
+-- the kinds or sizes then disagree); the Gloo op is then launched at its c10d op's start, on that op's
+-- thread; on a rank where they do not pair so, at the Gloo op's own start, on the worker's thread.
 -- Collectives launched at the same instant are ordered as the trace lists them (event_index; the later
 -- ones' lead-ups are empty). A rank's rows read only its own tables: a rank part derives them where it is
 -- made, and collective_waits joins them to their instances.
@@ -19,16 +21,23 @@
 -- @column t1_ns: the lead-up's end: this collective's launch, ns
 CREATE OR REPLACE VIEW _lead_ups AS
 WITH gloo AS (
-    SELECT rank, event_index, ts_ns, row_number() OVER (PARTITION BY rank ORDER BY ts_ns, event_index) AS n
+    SELECT rank, event_index, ts_ns, collective, in_nelems,
+           row_number() OVER (PARTITION BY rank ORDER BY ts_ns, event_index) AS n
     FROM _collectives WHERE meta_source = 'gloo op'),
 issued AS (
-    SELECT rank, ts_ns, pid, tid, row_number() OVER (PARTITION BY rank ORDER BY ts_ns, event_index) AS n
+    SELECT rank, ts_ns, pid, tid, tk_collective(name) AS collective, shape_in_nelems AS in_nelems,
+           row_number() OVER (PARTITION BY rank ORDER BY ts_ns, event_index) AS n
     FROM comm_ops WHERE name LIKE 'c10d::%' AND rank IN (SELECT rank FROM gloo)),
-pairs AS (SELECT g.rank, g.event_index, i.ts_ns, i.pid, i.tid, i.ts_ns <= g.ts_ns AS causal
-          FROM gloo g LEFT JOIN issued i USING (rank, n)),
-paired AS (  -- the ranks whose every Gloo op has a c10d op before it, and no c10d op is left over
+pairs AS (
+    SELECT g.rank, g.event_index, i.ts_ns, i.pid, i.tid,
+           i.ts_ns <= g.ts_ns
+           AND (i.collective IS NULL OR g.collective = i.collective
+                OR (i.collective = 'reduce_scatter' AND g.collective = 'allreduce'))
+           AND (i.in_nelems IS NULL OR g.in_nelems IS NULL OR i.in_nelems = g.in_nelems) AS agree
+    FROM gloo g LEFT JOIN issued i USING (rank, n)),
+paired AS (  -- the ranks whose every Gloo op agrees with its c10d op, and no c10d op is left over
     SELECT rank FROM pairs GROUP BY rank
-    HAVING bool_and(coalesce(causal, false)) AND count(*) = (SELECT count(*) FROM issued i WHERE i.rank = pairs.rank)),
+    HAVING bool_and(coalesce(agree, false)) AND count(*) = (SELECT count(*) FROM issued i WHERE i.rank = pairs.rank)),
 c AS (
     SELECT c.rank, c.event_index, coalesce(g.launch_ts_ns, p.ts_ns, c.ts_ns) AS t1,
            coalesce(g.launch_pid, p.pid, e.pid) AS pid, coalesce(g.launch_tid, p.tid, e.tid) AS tid
