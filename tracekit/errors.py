@@ -14,8 +14,9 @@ class TraceFormatError(TracekitError):
 
 
 class UsageError(TracekitError):
-    """A command or call that names what does not exist: a report, a report's parameter or its value (the
-    same code as click's for a command line it refuses)."""
+    """A command or call that names what does not exist: a report, a report's parameter or value, a column
+    or a table, one table where the output takes one (the same code as click's for a command line it
+    refuses)."""
 
     exit_code = 2
 
