@@ -150,12 +150,10 @@ def straggler_finding(run) -> list[dict]:
         return []
     s = rows[0]
     (steps,) = [max(r["steps"], 1) for r in _q(run, "_advise_step")]
-    from .advise_replay import _comm_op
+    from .advise_replay import why_late_cause
 
-    cause = next((r for r in run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
-                  if r["rank"] == s["rank"] and r["kind"] != "lead-up" and not _comm_op(r["name"])
-                  and r["diff_ms"] >= 0.25 * s["cost_ms"] * steps),
-                 None)  # an op that explains at least a quarter of the lateness (a collective's op: its waiting)
+    cause = why_late_cause(run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist(), s["rank"],
+                           0.25 * s["cost_ms"] * steps)  # an op that explains at least a quarter of the lateness
     lag = s["step_start_lag_ms"] or 0
     if not cause and lag >= 0.5 * s["cost_ms"]:
         change = (f"rank {s['rank']} starts its steps {lag:,.3f} ms after the first rank: the delay comes before "

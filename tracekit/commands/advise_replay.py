@@ -77,8 +77,7 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
     rows = run.sql(_sql.load("reports", "why_late").text, {"per_rank": 3}).to_pylist()
     said, inside = [], {}
     for r in late:
-        top = next((w for w in rows if w["rank"] == r and w["kind"] != "lead-up" and not _comm_op(w["name"])
-                    and w["diff_ms"] >= 0.25 * excess[r] * steps), None)  # (a collective's op: its waiting)
+        top = why_late_cause(rows, r, 0.25 * excess[r] * steps)
         if top:
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
                         f"{top['name']} than the others before its launches (tracekit report RUN why_late)")
@@ -112,6 +111,13 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
             said.append(f"rank {r} spends {diff:,.3f} ms a step more inside {name} than the median rank, on its "
                         "step thread (sql/reports/_step_thread_ops.sql)")
     return (("; " + "; ".join(said)) if said else ""), inside
+
+
+def why_late_cause(rows: list[dict], rank: int, at_least_ms: float) -> dict | None:
+    """why_late's first row of ``rank`` (``rows``: the report's) that names an op, not a collective's own (its
+    time there is waiting), longer on the late rank by ``at_least_ms`` or more; None where none is."""
+    return next((w for w in rows if w["rank"] == rank and w["kind"] != "lead-up" and not _comm_op(w["name"])
+                 and w["diff_ms"] >= at_least_ms), None)
 
 
 def _comm_op(name: str) -> bool:
