@@ -49,9 +49,11 @@ def test_a_column_met_later_goes_on_in_a_file_that_has_it(tmp_path, threads):
     src = write_trace(tmp_path / "t.json", events)
     res = ingest_file(str(src), str(tmp_path / "part.parquet"), rank=0, threads=threads)
     cols = columns_of(res.parts)
-    # (at least the file before the column and one after it: how many more depends on how the threads share
-    # the row groups, one thread may take them all on a loaded machine)
-    assert len(res.parts) >= 2 and {"stream", "args"} & cols[0] == set()
+    if threads == 1:  # the file before the column and the one after it
+        assert len(res.parts) == 2 and {"stream", "args"} & cols[0] == set()
+    # with two writers, a writer opening its first file takes the columns the other has met so far (fewer files):
+    # whether the first file lacks the kernel's columns is a race between the writers (seen in CI), so only the
+    # rows read back are checked there
     assert any({"stream", "args"} <= c for c in cols)
     t = read_parts(res.parts).sort_by("event_index")
     assert t.column("event_index").to_pylist() == list(range(2 * n))
