@@ -16,7 +16,7 @@
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, steps, events, _graph_calls, gpu_kernels
+-- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
@@ -51,11 +51,9 @@ top AS (  -- the union of the thread's ops (records need not nest: an isend's st
                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
               FROM ops))
     GROUP BY rank, island),
-blocking AS (
+blocking AS (  -- the host threads' ops in which they wait (_host_blocked: synchronize, blocking copies, waits)
     SELECT o.rank, o.ts_ns, o.end_ns FROM ops o
-    LEFT JOIN _graph_calls c ON c.rank = o.rank AND c.event_index = o.event_index
-    WHERE c.wait_index IS NOT NULL OR o.name ILIKE '%wait_tensor%' OR o.name ILIKE 'c10d::wait%'
-       OR o.name = 'aten::wait'),
+    SEMI JOIN _host_blocked b ON b.rank = o.rank AND b.event_index = o.event_index),
 blocked AS (  -- their union
     SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
         SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
