@@ -180,3 +180,43 @@ def test_a_gpu_bound_rank_reads_as_gpu_bound(tmp_path):
     assert compute == pytest.approx(0.125, abs=1e-6) and cpu <= 0.009, path
     top = advise(run).to_pylist()[0]
     assert top["finding"] == "GPU-bound on the rank (GPUs busy 98 %)" and top["saving_ms"] is None, top
+
+
+def test_waiting_at_collectives_is_unknown_where_no_collective_matched_not_none(tmp_path):
+    """Ranks 0 and 1 of host_bound_job in a job of 3 (the traces say world 3, each allreduce's group 3 ranks):
+    rank 2's trace is missing, so no instance is clean and no rank's waiting is known. Before, bound said
+    wait_ms 0 and advise 'waiting at collectives 0 %', with high confidence; on a real 2-rank trace (HTA's
+    trace_filter example, every instance unaligned or missing ranks) the same."""
+    from tracekit.commands.advise import advise
+
+    evs = {r: [] for r in range(2)}
+    for r in (0, 1):
+        e = evs[r]
+        e.append(step(1, 0, 1010))
+        _work(e, 0, 10, 50)
+        _allreduce(e, 500, 503, 613)
+        _work(e, 600, 10, 40)
+        _allreduce(e, 1000, 1003, 1028)
+    (tmp_path / "t").mkdir()
+    for r, e in evs.items():
+        write_trace(tmp_path / "t" / f"rank{r}.json", e, header=dist(r, world=3))
+    run = tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert {r: (b["wait_ms"], b["wait_pct"], b["clean_collectives_pct"]) for r, b in bound.items()} == \
+        {0: (None, None, 0.0), 1: (None, None, 0.0)}
+    top = advise(run).to_pylist()[0]
+    assert top["finding"].startswith("host-bound on every rank"), top
+    assert "waiting at collectives unknown: no collective of ranks 0, 1 matched cleanly" in top["evidence"]
+    assert top["confidence"] == "low"
+
+
+def test_waiting_at_collectives_is_measured_where_every_collective_matched(tmp_path):
+    """host_bound_job: both allreduces clean on all 3 ranks; ranks 0 and 1 wait for rank 2 only while their
+    threads run on (an NCCL call never blocks), so the bound's waiting is known: its share is printed."""
+    from tracekit.commands.advise import advise
+
+    run = host_bound_job(tmp_path)
+    bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert all(b["clean_collectives_pct"] == 100.0 and b["wait_ms"] is not None for b in bound.values())
+    top = advise(run).to_pylist()[0]
+    assert "waiting at collectives unknown" not in top["evidence"] and top["confidence"] == "high"

@@ -230,7 +230,7 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
                 f"{pct('host_idle_ms', mine):.0f} %; "
                 + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, " if gpu else "")
-                + f"waiting at collectives {pct('wait_ms', mine):.0f} % (tracekit report RUN bound)")
+                + _waiting(mine, pct))
     name, change = BOUND[kind]
     title = f"{name} on {where} ({gpus})"
     saving = None
@@ -250,9 +250,28 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
                   "GPU")
     if saving is not None and saving <= 0.0005:
         saving = None
-    f = _finding(title, where, evidence, saving, change, "high" if len(ranks) == n_all else "medium", BOUND_SQL)
+    # waiting unknown on a rank (none of its collectives matched cleanly): what bounds it is not known either
+    sure = all(o["wait_ms"] is not None for o in mine)
+    f = _finding(title, where, evidence, saving, change,
+                 ("high" if len(ranks) == n_all else "medium") if sure else "low", BOUND_SQL)
     f["bound"], f["ranks"] = kind, ranks
     return [f], kind, per
+
+
+def _waiting(rows: list[dict], pct) -> str:
+    """The ranks' waiting at collectives, as bound.sql knows it: unknown where a rank has collectives and none
+    matched cleanly across ranks (never 0 %), a lower bound where some did not."""
+    unknown = [o["rank"] for o in rows if o["wait_ms"] is None]
+    if unknown:
+        return (f"waiting at collectives unknown: no collective of rank{'s' if len(unknown) > 1 else ''} "
+                f"{ranges(unknown)} matched cleanly across ranks (tracekit report RUN bound; tracekit doctor RUN "
+                "says why)")
+    least = min((o["clean_collectives_pct"] for o in rows if o["clean_collectives_pct"] is not None), default=100.0)
+    if least < 100.0:
+        return (f"waiting at collectives at least {pct('wait_ms', rows):.0f} %: {least:.0f} % of a rank's "
+                "collectives matched cleanly across ranks, the others' waiting unknown (tracekit report RUN bound; "
+                "tracekit doctor RUN says why)")
+    return f"waiting at collectives {pct('wait_ms', rows):.0f} % (tracekit report RUN bound)"
 
 
 def comm_group_findings(sp, rp, step: float) -> list[dict]:

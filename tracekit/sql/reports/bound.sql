@@ -16,7 +16,7 @@
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels
+-- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels, _rank_waits
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
@@ -26,11 +26,12 @@
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
--- @column wait_ms: idle waiting for another rank at a collective (clean matched instances), no compute running (step_breakdown's 'waiting at a collective'), ms
+-- @column wait_ms: idle waiting for another rank at a collective (clean matched instances), no compute running (step_breakdown's 'waiting at a collective'); NULL where none of the rank's collectives is in a clean instance (unaligned, missing ranks, mismatched: the waiting is unknown, not none), ms
 -- @column host_busy_pct: host_busy_ms / timeline_ms, %
 -- @column host_idle_pct: host_idle_ms / timeline_ms, %
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
--- @column wait_pct: wait_ms / timeline_ms, %
+-- @column wait_pct: wait_ms / timeline_ms (NULL where wait_ms is), %
+-- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
               -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
@@ -92,6 +93,8 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns
     FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank),
+matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
+    SELECT rank, count(*) AS n, count(*) FILTER (WHERE status = 'clean') AS clean FROM _rank_waits GROUP BY rank),
 r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
@@ -109,8 +112,10 @@ SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
                 ELSE 'host idle' END
        END AS bound,
        host_ns / 1e6 AS host_busy_ms, blocked_ns / 1e6 AS host_blocked_ms, idle_ns / 1e6 AS host_idle_ms,
-       gpu_ns / 1e6 AS gpu_busy_ms, wait_ns / 1e6 AS wait_ms,
+       gpu_ns / 1e6 AS gpu_busy_ms, CASE WHEN mt.clean > 0 OR mt.rank IS NULL THEN wait_ns / 1e6 END AS wait_ms,
        100.0 * host_ns / nullif(window_ns, 0) AS host_busy_pct, 100.0 * idle_ns / nullif(window_ns, 0) AS host_idle_pct,
-       100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct, 100.0 * wait_ns / nullif(window_ns, 0) AS wait_pct
-FROM r
+       100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct,
+       CASE WHEN mt.clean > 0 OR mt.rank IS NULL THEN 100.0 * wait_ns / nullif(window_ns, 0) END AS wait_pct,
+       100.0 * mt.clean / nullif(mt.n, 0) AS clean_collectives_pct
+FROM r LEFT JOIN matched mt USING (rank)
 ORDER BY rank, step
