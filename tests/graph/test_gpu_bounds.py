@@ -220,3 +220,55 @@ def test_waiting_at_collectives_is_measured_where_every_collective_matched(tmp_p
     assert all(b["clean_collectives_pct"] == 100.0 and b["wait_ms"] is not None for b in bound.values())
     top = advise(run).to_pylist()[0]
     assert "waiting at collectives unknown" not in top["evidence"] and top["confidence"] == "high"
+
+
+def test_a_rank_late_to_its_step_is_named_though_the_replay_cannot_size_it(tmp_path):
+    """Three ranks run the same step: a 95 us GEMM launched at 1, then an allreduce (op at 100, kernel launched
+    at 101 from 103); rank 2 starts its step 500 us later than ranks 0 and 1 (ts 500), so its allreduce kernel
+    starts at 603 and the transfer runs [603, 623) on every rank: ranks 0 and 1 wait 500 us each in it, their
+    GPUs with nothing else to run. The replay times each step from the last rank's start, so no late-rank
+    finding sizes rank 2 (on a real DLRM job: rank 7, 7.5 ms late to its step, 35.6 ms of the others' waiting,
+    never named); it is listed, without a saving, with the others' waiting per step: 2 x 500 us."""
+    from tracekit.commands.advise import advise
+
+    evs = {}
+    for r, t0 in ((0, 0), (1, 0), (2, 500)):
+        e = [step(1, t0, 200 if r == 2 else 700)]
+        e.append(cpu_op("aten::mm", t0, 98))
+        e += kernel(GEMM, t0 + 3, 95, launch=(t0 + 1, 1))
+        _allreduce(e, t0 + 100, t0 + 103, 623)
+        evs[r] = e
+    run = _ingest(tmp_path, evs)
+    rows = advise(run).to_pylist()
+    strag = [f for f in rows if f["finding"] == "straggler: rank 2 arrives last"]
+    assert len(strag) == 1, [f["finding"] for f in rows]
+    assert strag[0]["saving_ms"] is None
+    assert "others wait 1.000 ms per step for it" in strag[0]["evidence"]
+    assert "not sized by the replay" in strag[0]["evidence"]
+    assert not any(f["finding"].startswith("late rank") and "2" in f["where"] for f in rows)
+
+
+def test_exposed_communication_the_replay_cannot_shorten_is_listed_without_a_saving(tmp_path):
+    """Three ranks alike: step [0, 1000); aten::mm [0, 98) launches a GEMM [3, 98); the allreduce's op at 100
+    launches its kernel [103, 303): 200 us of transfer with nothing else on the GPU (exposed: 20 % of the step);
+    then the thread runs aten::foo [110, 995) launching nothing. The step ends with the thread's work, so hiding
+    the transfer in the replay saves nothing; before, advise dropped it without a word (on HTA's trace_diff
+    example: an all-to-all exposed 13.9 ms a step of 76.8)."""
+    from tracekit.commands.advise import advise
+
+    evs = {}
+    for r in (0, 1, 2):
+        e = [step(1, 0, 1000), cpu_op("aten::mm", 0, 98)]
+        e += kernel(GEMM, 3, 95, launch=(1, 1))
+        _allreduce(e, 100, 103, 303)
+        e.append(cpu_op("aten::foo", 110, 885))
+        evs[r] = e
+    run = _ingest(tmp_path, evs)
+    exposed = tracekit.report(run, "exposed").to_pylist()
+    rows = advise(run).to_pylist()
+    comm = [f for f in rows if f["finding"] == "exposed communication: allreduce"]
+    assert len(comm) == 1, [f["finding"] for f in rows]
+    assert comm[0]["saving_ms"] is None and comm[0]["confidence"] == "low"
+    assert "exposed 0.200 ms per step" in comm[0]["evidence"], (comm[0], exposed)
+    assert "no saving is claimed" in comm[0]["evidence"]
+    assert all(f["finding"] != "trace hygiene: unmatched collectives" for f in rows)  # the instance is clean

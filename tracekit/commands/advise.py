@@ -167,11 +167,43 @@ def straggler_finding(run) -> list[dict]:
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
     conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
-    return [_finding(f"straggler: rank {s['rank']} arrives last",
+    return [{"rank": s["rank"]} | _finding(f"straggler: rank {s['rank']} arrives last",
                      f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
                      f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
                      f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
                      s["cost_ms"], change, conf, "sql/reports/_advise_straggler.sql; sql/reports/why_late.sql")]
+
+
+def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict]:
+    """What the replay's findings leave out, listed after them without a saving (docs/advise.md): the rank
+    that arrives last at most collectives where no late-rank finding names it (the replay times each step
+    from the last rank's start: a rank late to its step holds the others up before the replayed step
+    begins), and a group's exposed transfer of 2 % of the step or more that hiding in the replay does not
+    shorten."""
+    out = []
+    for f in straggler_finding(run):
+        rank = f.pop("rank")
+        if rank in covered["ranks"]:
+            continue
+        f["saving_ms"] = None
+        f["evidence"] += (f"; not sized by the replay, which times each step from the last rank's start (tracekit "
+                          f"whatif RUN --fix-rank {rank} gives what its pace within the step costs)")
+        out.append(f)
+    for g in _q(run, "_advise_comm"):
+        exposed, coll = g["exposed_ms"], g["collective"]
+        if not step_ms or exposed < 0.02 * step_ms or (g["group_label"], coll) in covered["groups"]:
+            continue
+        role = rp.role(int(g["ranks"].split(",")[0]), g["pg_name"], g["pg_desc"], g["group_size"], coll)
+        kind = ("p2p" if coll in ("send", "recv") else "alltoall" if coll.startswith("alltoall")
+                else "TP" if role == "TP" else None)
+        out.append(_finding(
+            f"exposed communication: {coll}",
+            f"group {g['group_label']} ({role if role != 'unknown' else 'role unknown'}), {coll}, ranks {g['ranks']}",
+            f"exposed {_ms(exposed)} per step (tracekit report RUN exposed); replayed with its transfers hidden the "
+            "step ends no sooner (the replay's longest path runs elsewhere): no saving is claimed",
+            None, NO_ESTIMATE.get(kind, "tracekit timeline RUN: see what runs beside it"), "low",
+            "sql/reports/_advise_comm.sql (step_breakdown, comm_exposure, collective_instances)"))
+    return out
 
 
 def pipeline_finding(run, rp) -> list[dict]:
@@ -297,7 +329,7 @@ def _advise(run) -> pa.Table:
     from . import advise_replay
 
     try:  # savings by replay (advise_replay); where the graph does not replay, the rules of thumb below
-        found, replay_note = advise_replay.findings(run, rp)
+        found, replay_note, covered = advise_replay.findings(run, rp)
     except TracekitError as exc:
         found, replay_note = None, f"no replay ({exc}): savings from the rules of docs/advise.md; {COMBINES}"
     steps = _steps_text(run)
@@ -309,12 +341,14 @@ def _advise(run) -> pa.Table:
         lead = found[:1]
         rest = [f for f in found[1:] + better if f["saving_ms"] and f["saving_ms"] > 0]
         rest.sort(key=lambda f: -f["saving_ms"])
-        found = lead + rest
+        found = lead + rest + unsized_findings(run, rp, covered, step_ms)
         measure = "" if better else advise_replay.measure_instead(rp)
         if measure:
             replay_note += "; " + measure
     else:
         found = comm_findings(run, rp, laws, step_ms or 0) + straggler_finding(run) + pipeline_finding(run, rp)
+        for f in found:
+            f.pop("rank", None)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
         found.sort(key=lambda f: -(f["saving_ms"] or 0))

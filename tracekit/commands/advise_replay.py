@@ -300,12 +300,15 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
             conf = "medium"
         out.append(_finding(f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
                             f"{grp['collective']}, ranks {ranks}", evidence, hidden, change, conf))
+        out[-1]["group"] = (grp["group_label"], grp["collective"])
     return out
 
 
-def findings(run, rp) -> tuple[list[dict], str]:
-    """The findings sized by replay (the bound first) and a note. Each saving is the replay as is minus the
-    replay with the cause removed (advise takes its percents of the job's step, sql/views/job_steps.sql)."""
+def findings(run, rp) -> tuple[list[dict], str, dict]:
+    """The findings sized by replay (the bound first), a note, and what they cover ({"ranks": the late ranks
+    named, "groups": the (group label, collective) pairs whose exposed transfer is sized}: advise lists what
+    the replay leaves out without a saving). Each saving is the replay as is minus the replay with the cause
+    removed (advise takes its percents of the job's step, sql/views/job_steps.sql)."""
     from ..graph.shared import too_big
 
     big = too_big(run)
@@ -321,6 +324,7 @@ def findings(run, rp) -> tuple[list[dict], str]:
     late = late_finding(run, sp, step)
     bound, kind, per = bound_finding(run, sp, step)
     rest = late + comm_group_findings(sp, rp, step)
+    covered = {"ranks": set(late[0]["ranks"]) if late else set(), "groups": {f["group"] for f in rest if "group" in f}}
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
     # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU
     # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound
@@ -337,10 +341,11 @@ def findings(run, rp) -> tuple[list[dict], str]:
     for f in out:
         f.pop("bound", None)
         f.pop("ranks", None)
+        f.pop("group", None)
     note = ("savings by replay (the replayed step from one step's last work on any rank to the next one's, mean "
             "over steps); each saving is the replay as is minus the replay with the finding's cause removed; "
             "they do not add up (fixing one changes what the others cost)")
-    return out, note
+    return out, note, covered
 
 
 def measure_instead(rp) -> str:
