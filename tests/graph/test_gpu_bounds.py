@@ -272,3 +272,24 @@ def test_exposed_communication_the_replay_cannot_shorten_is_listed_without_a_sav
     assert "exposed 0.200 ms per step" in comm[0]["evidence"], (comm[0], exposed)
     assert "no saving is claimed" in comm[0]["evidence"]
     assert all(f["finding"] != "trace hygiene: unmatched collectives" for f in rows)  # the instance is clean
+
+
+def test_a_user_annotation_is_a_label_not_the_host_at_work(tmp_path):
+    """Step [0, 1000) on thread 1: aten::mm [0, 100) launches a GEMM at 1; the user annotation '## backward ##'
+    [100, 900) holds one op of thread 1's, aten::ones [105, 115), while the backward runs on the autograd
+    thread (2): MmBackward0 [120, 320) launches a GEMM at 125; then aten::sum [900, 990). The host threads'
+    ops: 100 + 10 + 200 + 90 = 400 us of the 1000 us window; 600 us inside no op. Counted as work, the
+    annotation made it 990 us busy (on a real DLRM job, rank 7's '## backward ##' was 4.4 ms with 80 us of
+    ops under it: 'the step thread busy with its own ops 85 %')."""
+    evs = [step(1, 0, 1000), cpu_op("aten::mm", 0, 100)]
+    evs += kernel(GEMM, 5, 90, launch=(1, 1))
+    evs.append(cpu_op("## backward ##", 100, 800, cat="user_annotation"))
+    evs.append(cpu_op("aten::ones", 105, 10))
+    evs.append(cpu_op("autograd::engine::evaluate_function: MmBackward0", 120, 200, tid=2))
+    evs += kernel(GEMM, 130, 170, launch=(125, 2))
+    evs.append(cpu_op("aten::sum", 900, 90))
+    run = _ingest(tmp_path, {0: evs})
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["timeline_ms"] == pytest.approx(1.0, abs=1e-6)
+    assert b["host_busy_ms"] == pytest.approx(0.400, abs=1e-6)
+    assert b["host_idle_ms"] == pytest.approx(0.600, abs=1e-6)
