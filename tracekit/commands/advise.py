@@ -167,7 +167,7 @@ def straggler_finding(run) -> list[dict]:
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
     conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
-    return [{"rank": s["rank"]} | _finding(f"straggler: rank {s['rank']} arrives last",
+    return [{"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"]} | _finding(f"straggler: rank {s['rank']} arrives last",
                      f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
                      f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
                      f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
@@ -185,9 +185,13 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
         rank = f.pop("rank")
         if rank in covered["ranks"]:
             continue
+        lag = f.pop("lag_ms")
         f["saving_ms"] = None
-        f["evidence"] += (f"; not sized by the replay, which times each step from the last rank's start (tracekit "
-                          f"whatif RUN --fix-rank {rank} gives what its pace within the step costs)")
+        f["evidence"] += (f"; not sized by the replay: it starts its steps {lag:,.3f} ms after the first rank, before "
+                          "the replayed step begins (the replay times each step from the last rank's start)"
+                          if lag >= 0.5 * f.pop("cost_ms") else
+                          f"; not sized by the replay: with rank {rank} at the median rank's pace it ends the step no "
+                          f"sooner (tracekit whatif RUN --fix-rank {rank})")
         out.append(f)
     for g in _q(run, "_advise_comm"):
         exposed, coll = g["exposed_ms"], g["collective"]
@@ -348,7 +352,8 @@ def _advise(run) -> pa.Table:
     else:
         found = comm_findings(run, rp, laws, step_ms or 0) + straggler_finding(run) + pipeline_finding(run, rp)
         for f in found:
-            f.pop("rank", None)
+            for key in ("rank", "lag_ms", "cost_ms"):
+                f.pop(key, None)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
         found.sort(key=lambda f: -(f["saving_ms"] or 0))
