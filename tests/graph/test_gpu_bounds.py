@@ -293,3 +293,27 @@ def test_a_user_annotation_is_a_label_not_the_host_at_work(tmp_path):
     assert b["timeline_ms"] == pytest.approx(1.0, abs=1e-6)
     assert b["host_busy_ms"] == pytest.approx(0.400, abs=1e-6)
     assert b["host_idle_ms"] == pytest.approx(0.600, abs=1e-6)
+
+
+def test_a_gpu_idle_with_its_next_op_launched_is_not_host_bound(tmp_path):
+    """One rank, step [0, 402): aten::mm [0, 20) launches a GEMM at 1 (it runs [5, 100)) and another at 2 that
+    the GPU starts only at 300 (it runs [300, 400): it waited on a dependency, another stream or an event);
+    cudaDeviceSynchronize [20, 401) holds the thread. The GPU is idle [0, 5), [100, 300), [400, 402): 207 us,
+    of which [100, 300) with its next op launched (at 2): 200 us queued. The host ran 20 us of ops and idled
+    1 us, so the old rule (host busy >= idle) said host-bound; the GPU waited on itself (on HTA's trace_filter
+    example 204.6 of rank 0's 328.7 ms GPU idle in step 551 had its next op launched)."""
+    from tracekit.commands.advise import advise
+
+    evs = [step(1, 0, 402), cpu_op("aten::mm", 0, 20)]
+    evs += kernel(GEMM, 5, 95, launch=(1, 1))
+    evs += kernel(GEMM, 300, 100, stream=9, launch=(2, 1))
+    evs.append(cpu_op("cudaDeviceSynchronize", 20, 381, cat="cuda_runtime"))
+    run = _ingest(tmp_path, {0: evs})
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["timeline_ms"] == pytest.approx(0.402, abs=1e-6)
+    assert b["gpu_busy_ms"] == pytest.approx(0.195, abs=1e-6)
+    assert b["gpu_queued_ms"] == pytest.approx(0.200, abs=1e-6)
+    assert b["host_busy_ms"] == pytest.approx(0.020, abs=1e-6)
+    assert b["bound"] == "dependency"
+    top = advise(run).to_pylist()[0]
+    assert top["finding"].startswith("GPU waiting on its own dependencies on the rank"), top

@@ -41,6 +41,10 @@ BOUND = {  # what bounds a rank's step (bound.sql): (the finding, the change to 
     "GPU": ("GPU-bound", "the GPU runs most of the step (its queue seldom empties): faster kernels (tracekit report "
             "RUN breakdown names the families: mixed precision, fusion with torch.compile, fewer and larger "
             "kernels); a faster host would not shorten the step"),
+    "dependency": ("GPU waiting on its own dependencies", "the GPU idles with its next work already launched (the "
+                   "host is ahead): it waits on an event or another stream's work (a copy, a collective on its own "
+                   "stream): overlap or shorten what it waits for (tracekit report RUN critical_path names the "
+                   "waits; tracekit timeline RUN shows the streams); a faster host would not shorten the step"),
     "waiting": ("waiting for other ranks", "the ranks wait at collectives for others: see the late ranks "
                 "(tracekit report RUN stragglers, why_late)"),
 }

@@ -21,7 +21,7 @@
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
--- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
+-- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already launched: gpu_queued_ms half its starved time or more), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
 -- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation, record_function's range, is a label, not work: left out), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
@@ -32,6 +32,7 @@
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
 -- @column wait_pct: wait_ms / timeline_ms (NULL where wait_ms is), %
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
+-- @column gpu_queued_ms: a GPU rank's GPU idle (no op on any stream) with its next op already launched: from the idle's start, or the launch call's start if later, to the op's start: the GPU waits on a dependency (an event, another stream's work), not on the host; NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
               -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
@@ -83,6 +84,27 @@ parts AS (
            coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'starved'), 0) AS starved_ns
     FROM step_breakdown WHERE step <> -1 GROUP BY ALL),
 gpu AS (SELECT DISTINCT rank FROM gpu_kernels),
+gpu_islands AS (  -- each rank's GPU busy stretches (every stream), and the launch of the op that opens each
+    SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns, arg_min(launch_ts_ns, ts_ns) AS launch_ns FROM (
+        SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
+                      OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
+        FROM (SELECT rank, ts_ns, end_ns, launch_ts_ns,
+                     max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+              FROM gpu_kernels WHERE dur_ns IS NOT NULL))
+    GROUP BY rank, island),
+queued_gaps AS (  -- the GPU idle with its next op already launched: from the gap's start, or the launch call's
+                  -- start if later, to the op's start (the GPU waits on a dependency: an event, another stream)
+    SELECT rank, greatest(prev_end, launch_ns) AS ts_ns, ts_ns AS end_ns FROM (
+        SELECT rank, ts_ns, launch_ns, lag(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS prev_end
+        FROM gpu_islands)
+    WHERE prev_end IS NOT NULL AND launch_ns IS NOT NULL AND launch_ns < ts_ns),
+queued AS (
+    SELECT w.rank, w.step,
+           coalesce(sum(least(q.end_ns, w.end_ns) - greatest(q.ts_ns, w.ts_ns)) FILTER (WHERE q.rank IS NOT NULL), 0)
+               AS queued_ns
+    FROM step_windows w LEFT JOIN queued_gaps q ON q.rank = w.rank AND q.end_ns > w.ts_ns AND q.ts_ns < w.end_ns
+    GROUP BY ALL),
 m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
         -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
         -- a CPU-only rank step_breakdown has no CPU work for (no Gloo collective): its threads' ops
@@ -91,20 +113,24 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN 0 ELSE h.blocked_ns END AS blocked_ns,
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.starved_ns
                 ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
-           CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns
+           CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
+           CASE WHEN g.rank IS NOT NULL THEN least(q.queued_ns, p.starved_ns) END AS queued_ns
     FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
+    LEFT JOIN queued q USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
     SELECT rank, count(*) AS n, count(*) FILTER (WHERE status = 'clean') AS clean FROM _rank_waits GROUP BY rank),
 r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
-           sum(starved_ns) AS starved_ns, count(*) AS steps
+           sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, count(*) AS steps
     FROM m GROUP BY ALL)
 SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
            CASE WHEN gpu_ns >= 0.8 * window_ns THEN 'GPU'
                 WHEN wait_ns >= starved_ns THEN 'waiting'
+                -- idle mostly with its next op launched already: the host is ahead, the GPU waits on its own
+                WHEN queued_ns >= starved_ns - queued_ns THEN 'dependency'
                 WHEN host_ns >= idle_ns THEN 'host'
                 ELSE 'host idle' END
        ELSE  -- a CPU-only rank: its thread computes, waits at collectives or idles
@@ -117,6 +143,6 @@ SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        100.0 * host_ns / nullif(window_ns, 0) AS host_busy_pct, 100.0 * idle_ns / nullif(window_ns, 0) AS host_idle_pct,
        100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct,
        CASE WHEN mt.clean > 0 OR mt.rank IS NULL THEN 100.0 * wait_ns / nullif(window_ns, 0) END AS wait_pct,
-       100.0 * mt.clean / nullif(mt.n, 0) AS clean_collectives_pct
+       100.0 * mt.clean / nullif(mt.n, 0) AS clean_collectives_pct, queued_ns / 1e6 AS gpu_queued_ms
 FROM r LEFT JOIN matched mt USING (rank)
 ORDER BY rank, step
