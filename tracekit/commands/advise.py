@@ -190,21 +190,23 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
         f["evidence"] += (f"; not sized by the replay: it starts its steps {lag:,.3f} ms after the first rank, before "
                           "the replayed step begins (the replay times each step from the last rank's start)"
                           if lag >= 0.5 * f.pop("cost_ms") else
-                          f"; not sized by the replay: with rank {rank} at the median rank's pace it ends the step no "
-                          f"sooner (tracekit whatif RUN --fix-rank {rank})")
+                          f"; not sized by the replay's late-rank finding, which does not name rank {rank} (tracekit "
+                          f"whatif RUN --fix-rank {rank} replays it at the median rank's pace)")
         out.append(f)
     for g in _q(run, "_advise_comm"):
         exposed, coll = g["exposed_ms"], g["collective"]
         if not step_ms or exposed < 0.02 * step_ms or (g["group_label"], coll) in covered["groups"]:
             continue
-        role = rp.role(int(g["ranks"].split(",")[0]), g["pg_name"], g["pg_desc"], g["group_size"], coll)
+        role, how = rp.role_and_source(int(g["ranks"].split(",")[0]), g)  # (as the replay's findings say it)
+        shown = f"{role}, {how}" if how else "role unknown: the trace and config do not say"
         kind = ("p2p" if coll in ("send", "recv") else "alltoall" if coll.startswith("alltoall")
                 else "TP" if role == "TP" else None)
+        unmatched = ("; no clean matched instance: kernel time, the waiting for other ranks included, stands for "
+                     "the transfer" if g["transfer_ms"] is None else "")
         out.append(_finding(
-            f"exposed communication: {coll}",
-            f"group {g['group_label']} ({role if role != 'unknown' else 'role unknown'}), {coll}, ranks {g['ranks']}",
-            f"exposed {_ms(exposed)} per step (tracekit report RUN exposed); replayed with its transfers hidden the "
-            "step ends no sooner (the replay's longest path runs elsewhere): no saving is claimed",
+            f"exposed communication: {coll}", f"group {g['group_label']} ({shown}), {coll}, ranks {g['ranks']}",
+            f"exposed {_ms(exposed)} per step (tracekit report RUN exposed){unmatched}; replayed with its transfers "
+            "hidden the step ends no sooner: no saving is claimed",
             None, NO_ESTIMATE.get(kind, "tracekit timeline RUN: see what runs beside it"), "low",
             "sql/reports/_advise_comm.sql (step_breakdown, comm_exposure, collective_instances)"))
     return out

@@ -233,8 +233,8 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
     evidence = (f"of the step ({where}): the step thread busy with its own ops {pct('host_busy_ms', mine):.0f} %, "
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
                 f"{pct('host_idle_ms', mine):.0f} %; "
-                + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, idle with its next op already launched "
-                   f"{pct('gpu_queued_ms', mine):.0f} %, " if gpu else "")
+                + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, idle with its next op launched before the "
+                   f"idle began {pct('gpu_queued_ms', mine):.0f} %, " if gpu else "")
                 + _waiting(mine, pct))
     name, change = BOUND[kind]
     title = f"{name} on {where} ({gpus})"

@@ -22,7 +22,7 @@
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
 -- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already launched: gpu_queued_ms half its starved time or more), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
--- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation, record_function's range, is a label, not work: left out), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
+-- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
@@ -32,7 +32,7 @@
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
 -- @column wait_pct: wait_ms / timeline_ms (NULL where wait_ms is), %
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
--- @column gpu_queued_ms: a GPU rank's GPU idle (no op on any stream) with its next op already launched: from the idle's start, or the launch call's start if later, to the op's start: the GPU waits on a dependency (an event, another stream's work), not on the host; NULL on a rank without GPU ops, ms
+-- @column gpu_queued_ms: a GPU rank's GPU idle (no op of any length on any stream) whose next op's launch call started before the idle began: the GPU waits on a dependency (an event, another stream's work), not on the host (an op launched during the idle is the host's, its launch latency included); NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
               -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
@@ -44,8 +44,7 @@ WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerStep
 ops AS (
     SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
-    WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)
-      AND e.cat IS DISTINCT FROM 'user_annotation'),
+    WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
 top AS (  -- the union of the thread's ops (records need not nest: an isend's stays open past its op)
     SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
         SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
@@ -91,14 +90,15 @@ gpu_islands AS (  -- each rank's GPU busy stretches (every stream), and the laun
         FROM (SELECT rank, ts_ns, end_ns, launch_ts_ns,
                      max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
-              FROM gpu_kernels WHERE dur_ns IS NOT NULL))
+              FROM gpu_kernels WHERE dur_ns > 0))  -- (a GPU op of no length, or a negative one, runs nothing)
     GROUP BY rank, island),
-queued_gaps AS (  -- the GPU idle with its next op already launched: from the gap's start, or the launch call's
-                  -- start if later, to the op's start (the GPU waits on a dependency: an event, another stream)
-    SELECT rank, greatest(prev_end, launch_ns) AS ts_ns, ts_ns AS end_ns FROM (
+queued_gaps AS (  -- the GPU idle whose next op was launched before the idle began (its launch call started
+                  -- by then): the GPU waits on a dependency (an event, another stream), not on the host. An op
+                  -- launched during the idle is the host's (the launch's own latency included): not counted
+    SELECT rank, prev_end AS ts_ns, ts_ns AS end_ns FROM (
         SELECT rank, ts_ns, launch_ns, lag(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS prev_end
         FROM gpu_islands)
-    WHERE prev_end IS NOT NULL AND launch_ns IS NOT NULL AND launch_ns < ts_ns),
+    WHERE prev_end IS NOT NULL AND launch_ns IS NOT NULL AND launch_ns <= prev_end AND prev_end < ts_ns),
 queued AS (
     SELECT w.rank, w.step,
            coalesce(sum(least(q.end_ns, w.end_ns) - greatest(q.ts_ns, w.ts_ns)) FILTER (WHERE q.rank IS NOT NULL), 0)
