@@ -36,6 +36,16 @@ def _allreduce(evs, t_op, kernel_start, kernel_end):
     evs += kernel(NCCL, kernel_start, kernel_end - kernel_start, stream=20, launch=(t_op + 1, 1), **ARGS)
 
 
+def _even_rank() -> list[dict]:
+    """host_bound_job's ranks 0 and 1 (its docstring gives their times)."""
+    e = [step(1, 0, 1010)]
+    _work(e, 0, 10, 50)
+    _allreduce(e, 500, 503, 613)
+    _work(e, 600, 10, 40)
+    _allreduce(e, 1000, 1003, 1028)
+    return e
+
+
 def host_bound_job(tmp_path):
     """Every rank's thread busy all step launching 5 us kernels (GPU busy ~10 %); rank 2 a little slower.
     Ranks 0, 1: work [0, 500); allreduce 1 (op [500, 505), its kernel from 503); idle [505, 600) (Python
@@ -43,14 +53,7 @@ def host_bound_job(tmp_path):
     [0, 1010). Rank 2: work [0, 590); allreduce 1 at 590 (kernel from 593); 10 us gap; work [605, 1005);
     allreduce 2 at 1005 (kernel from 1008); step [0, 1015). Allreduce 1 transfers [593, 613) (its last rank,
     2, arrives at 593), allreduce 2 [1008, 1028): the job's step ends at 1028 (rank 2's GPU)."""
-    evs = {r: [] for r in range(3)}
-    for r in (0, 1):
-        e = evs[r]
-        e.append(step(1, 0, 1010))
-        _work(e, 0, 10, 50)
-        _allreduce(e, 500, 503, 613)
-        _work(e, 600, 10, 40)
-        _allreduce(e, 1000, 1003, 1028)
+    evs = {0: _even_rank(), 1: _even_rank(), 2: []}
     e = evs[2]
     e.append(step(1, 0, 1015))
     _work(e, 0, 10, 59)
@@ -189,14 +192,7 @@ def test_waiting_at_collectives_is_unknown_where_no_collective_matched_not_none(
     trace_filter example, every instance unaligned or missing ranks) the same."""
     from tracekit.commands.advise import advise
 
-    evs = {r: [] for r in range(2)}
-    for r in (0, 1):
-        e = evs[r]
-        e.append(step(1, 0, 1010))
-        _work(e, 0, 10, 50)
-        _allreduce(e, 500, 503, 613)
-        _work(e, 600, 10, 40)
-        _allreduce(e, 1000, 1003, 1028)
+    evs = {0: _even_rank(), 1: _even_rank()}
     (tmp_path / "t").mkdir()
     for r, e in evs.items():
         write_trace(tmp_path / "t" / f"rank{r}.json", e, header=dist(r, world=3))
