@@ -167,7 +167,8 @@ def straggler_finding(run) -> list[dict]:
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
     conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
-    return [{"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"]} | _finding(f"straggler: rank {s['rank']} arrives last",
+    keys = {"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"]}  # (popped: advise)
+    return [keys | _finding(f"straggler: rank {s['rank']} arrives last",
                      f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
                      f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
                      f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
