@@ -64,18 +64,6 @@ blocked AS (  -- their union
                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
               FROM blocking))
     GROUP BY rank, island),
-thread AS (
-    SELECT w.rank, w.step,
-           coalesce(sum(least(t.end_ns, w.end_ns) - greatest(t.ts_ns, w.ts_ns)) FILTER (WHERE t.rank IS NOT NULL), 0)
-               AS ops_ns
-    FROM step_windows w LEFT JOIN top t ON t.rank = w.rank AND t.end_ns > w.ts_ns AND t.ts_ns < w.end_ns
-    GROUP BY ALL),
-held AS (
-    SELECT w.rank, w.step,
-           coalesce(sum(least(b.end_ns, w.end_ns) - greatest(b.ts_ns, w.ts_ns)) FILTER (WHERE b.rank IS NOT NULL), 0)
-               AS blocked_ns
-    FROM step_windows w LEFT JOIN blocked b ON b.rank = w.rank AND b.end_ns > w.ts_ns AND b.ts_ns < w.end_ns
-    GROUP BY ALL),
 parts AS (
     SELECT rank, step, any_value(timeline_ns) AS window_ns,
            coalesce(sum(ns) FILTER (WHERE part IN ('compute', 'memory', 'comm')), 0) AS busy_ns,
@@ -99,24 +87,31 @@ queued_gaps AS (  -- the GPU idle whose next op was launched before the idle beg
         SELECT rank, ts_ns, launch_ns, lag(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS prev_end
         FROM gpu_islands)
     WHERE prev_end IS NOT NULL AND launch_ns IS NOT NULL AND launch_ns <= prev_end AND prev_end < ts_ns),
-queued AS (
+spans AS (  -- the three kinds of time each step window holds: the threads' ops, their blocking, queued GPU idle
+    SELECT rank, 'ops' AS kind, ts_ns, end_ns FROM top
+    UNION ALL SELECT rank, 'blocked', ts_ns, end_ns FROM blocked
+    UNION ALL SELECT rank, 'queued', ts_ns, end_ns FROM queued_gaps),
+per_window AS (  -- each kind's time within each step's window (one join of the windows, not one per kind)
     SELECT w.rank, w.step,
-           coalesce(sum(least(q.end_ns, w.end_ns) - greatest(q.ts_ns, w.ts_ns)) FILTER (WHERE q.rank IS NOT NULL), 0)
+           coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'ops'), 0)
+               AS ops_ns,
+           coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'blocked'), 0)
+               AS blocked_ns,
+           coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'queued'), 0)
                AS queued_ns
-    FROM step_windows w LEFT JOIN queued_gaps q ON q.rank = w.rank AND q.end_ns > w.ts_ns AND q.ts_ns < w.end_ns
+    FROM step_windows w LEFT JOIN spans x ON x.rank = w.rank AND x.end_ns > w.ts_ns AND x.ts_ns < w.end_ns
     GROUP BY ALL),
 m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
         -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
         -- a CPU-only rank step_breakdown has no CPU work for (no Gloo collective): its threads' ops
     SELECT p.rank, p.step, p.window_ns,
-           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.busy_ns ELSE t.ops_ns - h.blocked_ns END AS host_ns,
-           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN 0 ELSE h.blocked_ns END AS blocked_ns,
+           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.busy_ns ELSE t.ops_ns - t.blocked_ns END AS host_ns,
+           CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN 0 ELSE t.blocked_ns END AS blocked_ns,
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.starved_ns
                 ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
-           CASE WHEN g.rank IS NOT NULL THEN least(q.queued_ns, p.starved_ns) END AS queued_ns
-    FROM parts p JOIN thread t USING (rank, step) JOIN held h USING (rank, step)
-    LEFT JOIN queued q USING (rank, step)
+           CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns
+    FROM parts p JOIN per_window t USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
     SELECT rank, count(*) AS n, count(*) FILTER (WHERE status = 'clean') AS clean FROM _rank_waits GROUP BY rank),
