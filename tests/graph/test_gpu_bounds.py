@@ -290,6 +290,10 @@ def test_a_gpu_idle_with_its_next_op_launched_is_not_host_bound(tmp_path):
     assert b["gpu_queued_ms"] == pytest.approx(0.200, abs=1e-6)
     assert b["host_busy_ms"] == pytest.approx(0.020, abs=1e-6)
     assert b["bound"] == "dependency"
+    # breakdown says the same of the idle: starved 207 us (all the GPU idle in the step), 200 of it queued
+    (k,) = tracekit.report(run, "breakdown", by="rank").to_pylist()
+    assert k["starved_ms"] == pytest.approx(0.207, abs=1e-6)
+    assert k["starved_queued_ms"] == pytest.approx(0.200, abs=1e-6)
     top = advise(run).to_pylist()[0]
     assert top["finding"].startswith("GPU waiting on its own dependencies on the rank"), top
 
@@ -310,3 +314,7 @@ def test_a_launch_into_an_idle_gpu_is_the_hosts_latency_not_a_dependency(tmp_pat
     assert b["gpu_queued_ms"] == pytest.approx(0.0, abs=1e-6)
     assert b["host_busy_ms"] == pytest.approx(0.140, abs=1e-6)
     assert b["bound"] == "host"
+    # the GPU idle [0, 8), the nine [15i - 4, 15i + 8) and [143, 150): 120 us starved, none of it queued
+    (k,) = tracekit.report(run, "breakdown", by="rank").to_pylist()
+    assert k["starved_ms"] == pytest.approx(0.120, abs=1e-6)
+    assert k["starved_queued_ms"] == pytest.approx(0.0, abs=1e-6)

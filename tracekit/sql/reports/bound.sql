@@ -16,7 +16,7 @@
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels, _rank_waits
+-- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels, _gpu_queued, _rank_waits
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
@@ -71,26 +71,10 @@ parts AS (
            coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'starved'), 0) AS starved_ns
     FROM step_breakdown WHERE step <> -1 GROUP BY ALL),
 gpu AS (SELECT DISTINCT rank FROM gpu_kernels),
-gpu_islands AS (  -- each rank's GPU busy stretches (every stream), and the launch of the op that opens each
-    SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns, arg_min(launch_ts_ns, ts_ns) AS launch_ns FROM (
-        SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
-                      OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
-        FROM (SELECT rank, ts_ns, end_ns, launch_ts_ns,
-                     max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
-              FROM gpu_kernels WHERE dur_ns > 0))  -- (a GPU op of no length, or a negative one, runs nothing)
-    GROUP BY rank, island),
-queued_gaps AS (  -- the GPU idle whose next op was launched before the idle began (its launch call started
-                  -- by then): the GPU waits on a dependency (an event, another stream), not on the host. An op
-                  -- launched during the idle is the host's (the launch's own latency included): not counted
-    SELECT rank, prev_end AS ts_ns, ts_ns AS end_ns FROM (
-        SELECT rank, ts_ns, launch_ns, lag(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS prev_end
-        FROM gpu_islands)
-    WHERE prev_end IS NOT NULL AND launch_ns IS NOT NULL AND launch_ns <= prev_end AND prev_end < ts_ns),
 spans AS (  -- the three kinds of time each step window holds: the threads' ops, their blocking, queued GPU idle
     SELECT rank, 'ops' AS kind, ts_ns, end_ns FROM top
     UNION ALL SELECT rank, 'blocked', ts_ns, end_ns FROM blocked
-    UNION ALL SELECT rank, 'queued', ts_ns, end_ns FROM queued_gaps),
+    UNION ALL SELECT rank, 'queued', ts_ns, end_ns FROM _gpu_queued),
 per_window AS (  -- each kind's time within each step's window (one join of the windows, not one per kind)
     SELECT w.rank, w.step,
            coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'ops'), 0)
