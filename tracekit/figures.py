@@ -139,9 +139,16 @@ def plotly_script(page_path: str, how: str = "inline") -> str:
     if not (os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == len(bundle)
             and open(path, "rb").read() == bundle):
         tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(bundle)
-        os.replace(tmp, path)  # a link there is replaced, its target untouched
+        try:
+            with open(tmp, "wb") as f:
+                f.write(bundle)
+            os.replace(tmp, path)  # a link there is replaced, its target untouched
+        except OSError as exc:
+            from .errors import TracekitError
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise TracekitError(f"{path}: cannot write Plotly's bundle beside the page ({exc.strerror}); check "
+                                "that the directory exists and is writable, or use --plotly-js inline") from None
     return f'<script src="{name}"></script>'
 
 

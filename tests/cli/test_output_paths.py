@@ -1,6 +1,8 @@
 """-o FILE in folders that are not there yet: made, as ingest -o makes its own; an output that cannot be
 written is one line, before any work (issue 20, item 13)."""
 
+import os
+
 import pytest
 
 from tests.conftest import dist, write_trace
@@ -70,3 +72,16 @@ def test_output_to_a_url_is_refused_and_makes_no_local_folder(run, tmp_path, mon
     assert capsys.readouterr().err == f"error: {_out(argv)}: -o writes a local file, not to a URL; write it " \
                                       "here, then copy it there\n"
     assert list(work.iterdir()) == []
+
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc: a folder no one may add a file to")
+@pytest.mark.parametrize("args", COMMANDS)
+def test_output_in_a_folder_it_cannot_write_is_one_line(run, capsys, args):
+    """html and plot said 'internal error: FileNotFoundError: ... /proc/x.html.tmp-N' (a fresh user's
+    attack: /proc is there, and no one, root included, may create a file in it)."""
+    argv = [a.format(run=run, out="/proc/tracekit-x") for a in args]
+    capsys.readouterr()
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {_out(argv)}: cannot write it (") and err.count("\n") == 1, err

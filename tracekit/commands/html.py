@@ -173,7 +173,6 @@ SHARED_VIEWS = ("collectives", "comm_exposure")
 
 def write_html(run, out: str, plotly_js: str = "inline") -> str:
     """The page of ``run`` to ``out``, Plotly's bundle in it or beside it (``plotly_js``: figures.PLOTLY_JS)."""
-    import os
 
     from ..graph.shared import computed_once as graph_once
     from ..shadow import computed_once
@@ -186,8 +185,8 @@ def write_html(run, out: str, plotly_js: str = "inline") -> str:
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f"<title>tracekit report: {html.escape(run.name)}</title><style>{STYLE}</style>"
             f"{figures.plotly_script(out, plotly_js)}</head><body>{head}{body}{CHECK}</body></html>\n")
-    tmp_out = f"{out}.tmp-{os.getpid()}"
-    with open(tmp_out, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.replace(tmp_out, out)
+    from ..render.target import target
+
+    with target(out, binary=True) as f:  # whole or not at all; a path it cannot write: an error naming it
+        f.write(page.encode("utf-8"))
     return out

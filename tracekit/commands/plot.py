@@ -216,7 +216,6 @@ def draw(run, out: str, kind: str = "sizes") -> str:
 
 
 def _page(run, kind: str, out: str) -> str:
-    import os
 
     from .. import figures
     from ..reports import get
@@ -230,8 +229,8 @@ def _page(run, kind: str, out: str) -> str:
         nothing = "the traces hold no GPU kernel and no Gloo op"
     if fig is None:
         raise TracekitError(f"{run.name}: nothing to plot: {nothing}")
-    tmp = f"{out}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(figures.page(fig, f"{title}: {run.name}"))
-    os.replace(tmp, out)
+    from ..render.target import target
+
+    with target(out, binary=True) as f:  # whole or not at all; a path it cannot write: an error naming it
+        f.write(figures.page(fig, f"{title}: {run.name}").encode("utf-8"))
     return out

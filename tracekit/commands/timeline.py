@@ -223,7 +223,8 @@ def write_timeline(run, out: str, steps: tuple[int, int] | None = None, kernels_
             f.write("\n]}\n")
         os.replace(tmp, out)
     except OSError as exc:
-        raise TracekitError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise TracekitError(f"{out}: cannot write it ({exc.strerror or exc}); check that its directory exists and "
+                            "is writable") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
