@@ -318,3 +318,37 @@ def test_a_launch_into_an_idle_gpu_is_the_hosts_latency_not_a_dependency(tmp_pat
     (k,) = tracekit.report(run, "breakdown", by="rank").to_pylist()
     assert k["starved_ms"] == pytest.approx(0.120, abs=1e-6)
     assert k["starved_queued_ms"] == pytest.approx(0.0, abs=1e-6)
+
+
+def _backward_on_another_thread():
+    """One rank, step [0, 1000) on thread 1: '## forward ##' [0, 300) holding aten::linear [10, 290), which
+    launches a GEMM at 11 (it runs [20, 280)); '## backward ##' [300, 900), in which thread 1 runs nothing
+    of its own while the autograd thread (2) runs ops [310, 400) and [600, 650), launching GEMMs at 311 (it
+    runs [320, 560)) and 601 ([610, 640)); then 'Optimizer.step#SGD.step' [900, 950) on thread 1, Python
+    with no recorded op inside (the host's work). The threads' work: [0, 300) (the forward range: no other
+    thread runs inside it), [310, 400), [600, 650), [900, 950): 490 us; inside no op 510 us. The GPU: 530 us
+    busy; each idle before a GEMM began before its launch (11, 311, 601): nothing queued."""
+    evs = [step(1, 0, 1000), cpu_op("## forward ##", 0, 300, cat="user_annotation"), cpu_op("aten::linear", 10, 280)]
+    evs += kernel(GEMM, 20, 260, launch=(11, 1))
+    evs.append(cpu_op("## backward ##", 300, 600, cat="user_annotation"))
+    evs.append(cpu_op("autograd::engine::evaluate_function: MmBackward0", 310, 90, tid=2))
+    evs += kernel(GEMM, 320, 240, launch=(311, 2))
+    evs.append(cpu_op("autograd::engine::evaluate_function: AddBackward0", 600, 50, tid=2))
+    evs += kernel(GEMM, 610, 30, launch=(601, 2))
+    evs.append(cpu_op("Optimizer.step#SGD.step", 900, 50, cat="user_annotation"))
+    return evs
+
+
+def test_a_range_the_thread_waits_in_for_the_autograd_thread_is_not_its_work(tmp_path):
+    """A fresh user's check of HTA's trace_filter example: the step thread read 98 % busy because its
+    '## backward ##' range (235 ms, its longest op inside 0.1 ms) counted as work while the autograd thread ran
+    the backward. Counted whole, the ranges gave 950 us of work and bound 'host'; the threads' own ops inside
+    the backward and the optimizer's range give 490 (the docstring of _backward_on_another_thread)."""
+    run = _ingest(tmp_path, {0: _backward_on_another_thread()})
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["timeline_ms"] == pytest.approx(1.000, abs=1e-6)
+    assert b["host_busy_ms"] == pytest.approx(0.490, abs=1e-6)
+    assert b["host_idle_ms"] == pytest.approx(0.510, abs=1e-6)
+    assert b["gpu_busy_ms"] == pytest.approx(0.530, abs=1e-6)
+    assert b["gpu_queued_ms"] == pytest.approx(0.0, abs=1e-6)
+    assert b["bound"] == "host idle"

@@ -22,7 +22,7 @@
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
 -- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already launched: gpu_queued_ms half its starved time or more), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
--- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
+-- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where another host thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
@@ -42,16 +42,31 @@ WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerStep
                                AND e.name = 'ProfilerStep#' || s.step
     UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
-    SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
+    SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
-top AS (  -- the union of the thread's ops (records need not nest: an isend's stays open past its op)
+-- a range (record_function's, a user annotation) counts as the host's work, Python inside it included (an
+-- optimizer's step under Optimizer.step#... with few recorded ops), except where another of the rank's host
+-- threads starts an op inside it: the thread waits there for that one (backward() while the autograd
+-- thread runs the backward), and only the ops inside it count. Each such range, against each other thread:
+-- that thread's first op starting at the range's start or after (one lookup per range and thread)
+ranges AS (
+    SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, t.pid AS opid, t.tid AS otid
+    FROM ops a JOIN (SELECT DISTINCT rank, pid, tid FROM ops) t
+      ON t.rank = a.rank AND (t.pid IS DISTINCT FROM a.pid OR t.tid IS DISTINCT FROM a.tid)
+    WHERE a.cat = 'user_annotation'),
+waited_in AS (
+    SELECT DISTINCT r.rank, r.event_index
+    FROM ranges r ASOF JOIN ops o ON o.rank = r.rank AND o.pid = r.opid AND o.tid = r.otid AND o.ts_ns >= r.ts_ns
+    WHERE o.ts_ns < r.end_ns),
+work AS (SELECT * FROM ops ANTI JOIN waited_in USING (rank, event_index)),
+top AS (  -- the union of the threads' work (records need not nest: an isend's stays open past its op)
     SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
         SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
                       OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
         FROM (SELECT *, max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
-              FROM ops))
+              FROM work))
     GROUP BY rank, island),
 blocking AS (  -- the host threads' ops in which they wait (_host_blocked: synchronize, blocking copies, waits)
     SELECT o.rank, o.ts_ns, o.end_ns FROM ops o
