@@ -352,3 +352,25 @@ def test_a_range_the_thread_waits_in_for_the_autograd_thread_is_not_its_work(tmp
     assert b["gpu_busy_ms"] == pytest.approx(0.530, abs=1e-6)
     assert b["gpu_queued_ms"] == pytest.approx(0.0, abs=1e-6)
     assert b["bound"] == "host idle"
+
+
+def test_the_step_thread_waits_for_the_autograd_thread_and_hands_it_the_backward(tmp_path):
+    """The replay of _backward_on_another_thread (its docstring's times; a launch's latency, 8.5 us from the
+    call's end, kept). The step thread idles in the backward [300, 900) while thread 2 launches: it waits for
+    thread 2 (released 298.5 us after thread 2's last launch ends at 601.5, as measured), and thread 2 starts
+    when the step thread reaches the backward (11 us later, as measured). With the host's work free (launches
+    of no length, the threads' work gaps gone; host idle and measured lags kept): the step thread reaches the
+    backward at 0, thread 2 launches both GEMMs at 11, the step thread resumes at 11 + 298.5 = 309.5, then
+    its optimizer's 50 us and the idle 50 us end it at 409.5; the GPU runs GEMM 1 [8.5, 268.5), GEMM 2
+    [268.5, 508.5), GEMM 3 [508.5, 538.5): the step ends at 538.5 us. (Before, the backward's 600 us were the
+    step thread's work and thread 2's launches, held by nothing, stayed at 311: the replay gave 988.5 us.)"""
+    from tracekit.graph import counterfactual as cf
+
+    sp = cf.split(_ingest(tmp_path, {0: _backward_on_another_thread()}))
+    names = sorted(str(n) for n in sp.graph.name[sp.graph.kind == "wait"])
+    assert names == ["hands work to host thread 2", "waiting for host thread 2"]
+    base = sp.replay()
+    assert cf.measured_job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
+    assert cf.job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
+    dur, gap = cf.host_free(sp, [0])
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.5385, abs=1e-6)

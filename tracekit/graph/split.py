@@ -18,6 +18,13 @@ are split here at the thread's idle intervals (no leaf op of its own for IDLE_MI
   the thread that launched it, so on GPU ranks an idle interval is host idle whatever completes in it. A
   GPU rank's thread waits only where the trace shows it blocked: a synchronize call or a blocking copy (a
   `sync` node of the graph, held by the GPU op it waited for) or a c10d wait op;
+- an idle interval in which another host thread of the rank (one that launched GPU work: the autograd
+  thread) launches is **waiting for that thread** (backward() returns when the autograd thread is done): a
+  node of no duration held by that thread's last node in the interval (gap: the measured lag), after a node
+  at the interval's start that holds that thread's first node in it (the hand-off: backward() called), so
+  a faster host moves both. (Before, the step thread's time inside a `## backward ##` range was its work,
+  and the autograd thread's launches were held by nothing: a replay freed the first and kept the second
+  where it was measured.) That thread's time between its nodes is its work (``work_edge``);
 - any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
   node whose duration is the interval;
 - the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
@@ -52,7 +59,7 @@ class Split:
     graph: Graph
     chain_main: np.ndarray   # bool per node: on its rank's step thread
     host_idle: np.ndarray    # bool per node: a host idle node
-    work_edge: np.ndarray    # bool per edge: a step-thread edge whose gap is the thread's work
+    work_edge: np.ndarray    # bool per edge: a host-thread edge whose gap is the thread's work (step, autograd)
     start_edge: np.ndarray   # bool per edge: the job's origin -> a rank's first step start (gap: its lag)
     transfer_group: np.ndarray  # per node: index into groups (-1: not a transfer, nor an unmatched comm kernel)
     busbw: np.ndarray        # per node: the transfer's instance bus bandwidth (nan: unknown)
@@ -186,10 +193,15 @@ def split(run) -> Split:
                                          np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
                 for r in np.unique(rank[t_idx])}
     idle = _idle_intervals(leaves, inflight)
+    # per rank: the nodes of its other host threads (the autograd thread's launches and syncs): a step thread
+    # idle while one of them runs waits for it (backward() returns when the autograd thread is done)
+    helper = np.flatnonzero(~on_main & (rank >= 0) & np.isin(kind, ("call", "sync"))
+                            & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool))
 
     new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
     new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
     drop = np.zeros(len(src), dtype=bool)
+    released = np.zeros(len(src), dtype=bool)  # a helper thread's edges into the node the step thread hands work to
     for e in np.flatnonzero((ekind == "thread") & on_main[src] & on_main[dst]):
         s, d = src[e], dst[e]
         r = int(rank[s])
@@ -236,6 +248,28 @@ def split(run) -> Split:
                     new_nodes.append((r, st, "idle", "host idle", "host idle", until, int(jb - until)))
                     new_edges.append((k, k + 1, "thread", 0))
                     prev, prev_end = k + 1, int(jb)
+            elif (inside := helper[(rank[helper] == r) & (ts[helper] >= ja) & (ts[helper] + dur[helper] <= jb)]).size:
+                # another host thread of the rank works while this one runs nothing: it waits for that thread
+                # (backward() for the autograd thread), held by its last node in the interval (gap: the
+                # measured lag to the resume); made faster, that thread releases it sooner
+                w = inside[np.argmax(ts[inside] + dur[inside])]
+                done = int(ts[w] + dur[w])
+                # and that thread starts when this one hands it the work (backward() called): its first node
+                # in the interval is held by this thread's last node before it, not by its own idling since
+                # its previous node (a step earlier: that gap is not its work)
+                # (a node at the interval's start: what the step thread did before it is its work, which a
+                # faster host makes shorter, so the hand-off moves with it)
+                mine_t = inside[chain[inside] == chain[w]]
+                first = int(mine_t[np.argmin(ts[mine_t])])
+                tid = str(chain[w]).rsplit("/", 1)[-1]
+                new_nodes.append((r, st, "wait", "hands work to host thread " + tid, None, int(ja), 0))
+                new_edges.append((prev, k, "thread", int(ja - prev_end)))
+                new_edges.append((k, first, "enqueue", int(ts[first]) - int(ja)))
+                released[(ekind == "thread") & (dst == first)] = True
+                new_nodes.append((r, st, "wait", "waiting for host thread " + tid, None, int(jb), 0))
+                new_edges.append((k, k + 1, "thread", 0))
+                new_edges.append((int(w), k + 1, "held", int(jb) - done))
+                prev, prev_end = k + 1, int(jb)
             else:
                 new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
                 new_edges.append((prev, k, "thread", int(ja - prev_end)))
@@ -276,6 +310,7 @@ def split(run) -> Split:
             ~on_main & (rank >= 0) & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool)))
         egap = np.where(into_worker, 0, egap)
 
+    egap = np.where(released, 0, egap)
     keep = ~drop
     n_new = len(new_nodes)
     ids = np.concatenate([nid, IDLE_BASE - np.arange(n_new, dtype=np.int64)])
@@ -293,6 +328,11 @@ def split(run) -> Split:
               ts_ns=all_ts, dur_ns=all_dur, src=all_src, dst=all_dst, edge_kind=all_kind, gap_ns=all_gap)
     # the graph's own edges (it drops those a cycle of contradicting clocks leaves backward)
     work = (g.edge_kind == "thread") & all_main[g.src] & all_main[g.dst] & (g.kind[g.dst] != "transfer")
+    # and the work of the rank's other host threads (the autograd thread's time between its launches: a late
+    # rank's slower backward lies there, not on the step thread, which waits for it)
+    on_helper = np.zeros(n_all, dtype=bool)
+    on_helper[helper] = True
+    work |= (g.edge_kind == "thread") & on_helper[g.src] & on_helper[g.dst]
     host = np.zeros(n_all, dtype=bool)
     host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
 

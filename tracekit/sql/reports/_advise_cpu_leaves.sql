@@ -4,10 +4,12 @@
 -- in none of its leaves, while one of the rank's collectives is in flight, is an op blocked on it (FSDP's
 -- all-gather waits in its own code). The counterfactual replay (graph/counterfactual.py) splits both
 -- from the work. Ops that wait for a collective (wait_tensor, c10d::wait, aten::wait) are left out: their
--- time is waiting, not work. Each ProfilerStep's start and end are leaf rows of no duration, so that the
--- time before a step's first op counts.
+-- time is waiting, not work. So is a range (a user annotation) inside which another of the rank's host
+-- threads (one that launched GPU work) starts an op: the step thread waits in it (backward() while the
+-- autograd thread runs the backward; bound.sql's rule), and only the ops inside it are rows. Each
+-- ProfilerStep's start and end are leaf rows of no duration, so that the time before a step's first op counts.
 -- @stage report
--- @uses steps, events, rank_clocks
+-- @uses steps, events, rank_clocks, _graph_calls
 -- @column rank: global rank
 -- @column ts_ns: the op's start, ns (aligned clock)
 -- @column end_ns: the op's end, ns (aligned clock)
@@ -16,10 +18,24 @@ WITH st AS (
     SELECT DISTINCT s.rank, e.pid, e.tid
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
                                AND e.name = 'ProfilerStep#' || s.step),
-ops AS (
-    SELECT e.rank, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
+all_ops AS (
+    SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
+others AS (  -- the rank's other host threads: those that launched GPU work (the autograd thread)
+    SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c
+    WHERE c.wait_index IS NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.rank = c.rank AND st.pid = c.pid AND st.tid = c.tid)),
+other_ops AS (
+    SELECT e.rank, e.pid, e.tid, e.ts_ns FROM events e JOIN others o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid
+    WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT tk_gpu_cat(e.cat)),
+ranges AS (
+    SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, o.pid AS opid, o.tid AS otid
+    FROM all_ops a JOIN others o ON o.rank = a.rank WHERE a.cat = 'user_annotation'),
+waited_in AS (  -- ranges in which another host thread starts an op (its first op at the range's start or after)
+    SELECT DISTINCT r.rank, r.event_index
+    FROM ranges r ASOF JOIN other_ops x ON x.rank = r.rank AND x.pid = r.opid AND x.tid = r.otid AND x.ts_ns >= r.ts_ns
+    WHERE x.ts_ns < r.end_ns),
+ops AS (SELECT rank, ts_ns, end_ns, name FROM all_ops ANTI JOIN waited_in USING (rank, event_index)),
 nested AS (  -- on one thread ops nest: an op holds another iff the next op (by start) starts before it ends
     SELECT *, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS next_ts FROM ops),
 leaves AS (
