@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from .errors import RankError, TraceFormatError, TracekitError
+from .errors import RankError, TraceFormatError, TracekitError, UsageError
 from .layout.paths import is_run, to_open_as_run
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -50,10 +50,10 @@ def find_traces(paths: list[str]) -> list[str]:
     if not out:
         runs = [str(p) for p in paths if os.path.isdir(p) and to_open_as_run(str(p))]
         if runs:  # (a run given where traces go: `tracekit ingest RUN -o X`)
-            raise TracekitError(f"{runs[0]}: a tracekit run, not traces: report on it as it is (tracekit report "
+            raise UsageError(f"{runs[0]}: a tracekit run, not traces: report on it as it is (tracekit report "
                                 f"{runs[0]} summary), or derive its facts again with tracekit ingest --rederive "
                                 f"{runs[0]}")
-        raise TracekitError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}: give the folder "
+        raise UsageError(f"no trace files (.json, .json.gz) under {', '.join(map(str, paths))}: give the folder "
                             "your torch.profiler on_trace_ready handler (tensorboard_trace_handler, "
                             "tracekit.profiler.trace_handler) wrote them to, or the trace files")
     return out

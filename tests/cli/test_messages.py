@@ -164,7 +164,7 @@ def test_ingesting_a_run_says_it_is_a_run(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["ingest", str(tmp_path / "rank0.json"), "-o", str(run)]) == 0
     capsys.readouterr()
-    assert main(["ingest", str(run), "-o", str(tmp_path / "x")]) == 1
+    assert main(["ingest", str(run), "-o", str(tmp_path / "x")]) == 2  # (README: a path naming no trace)
     assert capsys.readouterr().err == (f"error: {run}: a tracekit run, not traces: report on it as it is (tracekit "
                                        f"report {run} summary), or derive its facts again with tracekit ingest "
                                        f"--rederive {run}\n")
@@ -183,7 +183,7 @@ def test_no_traces_says_what_to_give(tmp_path, capsys, command, holds):
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_text("{}")
     argv = ["ingest", str(d), "-o", str(tmp_path / "x")] if command == "ingest" else ["report", str(d), "summary"]
-    assert main(argv) == 1
+    assert main(argv) == 2  # README's exit codes: a command line naming what does not exist
     err = capsys.readouterr().err
     assert err.startswith(f"error: no trace files (.json, .json.gz) under {d}: ") and err.count("\n") == 1
     for words in ("on_trace_ready", "tensorboard_trace_handler", "trace files"):
