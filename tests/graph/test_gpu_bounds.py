@@ -358,12 +358,15 @@ def test_the_step_thread_waits_for_the_autograd_thread_and_hands_it_the_backward
     """The replay of _backward_on_another_thread (its docstring's times; a launch's latency, 8.5 us from the
     call's end, kept). The step thread idles in the backward [300, 900) while thread 2 launches: it waits for
     thread 2 (released 298.5 us after thread 2's last launch ends at 601.5, as measured), and thread 2 starts
-    when the step thread reaches the backward (11 us later, as measured). With the host's work free (launches
-    of no length, the threads' work gaps gone; host idle and measured lags kept): the step thread reaches the
-    backward at 0, thread 2 launches both GEMMs at 11, the step thread resumes at 11 + 298.5 = 309.5, then
-    its optimizer's 50 us and the idle 50 us end it at 409.5; the GPU runs GEMM 1 [8.5, 268.5), GEMM 2
-    [268.5, 508.5), GEMM 3 [508.5, 538.5): the step ends at 538.5 us. (Before, the backward's 600 us were the
-    step thread's work and thread 2's launches, held by nothing, stayed at 311: the replay gave 988.5 us.)"""
+    when the step thread reaches the backward (11 us later, as measured); thread 2 runs nothing [400, 600):
+    its host idle. With the host's work free (launches of no length, the threads' work gaps gone; host idle
+    and measured lags kept): the step thread reaches the backward at 0, thread 2 launches GEMM 2 at 11, idles
+    200 us and launches GEMM 3 at 211; the step thread resumes at 211 + 298.5 = 509.5 and idles 50 us (its
+    optimizer's work gone): 559.5; the GPU runs GEMM 1 [8.5, 268.5), GEMM 2 [268.5, 508.5), GEMM 3 [508.5,
+    538.5): the step ends at 559.5 us. With the host idle gone instead (both threads'), thread 2 launches GEMM
+    3 at 401, the step thread resumes at 700 and its optimizer ends the step at 750. (Before, the backward's
+    600 us were the step thread's work and thread 2's launches, held by nothing, stayed at 311: the host-free
+    replay gave 988.5 us, the idle-free 950.)"""
     from tracekit.graph import counterfactual as cf
 
     sp = cf.split(_ingest(tmp_path, {0: _backward_on_another_thread()}))
@@ -373,4 +376,24 @@ def test_the_step_thread_waits_for_the_autograd_thread_and_hands_it_the_backward
     assert cf.measured_job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
     assert cf.job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
     dur, gap = cf.host_free(sp, [0])
-    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.5385, abs=1e-6)
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.5595, abs=1e-6)
+    dur = sp.graph.dur_ns.copy()
+    dur[sp.host_idle] = 0
+    assert cf.job_step_ms(sp.replay(durations=dur)) == pytest.approx(0.750, abs=1e-6)
+
+
+def test_the_host_free_replay_frees_the_work_before_an_idle_interval(tmp_path):
+    """One rank, step [0, 500): aten::linear [0, 200) launches a GEMM at 1 (it runs [5, 50)); the thread runs
+    nothing [200, 300) (host idle); aten::linear [300, 480) launches a GEMM at 301 ([305, 320)). With the
+    host's work free and its idle kept: the launches take no time and the work before and after the idle is
+    gone, so the idle runs [0, 100), the second launch is at 100 and its GEMM, 3.5 us after the call as
+    measured, runs [103.5, 118.5): the step ends at 118.5 us. (The work before an idle interval was kept:
+    the idle ran [198.5, 298.5) and the step ended at 317.)"""
+    from tracekit.graph import counterfactual as cf
+
+    evs = [step(1, 0, 500), cpu_op("aten::linear", 0, 200), cpu_op("aten::linear", 300, 180)]
+    evs += kernel(GEMM, 5, 45, launch=(1, 1)) + kernel(GEMM, 305, 15, launch=(301, 1))
+    sp = cf.split(_ingest(tmp_path, {0: evs}))
+    assert cf.job_step_ms(sp.replay()) == pytest.approx(0.500, abs=1e-6)
+    dur, gap = cf.host_free(sp, [0])
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.1185, abs=1e-6)

@@ -24,7 +24,8 @@ are split here at the thread's idle intervals (no leaf op of its own for IDLE_MI
   at the interval's start that holds that thread's first node in it (the hand-off: backward() called), so
   a faster host moves both. (Before, the step thread's time inside a `## backward ##` range was its work,
   and the autograd thread's launches were held by nothing: a replay freed the first and kept the second
-  where it was measured.) That thread's time between its nodes is its work (``work_edge``);
+  where it was measured.) That thread's gaps are split at its own idle intervals (host idle); the rest
+  is its work (``work_edge``);
 - any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
   node whose duration is the interval;
 - the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
@@ -121,20 +122,22 @@ def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, 2)
 
 
-def _idle_intervals(ops: pa.Table, inflight: dict) -> dict[int, np.ndarray]:
-    """Per rank, the [start, end) intervals of IDLE_MIN_NS or more in which its step thread runs no op, or
-    runs no leaf op while one of its collectives is in flight (``inflight``: per rank, sorted windows)."""
+def _idle_intervals(ops: pa.Table, inflight: dict, main: dict) -> dict[tuple, np.ndarray]:
+    """Per (rank, chain), the [start, end) intervals of IDLE_MIN_NS or more in which the thread runs no op;
+    on its step thread (``main``: rank -> chain), also where it runs no leaf op while one of its collectives
+    is in flight (``inflight``: per rank, sorted windows)."""
     out = {}
-    rank = _col(ops, "rank", np.int64)
+    rank, chain = _col(ops, "rank", np.int64), _col(ops, "chain")
     ts, end = _col(ops, "ts_ns", np.int64), _col(ops, "end_ns", np.int64)
     leaf = _col(ops, "leaf", bool, False)
-    for r in np.unique(rank):
-        m = rank == r
-        outside = _gaps(ts[m], end[m])
-        lm = m & leaf
-        inner = _intersect(_union(_gaps(ts[lm], end[lm])), inflight.get(int(r), np.zeros((0, 2), np.int64)))
-        iv = _union(np.concatenate([outside, inner]))
-        out[int(r)] = iv[iv[:, 1] - iv[:, 0] >= IDLE_MIN_NS] if len(iv) else iv
+    for r, c in sorted({(int(a), str(b)) for a, b in zip(rank, chain, strict=True)}):
+        m = (rank == r) & (chain == c)
+        iv = _gaps(ts[m], end[m])
+        if main.get(r) == c:
+            lm = m & leaf
+            inner = _intersect(_union(_gaps(ts[lm], end[lm])), inflight.get(r, np.zeros((0, 2), np.int64)))
+            iv = _union(np.concatenate([iv, inner]))
+        out[(r, c)] = iv[iv[:, 1] - iv[:, 0] >= IDLE_MIN_NS] if len(iv) else iv
     return out
 
 
@@ -192,7 +195,7 @@ def split(run) -> Split:
     inflight = {int(r): _union(np.stack([t_arr[flying & (rank[t_idx] == r)],
                                          np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
                 for r in np.unique(rank[t_idx])}
-    idle = _idle_intervals(leaves, inflight)
+    idle = _idle_intervals(leaves, inflight, main)
     # per rank: the nodes of its other host threads (the autograd thread's launches and syncs): a step thread
     # idle while one of them runs waits for it (backward() returns when the autograd thread is done)
     helper = np.flatnonzero(~on_main & (rank >= 0) & np.isin(kind, ("call", "sync"))
@@ -206,7 +209,7 @@ def split(run) -> Split:
         s, d = src[e], dst[e]
         r = int(rank[s])
         lo, hi = ts[s] + dur[s], ts[d]
-        iv = idle.get(r)
+        iv = idle.get((r, str(main.get(r))))
         if iv is None or hi - lo < IDLE_MIN_NS or not len(iv) or kind[d] == "transfer" or kind[s] == "transfer":
             # (out of a transfer: a bound that the thread resumes after it, not the thread's own time)
             continue
@@ -276,6 +279,34 @@ def split(run) -> Split:
                 prev, prev_end = k, int(jb)
         new_edges.append((prev, d, "thread", int(hi - prev_end)))
 
+    # the other host threads' gaps, split the same way at their own idle intervals (host idle; the rest is
+    # their work), but for the edge into the node the step thread hands work to (that thread waited for it)
+    is_helper = np.zeros(len(nid), dtype=bool)
+    is_helper[helper] = True
+    helper_new = []  # positions of the new nodes on those threads (not on a step thread)
+    for e in np.flatnonzero((ekind == "thread") & is_helper[src] & is_helper[dst] & ~released
+                            & (chain[src] == chain[dst])):
+        s, d = src[e], dst[e]
+        r = int(rank[s])
+        lo, hi = ts[s] + dur[s], ts[d]
+        iv = idle.get((r, str(chain[s])))
+        if iv is None or not len(iv) or hi - lo < IDLE_MIN_NS:
+            continue
+        a, b = np.maximum(iv[:, 0], lo), np.minimum(iv[:, 1], hi)
+        sel = b - a >= IDLE_MIN_NS
+        if not sel.any():
+            continue
+        drop[e] = True
+        prev, prev_end = s, lo
+        st = int(step[d] if step[d] >= 0 else step[s])
+        for ja, jb in zip(a[sel], b[sel], strict=True):
+            k = len(nid) + len(new_nodes)
+            new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
+            helper_new.append(k)
+            new_edges.append((prev, k, "thread", int(ja - prev_end)))
+            prev, prev_end = k, int(jb)
+        new_edges.append((prev, d, "thread", int(hi - prev_end)))
+
     # each rank's first step starts after the job's first: an origin node holds them, the lag its gap
     firsts = {}
     for i in np.flatnonzero(kind == "step_start"):
@@ -293,6 +324,7 @@ def split(run) -> Split:
     all_ts = np.concatenate([ts, np.array([n[5] for n in new_nodes], dtype=np.int64)])
     all_dur = np.concatenate([dur, np.array([n[6] for n in new_nodes], dtype=np.int64)])
     all_main = np.concatenate([on_main, np.ones(len(new_nodes), dtype=bool)])
+    all_main[helper_new] = False
     worker = np.flatnonzero(np.isin(kind, ("arrive", "gloo")) & ~on_main & (rank >= 0)
                             & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool))
     if len(worker):
@@ -332,6 +364,7 @@ def split(run) -> Split:
     # rank's slower backward lies there, not on the step thread, which waits for it)
     on_helper = np.zeros(n_all, dtype=bool)
     on_helper[helper] = True
+    on_helper[helper_new] = True
     work |= (g.edge_kind == "thread") & on_helper[g.src] & on_helper[g.dst]
     host = np.zeros(n_all, dtype=bool)
     host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)

@@ -8,9 +8,12 @@
 -- threads (one that launched GPU work) starts an op: the step thread waits in it (backward() while the
 -- autograd thread runs the backward; bound.sql's rule), and only the ops inside it are rows. Each
 -- ProfilerStep's start and end are leaf rows of no duration, so that the time before a step's first op counts.
+-- The ops of those other host threads are rows too (their chain says whose): time inside none of them is
+-- that thread's host idle.
 -- @stage report
 -- @uses steps, events, rank_clocks, _graph_calls
 -- @column rank: global rank
+-- @column chain: the thread, as graph_nodes.chain names it (cpu/PID/TID): the step thread's, or another host thread's
 -- @column ts_ns: the op's start, ns (aligned clock)
 -- @column end_ns: the op's end, ns (aligned clock)
 -- @column leaf: no op of the thread is nested inside it
@@ -26,7 +29,8 @@ others AS (  -- the rank's other host threads: those that launched GPU work (the
     SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c
     WHERE c.wait_index IS NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.rank = c.rank AND st.pid = c.pid AND st.tid = c.tid)),
 other_ops AS (
-    SELECT e.rank, e.pid, e.tid, e.ts_ns FROM events e JOIN others o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid
+    SELECT e.rank, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
+    FROM events e JOIN others o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT tk_gpu_cat(e.cat)),
 ranges AS (
     SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, o.pid AS opid, o.tid AS otid
@@ -35,15 +39,19 @@ waited_in AS (  -- ranges in which another host thread starts an op (its first o
     SELECT DISTINCT r.rank, r.event_index
     FROM ranges r ASOF JOIN other_ops x ON x.rank = r.rank AND x.pid = r.opid AND x.tid = r.otid AND x.ts_ns >= r.ts_ns
     WHERE x.ts_ns < r.end_ns),
-ops AS (SELECT rank, ts_ns, end_ns, name FROM all_ops ANTI JOIN waited_in USING (rank, event_index)),
+main AS (SELECT rank, any_value('cpu/' || pid || '/' || tid) AS chain FROM st GROUP BY rank),
+ops AS (
+    SELECT a.rank, m.chain, a.ts_ns, a.end_ns, a.name
+    FROM (SELECT * FROM all_ops ANTI JOIN waited_in USING (rank, event_index)) a JOIN main m USING (rank)
+    UNION ALL SELECT rank, 'cpu/' || pid || '/' || tid, ts_ns, end_ns, name FROM other_ops),
 nested AS (  -- on one thread ops nest: an op holds another iff the next op (by start) starts before it ends
-    SELECT *, lead(ts_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS next_ts FROM ops),
+    SELECT *, lead(ts_ns) OVER (PARTITION BY rank, chain ORDER BY ts_ns, end_ns DESC) AS next_ts FROM ops),
 leaves AS (
-    SELECT rank, ts_ns, end_ns, next_ts IS NULL OR next_ts >= end_ns AS leaf FROM nested
+    SELECT rank, chain, ts_ns, end_ns, next_ts IS NULL OR next_ts >= end_ns AS leaf FROM nested
     WHERE NOT (name ILIKE '%wait_tensor%' OR name ILIKE 'c10d::wait%' OR name = 'aten::wait')
-    UNION ALL SELECT rank, ts_ns, ts_ns, true FROM steps
-    UNION ALL SELECT rank, end_ns, end_ns, true FROM steps)
-SELECT l.rank, tk_aligned(l.ts_ns, c.offset_ns, c.drift_ppm, c.ref_ns) AS ts_ns,
+    UNION ALL SELECT s.rank, m.chain, s.ts_ns, s.ts_ns, true FROM steps s JOIN main m USING (rank)
+    UNION ALL SELECT s.rank, m.chain, s.end_ns, s.end_ns, true FROM steps s JOIN main m USING (rank))
+SELECT l.rank, l.chain, tk_aligned(l.ts_ns, c.offset_ns, c.drift_ppm, c.ref_ns) AS ts_ns,
        tk_aligned(l.end_ns, c.offset_ns, c.drift_ppm, c.ref_ns) AS end_ns, l.leaf
 FROM leaves l JOIN rank_clocks c ON c.rank = l.rank
-ORDER BY l.rank, ts_ns, end_ns
+ORDER BY l.rank, l.chain, ts_ns, end_ns
