@@ -356,30 +356,32 @@ def test_a_range_the_thread_waits_in_for_the_autograd_thread_is_not_its_work(tmp
 
 def test_the_step_thread_waits_for_the_autograd_thread_and_hands_it_the_backward(tmp_path):
     """The replay of _backward_on_another_thread (its docstring's times; a launch's latency, 8.5 us from the
-    call's end, kept). The step thread idles in the backward [300, 900) while thread 2 launches: it waits for
-    thread 2 (released 298.5 us after thread 2's last launch ends at 601.5, as measured), and thread 2 starts
-    when the step thread reaches the backward (11 us later, as measured); thread 2 runs nothing [400, 600):
-    its host idle. With the host's work free (launches of no length, the threads' work gaps gone; host idle
-    and measured lags kept): the step thread reaches the backward at 0, thread 2 launches GEMM 2 at 11, idles
-    200 us and launches GEMM 3 at 211; the step thread resumes at 211 + 298.5 = 509.5 and idles 50 us (its
-    optimizer's work gone): 559.5; the GPU runs GEMM 1 [8.5, 268.5), GEMM 2 [268.5, 508.5), GEMM 3 [508.5,
-    538.5): the step ends at 559.5 us. With the host idle gone instead (both threads'), thread 2 launches GEMM
-    3 at 401, the step thread resumes at 700 and its optimizer ends the step at 750. (Before, the backward's
-    600 us were the step thread's work and thread 2's launches, held by nothing, stayed at 311: the host-free
-    replay gave 988.5 us, the idle-free 950.)"""
+    call's end, kept). The step thread idles in the backward [300, 900) while thread 2 works: thread 2 starts
+    when the step thread reaches the backward (its first launch 11 us later, as measured), runs ops [310, 400)
+    and [600, 650) and nothing [400, 600) (its host idle); the step thread waits for thread 2's last op to end
+    (650), and [650, 900), neither thread running anything, is host idle. With the host's work free (launches
+    of no length, the threads' work gaps gone; host idle kept): the step thread reaches the backward at 0,
+    thread 2 launches GEMM 2 at 11, idles 200 us and launches GEMM 3 at 211, its last op ends then; the step
+    thread idles 250 us and 50 more (its optimizer's work gone): 511; the GPU runs GEMM 1 [8.5, 268.5),
+    GEMM 2 [268.5, 508.5), GEMM 3 [508.5, 538.5): the step ends at 538.5 us. With the host idle gone instead
+    (both threads'), thread 2 launches GEMM 3 at 401 and ends its last op at 450, the step thread's optimizer
+    runs [450, 500), the GPU runs GEMM 3 [560, 590): 590. (Before, the backward's 600 us were the step
+    thread's work and thread 2's launches, held by nothing, stayed at 311: the host-free replay gave 988.5
+    us, the idle-free 950; a fresh user's attack then found the time after thread 2's last launch kept as a
+    fixed lag, 750 here.)"""
     from tracekit.graph import counterfactual as cf
 
     sp = cf.split(_ingest(tmp_path, {0: _backward_on_another_thread()}))
     names = sorted(str(n) for n in sp.graph.name[sp.graph.kind == "wait"])
-    assert names == ["hands work to host thread 2", "waiting for host thread 2"]
+    assert names == ["hands work to host thread 2", "host thread 2's last op ends", "waiting for host thread 2"]
     base = sp.replay()
     assert cf.measured_job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
     assert cf.job_step_ms(base) == pytest.approx(1.000, abs=1e-6)
     dur, gap = cf.host_free(sp, [0])
-    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.5595, abs=1e-6)
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.5385, abs=1e-6)
     dur = sp.graph.dur_ns.copy()
     dur[sp.host_idle] = 0
-    assert cf.job_step_ms(sp.replay(durations=dur)) == pytest.approx(0.750, abs=1e-6)
+    assert cf.job_step_ms(sp.replay(durations=dur)) == pytest.approx(0.590, abs=1e-6)
 
 
 def test_the_host_free_replay_frees_the_work_before_an_idle_interval(tmp_path):
@@ -397,3 +399,51 @@ def test_the_host_free_replay_frees_the_work_before_an_idle_interval(tmp_path):
     assert cf.job_step_ms(sp.replay()) == pytest.approx(0.500, abs=1e-6)
     dur, gap = cf.host_free(sp, [0])
     assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.1185, abs=1e-6)
+
+
+def test_a_thread_that_only_prefetches_does_not_make_the_step_thread_wait(tmp_path):
+    """(A helper's attack.) Step [0, 1000) on thread 1: '## forward ##' [0, 900) holding aten::linear [0, 100)
+    and [800, 900) (each launching a 50 us GEMM at 1 and 801), Python between them; aten::mul [900, 1000).
+    Thread 3, a prefetcher, runs aten::copy_ [400, 420) and launches a copy at 401 ([405, 495)): it runs no
+    autograd op, so thread 1 does not wait for it: the range is thread 1's work. Host busy [0, 1000) (thread
+    3's op inside it), 1000 us; bound host. (Any launching thread cancelled the range: 0.32 ms, 'host idle',
+    and a hand-off to thread 3 in the replay.)"""
+    from tracekit.graph import counterfactual as cf
+
+    evs = [step(1, 0, 1000), cpu_op("## forward ##", 0, 900, cat="user_annotation"), cpu_op("aten::linear", 0, 100),
+           cpu_op("aten::linear", 800, 100), cpu_op("aten::mul", 900, 100), cpu_op("aten::copy_", 400, 20, tid=3)]
+    evs += kernel(GEMM, 5, 50, launch=(1, 1)) + kernel(GEMM, 805, 50, launch=(801, 1))
+    copy = kernel("Memcpy HtoD (Pageable -> Device)", 405, 90, stream=9, launch=(401, 3))
+    copy[0]["cat"], copy[1]["name"] = "gpu_memcpy", "cudaMemcpyAsync"
+    run = _ingest(tmp_path, {0: evs + copy})
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["host_busy_ms"] == pytest.approx(1.000, abs=1e-6)
+    assert b["bound"] == "host"
+    assert not any("host thread" in str(n) for n in cf.split(run).graph.name)
+
+
+def test_a_late_ranks_slower_autograd_thread_is_what_fixing_it_saves(tmp_path):
+    """(A helper's attack.) Two ranks. Each: '## forward ##' [0, 100) with aten::linear launching a GEMM at 1
+    ([5, 95)); '## backward ##' from 100 while thread 2 runs two backward ops, each launching an 80 us GEMM;
+    then the step thread calls allreduce (kernel to 720, the same instance on both ranks) and runs aten::add_
+    for 50 us. Rank 0: thread 2's ops [110, 200), [200, 290), the step thread resumes at 300; step [0, 355).
+    Rank 1: [110, 400), [400, 690), resumes at 700; step [0, 755). Rank 1's excess is its autograd thread's
+    400 us: at rank 0's pace it resumes at 300 and its step ends at 355, as rank 0's: 0.400 ms saved. (Its
+    work after its last launch was a fixed lag: 0.200 ms.)"""
+    def rank(slow):
+        res, (a, b), (c, d) = (700, (110, 400), (400, 690)) if slow else (300, (110, 200), (200, 290))
+        e = [step(1, 0, res + 55), cpu_op("## forward ##", 0, 100, cat="user_annotation"), cpu_op("aten::linear", 0, 100),
+             cpu_op("## backward ##", 100, res - 100, cat="user_annotation"),
+             cpu_op("autograd::engine::evaluate_function: MmBackward0", a, b - a, tid=2),
+             cpu_op("autograd::engine::evaluate_function: AddBackward0", c, d - c, tid=2),
+             cpu_op("c10d::allreduce_", res, 5), cpu_op("aten::add_", res + 5, 50)]
+        e += kernel(GEMM, 5, 90, launch=(1, 1)) + kernel(GEMM, a + 5, 80, launch=(a + 1, 2))
+        e += kernel(GEMM, max(c + 5, a + 85), 80, launch=(c + 1, 2))
+        args = dict(ARGS, **{"Group size": 2, "Process Group Ranks": "[0, 1]"})
+        return e + kernel(NCCL, res + 3, 720 - res - 3, stream=20, launch=(res + 1, 1), **args)
+
+    from tracekit.commands.advise import advise
+
+    rows = advise(_ingest(tmp_path, {0: rank(False), 1: rank(True)})).to_pylist()
+    (late,) = [f for f in rows if f["finding"].startswith("late rank")]
+    assert late["finding"].startswith("late rank 1 ") and late["saving_ms"] == pytest.approx(0.400, abs=1e-3)

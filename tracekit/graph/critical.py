@@ -19,11 +19,14 @@ from .model import Replay
 GAP_CAUSE = {"thread": "launch/CPU", "launch": "starved", "stream": "idle", "wait": "idle", "sync": "idle",
              "collective": "waiting at a collective",
              # the edges of the split graph (graph/split.py)
-             "held": "waiting at a collective", "enqueue": "launch/CPU", "start": "idle"}
+             "held": "waiting at a collective", "enqueue": "launch/CPU", "start": "idle",
+             "handoff": "launch/CPU", "joined": "launch/CPU"}
 GAP_NAME = {"thread": "CPU between ops", "launch": "launch latency", "stream": "gap on the stream",
             "wait": "cross-stream wait", "sync": "synchronize", "collective": "last rank's arrival",
             "held": "the collective's recorded end", "enqueue": "CPU before a Gloo op's enqueue",
-            "start": "the rank's later first step"}
+            "start": "the rank's later first step",
+            "handoff": "CPU before another host thread's first launch (backward() called)",
+            "joined": "the step thread resuming after another host thread's last op (backward() returns)"}
 
 
 def step_spans(r: Replay) -> dict[int, tuple[int, int, int]]:

@@ -196,15 +196,38 @@ def split(run) -> Split:
                                          np.maximum(t_end, ts[t_idx])[flying & (rank[t_idx] == r)]], axis=1))
                 for r in np.unique(rank[t_idx])}
     idle = _idle_intervals(leaves, inflight, main)
-    # per rank: the nodes of its other host threads (the autograd thread's launches and syncs): a step thread
-    # idle while one of them runs waits for it (backward() returns when the autograd thread is done)
+    # per rank: the nodes of its other host threads (the autograd thread's launches and syncs; the rows of
+    # _advise_cpu_leaves not on a step thread): a step thread idle while one of them runs waits for it
+    # (backward() returns when the autograd thread is done)
+    l_rank, l_chain = _col(leaves, "rank", np.int64), _col(leaves, "chain")
+    l_ts, l_end = _col(leaves, "ts_ns", np.int64), _col(leaves, "end_ns", np.int64)
+    helper_chains = {(int(r), str(c)) for r, c in zip(l_rank, l_chain, strict=True) if main.get(int(r)) != c}
+    helper_ops = {key: (l_ts[m], l_end[m]) for key in helper_chains
+                  for m in [(l_rank == key[0]) & (l_chain == key[1])]}
     helper = np.flatnonzero(~on_main & (rank >= 0) & np.isin(kind, ("call", "sync"))
-                            & np.array([str(c).startswith("cpu/") for c in chain], dtype=bool))
+                            & np.array([(int(a), str(c)) in helper_chains for a, c in zip(rank, chain, strict=True)],
+                                       dtype=bool))
 
     new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
     new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
+    helper_new = []  # positions of the new nodes on those threads (not on a step thread)
     drop = np.zeros(len(src), dtype=bool)
     released = np.zeros(len(src), dtype=bool)  # a helper thread's edges into the node the step thread hands work to
+
+    def split_helper(prev, prev_end, hi, r, c, st):
+        """A helper thread's time [prev_end, hi) after node ``prev``, cut at its idle intervals into host
+        idle nodes: -> (the last node, its end)."""
+        iv = idle.get((r, c))
+        if iv is None or not len(iv) or hi - prev_end < IDLE_MIN_NS:
+            return prev, prev_end
+        a, b = np.maximum(iv[:, 0], prev_end), np.minimum(iv[:, 1], hi)
+        for ja, jb in zip(a[b - a >= IDLE_MIN_NS], b[b - a >= IDLE_MIN_NS], strict=True):
+            k = len(nid) + len(new_nodes)
+            new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
+            helper_new.append(k)
+            new_edges.append((prev, k, "thread", int(ja - prev_end)))
+            prev, prev_end = k, int(jb)
+        return prev, prev_end
     for e in np.flatnonzero((ekind == "thread") & on_main[src] & on_main[dst]):
         s, d = src[e], dst[e]
         r = int(rank[s])
@@ -264,48 +287,60 @@ def split(run) -> Split:
                 # faster host makes shorter, so the hand-off moves with it)
                 mine_t = inside[chain[inside] == chain[w]]
                 first = int(mine_t[np.argmin(ts[mine_t])])
-                tid = str(chain[w]).rsplit("/", 1)[-1]
+                c = str(chain[w])
+                tid = c.rsplit("/", 1)[-1]
+                hand = k
                 new_nodes.append((r, st, "wait", "hands work to host thread " + tid, None, int(ja), 0))
-                new_edges.append((prev, k, "thread", int(ja - prev_end)))
-                new_edges.append((k, first, "enqueue", int(ts[first]) - int(ja)))
+                new_edges.append((prev, hand, "thread", int(ja - prev_end)))
+                new_edges.append((hand, first, "handoff", int(ts[first]) - int(ja)))
                 released[(ekind == "thread") & (dst == first)] = True
-                new_nodes.append((r, st, "wait", "waiting for host thread " + tid, None, int(jb), 0))
-                new_edges.append((k, k + 1, "thread", 0))
-                new_edges.append((int(w), k + 1, "held", int(jb) - done))
-                prev, prev_end = k + 1, int(jb)
+                # that thread goes on after its last launch (its last ops in the interval): its work and idle
+                # up to its last op's end, a node of its own there, which the resume waits for
+                h_ts, h_end = helper_ops.get((r, c), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                in_iv = (h_ts >= ja) & (h_ts < jb)
+                last = min(int(h_end[in_iv].max()), int(jb)) if in_iv.any() else done
+                held_by = int(w)
+                if last > done:
+                    hp, hp_end = split_helper(int(w), done, last, r, c, st)
+                    held_by = len(nid) + len(new_nodes)
+                    new_nodes.append((r, st, "wait", f"host thread {tid}'s last op ends", None, last, 0))
+                    helper_new.append(held_by)
+                    new_edges.append((hp, held_by, "thread", last - hp_end))
+                    done = last
+                # the step thread resumes once that thread is done; what is left of the interval, neither
+                # thread running anything, is host idle (unrecorded code; before, a fixed lag that no
+                # counterfactual could shorten: 10 ms of it on a fresh user's attack)
+                k = len(nid) + len(new_nodes)
+                until = min(done, int(jb))
+                new_nodes.append((r, st, "wait", "waiting for host thread " + tid, None, until, 0))
+                new_edges.append((hand, k, "thread", 0))
+                new_edges.append((held_by, k, "joined", until - done))
+                prev, prev_end = k, until
+                if until < jb:
+                    new_nodes.append((r, st, "idle", "host idle", "host idle", until, int(jb) - until))
+                    new_edges.append((k, k + 1, "thread", 0))
+                    prev, prev_end = k + 1, int(jb)
             else:
                 new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
                 new_edges.append((prev, k, "thread", int(ja - prev_end)))
                 prev, prev_end = k, int(jb)
         new_edges.append((prev, d, "thread", int(hi - prev_end)))
 
-    # the other host threads' gaps, split the same way at their own idle intervals (host idle; the rest is
-    # their work), but for the edge into the node the step thread hands work to (that thread waited for it)
+    # the other host threads' gaps within a step, split the same way at their own idle intervals (host idle;
+    # the rest is their work), but for the edge into the node the step thread hands work to (that thread
+    # waited for it) and an edge from one step to the next (what the thread did between its backwards is not
+    # known: split, a step's backward ran before its forward in the idle-free replay)
     is_helper = np.zeros(len(nid), dtype=bool)
     is_helper[helper] = True
-    helper_new = []  # positions of the new nodes on those threads (not on a step thread)
     for e in np.flatnonzero((ekind == "thread") & is_helper[src] & is_helper[dst] & ~released
-                            & (chain[src] == chain[dst])):
-        s, d = src[e], dst[e]
-        r = int(rank[s])
-        lo, hi = ts[s] + dur[s], ts[d]
-        iv = idle.get((r, str(chain[s])))
-        if iv is None or not len(iv) or hi - lo < IDLE_MIN_NS:
-            continue
-        a, b = np.maximum(iv[:, 0], lo), np.minimum(iv[:, 1], hi)
-        sel = b - a >= IDLE_MIN_NS
-        if not sel.any():
-            continue
-        drop[e] = True
-        prev, prev_end = s, lo
-        st = int(step[d] if step[d] >= 0 else step[s])
-        for ja, jb in zip(a[sel], b[sel], strict=True):
-            k = len(nid) + len(new_nodes)
-            new_nodes.append((r, st, "idle", "host idle", "host idle", int(ja), int(jb - ja)))
-            helper_new.append(k)
-            new_edges.append((prev, k, "thread", int(ja - prev_end)))
-            prev, prev_end = k, int(jb)
-        new_edges.append((prev, d, "thread", int(hi - prev_end)))
+                            & (chain[src] == chain[dst]) & (step[src] == step[dst])):
+        s_, d = src[e], dst[e]
+        n_before = len(new_nodes)
+        last, last_end = split_helper(s_, int(ts[s_] + dur[s_]), int(ts[d]), int(rank[s_]), str(chain[s_]),
+                                      int(step[d]))
+        if len(new_nodes) > n_before:
+            drop[e] = True
+            new_edges.append((last, d, "thread", int(ts[d]) - last_end))
 
     # each rank's first step starts after the job's first: an origin node holds them, the lag its gap
     firsts = {}
@@ -365,7 +400,7 @@ def split(run) -> Split:
     on_helper = np.zeros(n_all, dtype=bool)
     on_helper[helper] = True
     on_helper[helper_new] = True
-    work |= (g.edge_kind == "thread") & on_helper[g.src] & on_helper[g.dst]
+    work |= (g.edge_kind == "thread") & on_helper[g.src] & on_helper[g.dst] & (g.step[g.src] == g.step[g.dst])
     host = np.zeros(n_all, dtype=bool)
     host[len(nid):] = np.array([n[2] == "idle" for n in new_nodes], dtype=bool)
 

@@ -4,8 +4,8 @@
 -- in none of its leaves, while one of the rank's collectives is in flight, is an op blocked on it (FSDP's
 -- all-gather waits in its own code). The counterfactual replay (graph/counterfactual.py) splits both
 -- from the work. Ops that wait for a collective (wait_tensor, c10d::wait, aten::wait) are left out: their
--- time is waiting, not work. So is a range (a user annotation) inside which another of the rank's host
--- threads (one that launched GPU work) starts an op: the step thread waits in it (backward() while the
+-- time is waiting, not work. So is a range (a user annotation) inside which the rank's autograd thread
+-- (runs autograd::engine ops, launched GPU work) starts an op: the step thread waits in it (backward() while the
 -- autograd thread runs the backward; bound.sql's rule), and only the ops inside it are rows. Each
 -- ProfilerStep's start and end are leaf rows of no duration, so that the time before a step's first op counts.
 -- The ops of those other host threads are rows too (their chain says whose): time inside none of them is
@@ -25,9 +25,12 @@ all_ops AS (
     SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
-others AS (  -- the rank's other host threads: those that launched GPU work (the autograd thread)
+others AS (  -- the rank's other host threads that the step thread waits for: its autograd thread (it runs
+             -- autograd::engine ops and launched GPU work); a prefetcher's launches do not make it wait
     SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c
-    WHERE c.wait_index IS NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.rank = c.rank AND st.pid = c.pid AND st.tid = c.tid)),
+    WHERE c.wait_index IS NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.rank = c.rank AND st.pid = c.pid AND st.tid = c.tid)
+      AND EXISTS (SELECT 1 FROM events e WHERE e.rank = c.rank AND e.pid = c.pid AND e.tid = c.tid AND e.ph = 'X'
+                                           AND starts_with(e.name, 'autograd::engine::evaluate_function'))),
 other_ops AS (
     SELECT e.rank, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
     FROM events e JOIN others o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid

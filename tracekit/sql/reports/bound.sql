@@ -22,7 +22,7 @@
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
 -- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already launched: gpu_queued_ms half its starved time or more), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
--- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where another host thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
+-- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where the autograd thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
 -- @column gpu_busy_ms: the GPU computing, copying or transferring (step_breakdown parts compute, memory, comm); NULL on a rank without GPU ops, ms
@@ -34,25 +34,33 @@
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
 -- @column gpu_queued_ms: a GPU rank's GPU idle (no op of any length on any stream) whose next op's launch call started before the idle began: the GPU waits on a dependency (an event, another stream's work), not on the host (an op launched during the idle is the host's, its launch latency included); NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
-WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
-              -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
-              -- step thread waits in backward() without an op of its own)
+WITH step_thread AS (
     SELECT DISTINCT s.rank, e.pid, e.tid
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step
+                               AND e.name = 'ProfilerStep#' || s.step),
+st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
+         -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
+         -- step thread waits in backward() without an op of its own)
+    SELECT * FROM step_thread
     UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
     SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
 -- a range (record_function's, a user annotation) counts as the host's work, Python inside it included (an
--- optimizer's step under Optimizer.step#... with few recorded ops), except where another of the rank's host
--- threads starts an op inside it: the thread waits there for that one (backward() while the autograd
--- thread runs the backward), and only the ops inside it count. Each such range, against each other thread:
--- that thread's first op starting at the range's start or after (one lookup per range and thread)
+-- optimizer's step under Optimizer.step#... with few recorded ops), except where the rank's autograd thread
+-- (a thread other than the step thread that runs autograd::engine ops and launched GPU work) starts an op
+-- inside it: the thread waits there for that one (backward() while the autograd thread runs the backward),
+-- and only the ops inside it count. (Another thread that launches, a prefetcher's copies, does not make the
+-- step thread wait.) Each such range, against each autograd thread: that thread's first op starting at the
+-- range's start or after (one lookup per range and thread)
+autograd AS (
+    SELECT DISTINCT o.rank, o.pid, o.tid FROM ops o
+    WHERE starts_with(o.name, 'autograd::engine::evaluate_function')
+      AND NOT EXISTS (SELECT 1 FROM step_thread s WHERE s.rank = o.rank AND s.pid = o.pid AND s.tid = o.tid)),
 ranges AS (
     SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, t.pid AS opid, t.tid AS otid
-    FROM ops a JOIN (SELECT DISTINCT rank, pid, tid FROM ops) t
+    FROM ops a JOIN autograd t
       ON t.rank = a.rank AND (t.pid IS DISTINCT FROM a.pid OR t.tid IS DISTINCT FROM a.tid)
     WHERE a.cat = 'user_annotation'),
 waited_in AS (
