@@ -432,8 +432,8 @@ def test_a_late_ranks_slower_autograd_thread_is_what_fixing_it_saves(tmp_path):
     work after its last launch was a fixed lag: 0.200 ms.)"""
     def rank(slow):
         res, (a, b), (c, d) = (700, (110, 400), (400, 690)) if slow else (300, (110, 200), (200, 290))
-        e = [step(1, 0, res + 55), cpu_op("## forward ##", 0, 100, cat="user_annotation"), cpu_op("aten::linear", 0, 100),
-             cpu_op("## backward ##", 100, res - 100, cat="user_annotation"),
+        e = [step(1, 0, res + 55), cpu_op("## forward ##", 0, 100, cat="user_annotation"),
+             cpu_op("aten::linear", 0, 100), cpu_op("## backward ##", 100, res - 100, cat="user_annotation"),
              cpu_op("autograd::engine::evaluate_function: MmBackward0", a, b - a, tid=2),
              cpu_op("autograd::engine::evaluate_function: AddBackward0", c, d - c, tid=2),
              cpu_op("c10d::allreduce_", res, 5), cpu_op("aten::add_", res + 5, 50)]
