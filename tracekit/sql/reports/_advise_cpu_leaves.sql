@@ -11,7 +11,7 @@
 -- The ops of those other host threads are rows too (their chain says whose): time inside none of them is
 -- that thread's host idle.
 -- @stage report
--- @uses steps, events, rank_clocks, _graph_calls
+-- @uses steps, events, rank_clocks, _autograd_threads, _waited_in_ranges
 -- @column rank: global rank
 -- @column chain: the thread, as graph_nodes.chain names it (cpu/PID/TID): the step thread's, or another host thread's
 -- @column ts_ns: the op's start, ns (aligned clock)
@@ -22,30 +22,17 @@ WITH st AS (
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
                                AND e.name = 'ProfilerStep#' || s.step),
 all_ops AS (
-    SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
+    SELECT e.rank, e.event_index, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
-others AS (  -- the rank's other host threads that the step thread waits for: its autograd thread (it runs
-             -- autograd::engine ops and launched GPU work); a prefetcher's launches do not make it wait
-    SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c
-    WHERE c.wait_index IS NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.rank = c.rank AND st.pid = c.pid AND st.tid = c.tid)
-      AND EXISTS (SELECT 1 FROM events e WHERE e.rank = c.rank AND e.pid = c.pid AND e.tid = c.tid AND e.ph = 'X'
-                                           AND starts_with(e.name, 'autograd::engine::evaluate_function'))),
-other_ops AS (
+other_ops AS (  -- the ops of the rank's autograd thread (_autograd_threads), which the step thread waits for
     SELECT e.rank, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
-    FROM events e JOIN others o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid
+    FROM events e JOIN _autograd_threads o ON o.rank = e.rank AND o.pid = e.pid AND o.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT tk_gpu_cat(e.cat)),
-ranges AS (
-    SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, o.pid AS opid, o.tid AS otid
-    FROM all_ops a JOIN others o ON o.rank = a.rank WHERE a.cat = 'user_annotation'),
-waited_in AS (  -- ranges in which another host thread starts an op (its first op at the range's start or after)
-    SELECT DISTINCT r.rank, r.event_index
-    FROM ranges r ASOF JOIN other_ops x ON x.rank = r.rank AND x.pid = r.opid AND x.tid = r.otid AND x.ts_ns >= r.ts_ns
-    WHERE x.ts_ns < r.end_ns),
 main AS (SELECT rank, any_value('cpu/' || pid || '/' || tid) AS chain FROM st GROUP BY rank),
 ops AS (
     SELECT a.rank, m.chain, a.ts_ns, a.end_ns, a.name
-    FROM (SELECT * FROM all_ops ANTI JOIN waited_in USING (rank, event_index)) a JOIN main m USING (rank)
+    FROM (SELECT * FROM all_ops ANTI JOIN _waited_in_ranges USING (rank, event_index)) a JOIN main m USING (rank)
     UNION ALL SELECT rank, 'cpu/' || pid || '/' || tid, ts_ns, end_ns, name FROM other_ops),
 nested AS (  -- on one thread ops nest: an op holds another iff the next op (by start) starts before it ends
     SELECT *, lead(ts_ns) OVER (PARTITION BY rank, chain ORDER BY ts_ns, end_ns DESC) AS next_ts FROM ops),

@@ -16,7 +16,7 @@
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, gpu_kernels, _gpu_queued, _rank_waits
+-- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, _waited_in_ranges, gpu_kernels, _gpu_queued, _rank_waits
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
@@ -34,40 +34,19 @@
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
 -- @column gpu_queued_ms: a GPU rank's GPU idle (no op of any length on any stream) whose next op's launch call started before the idle began: the GPU waits on a dependency (an event, another stream's work), not on the host (an op launched during the idle is the host's, its launch latency included); NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
-WITH step_thread AS (
+WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
+              -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
+              -- step thread waits in backward() without an op of its own)
     SELECT DISTINCT s.rank, e.pid, e.tid
     FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step),
-st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
-         -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
-         -- step thread waits in backward() without an op of its own)
-    SELECT * FROM step_thread
+                               AND e.name = 'ProfilerStep#' || s.step
     UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
-    SELECT e.rank, e.event_index, e.pid, e.tid, e.cat, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
+    SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
--- a range (record_function's, a user annotation) counts as the host's work, Python inside it included (an
--- optimizer's step under Optimizer.step#... with few recorded ops), except where the rank's autograd thread
--- (a thread other than the step thread that runs autograd::engine ops and launched GPU work) starts an op
--- inside it: the thread waits there for that one (backward() while the autograd thread runs the backward),
--- and only the ops inside it count. (Another thread that launches, a prefetcher's copies, does not make the
--- step thread wait.) Each such range, against each autograd thread: that thread's first op starting at the
--- range's start or after (one lookup per range and thread)
-autograd AS (
-    SELECT DISTINCT o.rank, o.pid, o.tid FROM ops o
-    WHERE starts_with(o.name, 'autograd::engine::evaluate_function')
-      AND NOT EXISTS (SELECT 1 FROM step_thread s WHERE s.rank = o.rank AND s.pid = o.pid AND s.tid = o.tid)),
-ranges AS (
-    SELECT a.rank, a.event_index, a.ts_ns, a.end_ns, t.pid AS opid, t.tid AS otid
-    FROM ops a JOIN autograd t
-      ON t.rank = a.rank AND (t.pid IS DISTINCT FROM a.pid OR t.tid IS DISTINCT FROM a.tid)
-    WHERE a.cat = 'user_annotation'),
-waited_in AS (
-    SELECT DISTINCT r.rank, r.event_index
-    FROM ranges r ASOF JOIN ops o ON o.rank = r.rank AND o.pid = r.opid AND o.tid = r.otid AND o.ts_ns >= r.ts_ns
-    WHERE o.ts_ns < r.end_ns),
-work AS (SELECT * FROM ops ANTI JOIN waited_in USING (rank, event_index)),
+-- a range the thread waits in for the autograd thread is not its work; the ops inside it are (_waited_in_ranges)
+work AS (SELECT * FROM ops ANTI JOIN _waited_in_ranges USING (rank, event_index)),
 top AS (  -- the union of the threads' work (records need not nest: an isend's stays open past its op)
     SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns FROM (
         SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
