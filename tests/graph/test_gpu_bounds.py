@@ -239,7 +239,7 @@ def test_a_rank_late_to_its_step_is_named_though_the_replay_cannot_size_it(tmp_p
     strag = [f for f in rows if f["finding"] == "straggler: rank 2 arrives last"]
     assert len(strag) == 1, [f["finding"] for f in rows]
     assert strag[0]["saving_ms"] is None
-    assert "others wait 1.000 ms per step for it" in strag[0]["evidence"]
+    assert "others wait 1.000 ms per step for it (summed over them)" in strag[0]["evidence"]
     assert "not sized by the replay: it starts its steps 0.500 ms after the first rank" in strag[0]["evidence"]
     assert not any(f["finding"].startswith("late rank") and "2" in f["where"] for f in rows)
 

@@ -171,7 +171,7 @@ def straggler_finding(run) -> list[dict]:
     keys = {"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"]}  # (popped: advise)
     return [keys | _finding(f"straggler: rank {s['rank']} arrives last",
                      f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
-                     f"others wait {_ms(s['caused_wait_ms'])} per step for it; rank "
+                     f"others wait {_ms(s['caused_wait_ms'])} per step for it (summed over them); rank "
                      f"{s['most_delayed_rank']} has {_ms(s['cost_ms'])} of it with nothing else to run",
                      s["cost_ms"], change, conf, "sql/reports/_advise_straggler.sql; sql/reports/why_late.sql")]
 

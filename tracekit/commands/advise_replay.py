@@ -230,7 +230,9 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         "the rank" if n_all == 1 else f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)} of {n_all}")
     mine_gpu = [o for o in (per[r] for r in ranks) if o["gpu_busy_ms"] is not None]
     gpus = f"GPUs busy {pct('gpu_busy_ms', mine_gpu):.0f} %" if mine_gpu else "no GPU: CPU training"
-    evidence = (f"of the step ({where}): the step thread busy with its own ops {pct('host_busy_ms', mine):.0f} %, "
+    host = "its host threads (the step thread, the autograd thread) busy with their ops" if gpu else \
+        "the step thread busy with its own ops"
+    evidence = (f"of the step ({where}): {host} {pct('host_busy_ms', mine):.0f} %, "
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
                 f"{pct('host_idle_ms', mine):.0f} %; "
                 + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, idle with its next op launched before the "
