@@ -93,8 +93,10 @@ def test_whatif_fix_rank_replays_each_ranks_step(tmp_path, capsys):
     for r in rows.values():
         assert r["measured_ms"] == pytest.approx(measured, abs=0.002)
         assert r["change_ms"] == pytest.approx(-3 * 0.870, rel=0.02)
-    assert main(["whatif", str(tmp_path / "run"), "--fix-rank", "9"]) == 1
+    assert main(["whatif", str(tmp_path / "run"), "--fix-rank", "9"]) == 2  # README: naming what is not there
     assert "no rank 9 in the replay" in capsys.readouterr().err
+    assert main(["whatif", str(tmp_path / "run"), "--overlap", "PP"]) == 2
+    assert "no group 'PP' with matched collectives" in capsys.readouterr().err
     assert main(["whatif", str(tmp_path / "run"), "--overlap", "default_pg"]) == 0
     out = capsys.readouterr()
     assert "group default_pg overlapped" in out.err + out.out

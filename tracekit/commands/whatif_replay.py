@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from ..errors import TracekitError
+from ..errors import TracekitError, UsageError
 from ..graph.counterfactual import comm_changed, job_step_ms, measured_job_step_ms, ranks_at_pace
 from ..graph.split import split
 
@@ -60,7 +60,7 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
         raise TracekitError(one_rank_refusal(run, "--fix-rank" if fix_ranks else "--comm-speedup"))
     bad = [r for r in fix_ranks if r not in known]
     if bad:
-        raise TracekitError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
+        raise UsageError(f"{run.name}: no rank {bad[0]} in the replay; its ranks are "
                             f"{', '.join(map(str, sorted(known)))}")
     labels = sorted({g["group_label"] for g in sp.groups})
     roles = _roles(run, sp.groups)
@@ -71,7 +71,7 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
         elif name.upper() in roles:
             named += sorted(roles[name.upper()])
         else:
-            raise TracekitError(f"{run.name}: no group {name!r} with matched collectives; groups: "
+            raise UsageError(f"{run.name}: no group {name!r} with matched collectives; groups: "
                                 f"{', '.join(labels) or 'none'}"
                                 + (f"; roles: {', '.join(sorted(roles))}" if roles else "")
                                 + " (tracekit report RUN collectives)")
