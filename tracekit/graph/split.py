@@ -18,14 +18,14 @@ are split here at the thread's idle intervals (no leaf op of its own for IDLE_MI
   the thread that launched it, so on GPU ranks an idle interval is host idle whatever completes in it. A
   GPU rank's thread waits only where the trace shows it blocked: a synchronize call or a blocking copy (a
   `sync` node of the graph, held by the GPU op it waited for) or a c10d wait op;
-- an idle interval in which another host thread of the rank (one that launched GPU work: the autograd
-  thread) launches is **waiting for that thread** (backward() returns when the autograd thread is done): a
-  node of no duration held by that thread's last node in the interval (gap: the measured lag), after a node
-  at the interval's start that holds that thread's first node in it (the hand-off: backward() called), so
-  a faster host moves both. (Before, the step thread's time inside a `## backward ##` range was its work,
-  and the autograd thread's launches were held by nothing: a replay freed the first and kept the second
-  where it was measured.) That thread's gaps are split at its own idle intervals (host idle); the rest
-  is its work (``work_edge``);
+- an idle interval in which the rank's autograd thread (``_autograd_threads.sql``) launches is **waiting
+  for that thread** (backward() returns when it is done): a node at the interval's start hands it the work
+  (it holds that thread's first launch in the interval), a node at that thread's last op's end in the
+  interval releases the step thread, and what is left of the interval, neither thread running anything,
+  is host idle; a faster host moves all of them. That thread's gaps within a step are split at its own
+  idle intervals (host idle); the rest is its work (``work_edge``). (Before, the step thread's time inside
+  a `## backward ##` range was its work, and the autograd thread's launches were held by nothing: a replay
+  freed the first and kept the second where it was measured.);
 - any other idle interval is **host idle** (asleep, data loading, code the profiler does not record): a
   node whose duration is the interval;
 - the rest of the gap is the thread's **work** (its ops), kept as the edge's gap.
@@ -204,9 +204,8 @@ def split(run) -> Split:
     helper_chains = {(int(r), str(c)) for r, c in zip(l_rank, l_chain, strict=True) if main.get(int(r)) != c}
     helper_ops = {key: (l_ts[m], l_end[m]) for key in helper_chains
                   for m in [(l_rank == key[0]) & (l_chain == key[1])]}
-    helper = np.flatnonzero(~on_main & (rank >= 0) & np.isin(kind, ("call", "sync"))
-                            & np.array([(int(a), str(c)) in helper_chains for a, c in zip(rank, chain, strict=True)],
-                                       dtype=bool))
+    helper = np.flatnonzero(~on_main & (rank >= 0) & np.isin(kind, ("call", "sync")))  # (launches: the few)
+    helper = helper[np.array([(int(rank[i]), str(chain[i])) in helper_chains for i in helper], dtype=bool)]
 
     new_nodes = []  # (rank, step, kind, name, cause, ts, dur)
     new_edges = []  # (src, dst, kind, gap) with positions; new nodes at len(nid) + k
@@ -275,16 +274,12 @@ def split(run) -> Split:
                     new_edges.append((k, k + 1, "thread", 0))
                     prev, prev_end = k + 1, int(jb)
             elif (inside := helper[(rank[helper] == r) & (ts[helper] >= ja) & (ts[helper] + dur[helper] <= jb)]).size:
-                # another host thread of the rank works while this one runs nothing: it waits for that thread
-                # (backward() for the autograd thread), held by its last node in the interval (gap: the
-                # measured lag to the resume); made faster, that thread releases it sooner
+                # the autograd thread works while this one runs nothing: this one waits for it. It starts when
+                # this one hands it the work (backward() called): a node at the interval's start (what came
+                # before it is this thread's work, so the hand-off moves with it) holds that thread's first
+                # launch in the interval, not its own idling since its previous one (a step earlier)
                 w = inside[np.argmax(ts[inside] + dur[inside])]
                 done = int(ts[w] + dur[w])
-                # and that thread starts when this one hands it the work (backward() called): its first node
-                # in the interval is held by this thread's last node before it, not by its own idling since
-                # its previous node (a step earlier: that gap is not its work)
-                # (a node at the interval's start: what the step thread did before it is its work, which a
-                # faster host makes shorter, so the hand-off moves with it)
                 mine_t = inside[chain[inside] == chain[w]]
                 first = int(mine_t[np.argmin(ts[mine_t])])
                 c = str(chain[w])
@@ -397,8 +392,7 @@ def split(run) -> Split:
     work = (g.edge_kind == "thread") & all_main[g.src] & all_main[g.dst] & (g.kind[g.dst] != "transfer")
     # and the work of the rank's other host threads (the autograd thread's time between its launches: a late
     # rank's slower backward lies there, not on the step thread, which waits for it)
-    on_helper = np.zeros(n_all, dtype=bool)
-    on_helper[helper] = True
+    on_helper = np.concatenate([is_helper, np.zeros(n_new, dtype=bool)])
     on_helper[helper_new] = True
     work |= (g.edge_kind == "thread") & on_helper[g.src] & on_helper[g.dst] & (g.step[g.src] == g.step[g.dst])
     host = np.zeros(n_all, dtype=bool)

@@ -11,16 +11,13 @@
 -- The ops of those other host threads are rows too (their chain says whose): time inside none of them is
 -- that thread's host idle.
 -- @stage report
--- @uses steps, events, rank_clocks, _autograd_threads, _waited_in_ranges
+-- @uses steps, events, rank_clocks, _step_threads, _autograd_threads, _waited_in_ranges
 -- @column rank: global rank
 -- @column chain: the thread, as graph_nodes.chain names it (cpu/PID/TID): the step thread's, or another host thread's
 -- @column ts_ns: the op's start, ns (aligned clock)
 -- @column end_ns: the op's end, ns (aligned clock)
 -- @column leaf: no op of the thread is nested inside it
-WITH st AS (
-    SELECT DISTINCT s.rank, e.pid, e.tid
-    FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step),
+WITH st AS (SELECT * FROM _step_threads),
 all_ops AS (
     SELECT e.rank, e.event_index, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.name
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid

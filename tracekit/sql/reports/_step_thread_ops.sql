@@ -5,14 +5,11 @@
 -- waiting, not work), per step: what advise reads to say which op a late rank's extra work lies in
 -- ('host-bound in OP').
 -- @stage report
--- @uses steps, events, _host_blocked
+-- @uses steps, events, _step_threads, _host_blocked
 -- @column rank: global rank
 -- @column name: the op's name
 -- @column ms_per_step: time inside ops of that name less the thread's waiting in them, summed over the rank's profiled steps, over their number, ms
-WITH st AS (
-    SELECT DISTINCT s.rank, e.pid, e.tid
-    FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step),
+WITH st AS (SELECT * FROM _step_threads),
 n AS (SELECT rank, greatest(count(DISTINCT step), 1) AS steps FROM steps WHERE step IS NOT NULL GROUP BY rank),
 ops AS (
     SELECT e.rank, e.event_index, e.pid, e.tid, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.dur_ns

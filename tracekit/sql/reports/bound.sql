@@ -16,7 +16,7 @@
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, steps, events, _graph_calls, _host_blocked, _waited_in_ranges, gpu_kernels, _gpu_queued, _rank_waits
+-- @uses step_windows, step_breakdown, events, _step_threads, _graph_calls, _host_blocked, _waited_in_ranges, gpu_kernels, _gpu_queued, _rank_waits
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
@@ -37,9 +37,7 @@
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
               -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
               -- step thread waits in backward() without an op of its own)
-    SELECT DISTINCT s.rank, e.pid, e.tid
-    FROM steps s JOIN events e ON e.rank = s.rank AND e.ph = 'X' AND e.ts_ns = s.ts_ns
-                               AND e.name = 'ProfilerStep#' || s.step
+    SELECT * FROM _step_threads
     UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
     SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
