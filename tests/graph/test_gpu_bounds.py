@@ -444,6 +444,13 @@ def test_a_late_ranks_slower_autograd_thread_is_what_fixing_it_saves(tmp_path):
 
     from tracekit.commands.advise import advise
 
-    rows = advise(_ingest(tmp_path, {0: rank(False), 1: rank(True)})).to_pylist()
+    from tracekit.graph import counterfactual as cf
+
+    run = _ingest(tmp_path, {0: rank(False), 1: rank(True)})
+    rows = advise(run).to_pylist()
     (late,) = [f for f in rows if f["finding"].startswith("late rank")]
     assert late["finding"].startswith("late rank 1 ") and late["saving_ms"] == pytest.approx(0.400, abs=1e-3)
+    # rank 0 keeps its own pace: its thread issues its last work (add_ to 355) no sooner than measured
+    sp = cf.split(run)
+    dur, gap = cf.ranks_at_pace(sp, [1])
+    assert cf.thread_bound_violations(sp, sp.replay(durations=dur, gaps=gap), fixed=[1]) == []
