@@ -443,7 +443,6 @@ def test_a_late_ranks_slower_autograd_thread_is_what_fixing_it_saves(tmp_path):
         return e + kernel(NCCL, res + 3, 720 - res - 3, stream=20, launch=(res + 1, 1), **args)
 
     from tracekit.commands.advise import advise
-
     from tracekit.graph import counterfactual as cf
 
     run = _ingest(tmp_path, {0: rank(False), 1: rank(True)})
