@@ -1,6 +1,7 @@
 """-o FILE in folders that are not there yet: made, as ingest -o makes its own; an output that cannot be
 written is one line, before any work (issue 20, item 13)."""
 
+import json
 import os
 
 import pytest
@@ -85,3 +86,33 @@ def test_output_in_a_folder_it_cannot_write_is_one_line(run, capsys, args):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {_out(argv)}: cannot write it (") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".md", ".parquet", ".txt"])
+def test_output_format_follows_the_file_name(run, tmp_path, suffix):
+    """-o rows.csv writes csv (as -o in pandas' and DuckDB's COPY reads the name) unless --format says
+    otherwise; a name with no format of its own gets the table. Expected bytes: each format's own
+    spelling of the one row `SELECT 1 AS one`."""
+    out = tmp_path / f"rows{suffix}"
+    assert main(["sql", str(run), "SELECT 1 AS one", "-o", str(out)]) == 0
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+        assert pq.read_table(out).to_pylist() == [{"one": 1}]
+        return
+    text = out.read_text()
+    if suffix == ".csv":
+        assert text.splitlines() == ["one", "1"]
+    elif suffix == ".json":
+        assert json.loads(text) == [{"one": 1}]
+    elif suffix == ".md":
+        assert text.splitlines()[0].replace(" ", "") == "|one|"
+    else:
+        assert "one" in text and "|one|" not in text.replace(" ", "") and text.strip() != "one\n1"
+
+
+def test_an_explicit_format_wins_over_the_file_name(run, tmp_path):
+    out = tmp_path / "rows.csv"
+    assert main(["sql", str(run), "SELECT 1 AS one", "--format", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text()) == [{"one": 1}]
+    assert main(["sql", str(run), "SELECT 1 AS one", "-o", str(out), "--format", "json"]) == 0
+    assert json.loads(out.read_text()) == [{"one": 1}]

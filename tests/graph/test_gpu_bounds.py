@@ -200,6 +200,9 @@ def test_waiting_at_collectives_is_unknown_where_no_collective_matched_not_none(
     bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
     assert {r: (b["wait_ms"], b["wait_pct"], b["clean_collectives_pct"]) for r, b in bound.items()} == \
         {0: (None, None, 0.0), 1: (None, None, 0.0)}
+    # breakdown says so too (it printed 0): the allreduce kernels' time, waiting included, is comm_part_ms
+    rows = tracekit.report(run, "breakdown").to_pylist()
+    assert rows and all(r["wait_ms"] is None for r in rows), rows
     top = advise(run).to_pylist()[0]
     assert top["finding"].startswith("host-bound on every rank"), top
     assert "waiting at collectives unknown: no collective of ranks 0, 1 matched cleanly" in top["evidence"]
@@ -214,6 +217,7 @@ def test_waiting_at_collectives_is_measured_where_every_collective_matched(tmp_p
     run = host_bound_job(tmp_path)
     bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
     assert all(b["clean_collectives_pct"] == 100.0 and b["wait_ms"] is not None for b in bound.values())
+    assert all(r["wait_ms"] is not None for r in tracekit.report(run, "breakdown").to_pylist())
     top = advise(run).to_pylist()[0]
     assert "waiting at collectives unknown" not in top["evidence"] and top["confidence"] == "high"
 

@@ -35,7 +35,7 @@ def diff_cmd(run_a, run_b, steps_by, only, fmt, output):
       tracekit diff examples/traces/ddp examples/traces/fsdp --only collectives --format csv
     """
     if only is None and (fmt in ("csv", "parquet") or chosen_columns()):
-        what = "--columns" if chosen_columns() else f"--format {fmt}"
+        what = "--columns" if chosen_columns() else f"--format {fmt}" + (f" (from -o {output})" if output else "")
         raise UsageError(f"{what} takes one table: add --only collectives or --only steps")
     tables = tracekit.diff(run_a, run_b, steps_by=steps_by)
     if only is not None:

@@ -36,9 +36,26 @@ def output_options(f):
     f = click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
                      callback=lambda _ctx, _param, value: value if value is None else check_output(value),
                      help="Write to this file instead of stdout (its missing folders are made).")(f)
-    f = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                     help="Output format; json is a list of row objects.")(f)
+    f = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, callback=_format,
+                     help="Output format; json is a list of row objects. Default: from -o's suffix (.csv, .json, "
+                          ".md, .parquet), else table.")(f)
     return f
+
+
+SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown", ".parquet": "parquet"}
+
+
+def format_for(output: str | None) -> str:
+    """The format an output file's name asks for (``-o rows.csv``: csv); table for stdout or another name."""
+    if output is None:
+        return "table"
+    return SUFFIX_FORMATS.get(os.path.splitext(output)[1].lower(), "table")
+
+
+def _format(ctx, _param, value):
+    # click processes the options given on the command line first, in their order, so -o is known here
+    # unless it comes after an explicit --format (then value is not None)
+    return value if value is not None else format_for(ctx.params.get("output"))
 
 
 class RunPath(click.Path):
