@@ -24,3 +24,10 @@ def ranges(numbers) -> str:
             out.append(str(lo) if lo == n else f"{lo}, {n}" if n == lo + 1 else f"{lo}-{n}")
             lo = None
     return ", ".join(out)
+
+
+def ranks_named(ranks) -> str:
+    """'rank 3' or 'ranks 0, 1' / 'ranks 0-7': the word before a list of ranks already written as text
+    (``ranges``), singular where it names one rank."""
+    text = str(ranks).strip()
+    return f"rank {text}" if text.isdigit() else f"ranks {text}"

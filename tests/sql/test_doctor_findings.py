@@ -116,3 +116,16 @@ def test_a_trace_cut_short_and_cuda_graphs(tmp_path):
     assert f["trace cut short"]["finding"] == "2 GPU kernels were launched after the last ProfilerStep ended"
     assert (f["CUDA graphs"]["severity"], f["CUDA graphs"]["ranks"]) == ("info", "1,2")
     assert f["CUDA graphs"]["finding"] == "5 cudaGraphLaunch calls: their kernels share one launch"
+
+
+def test_a_trace_with_no_event_is_said(tmp_path):
+    """Rank 1's file holds `"traceEvents": []` (a profiler stopped before its active steps): it ingested with
+    0 events and no word. doctor names that rank, alone (rank 0 has its step and kernel), and not also under
+    'no ProfilerStep' (a trace with nothing in it lacks that first)."""
+    run = ingest(tmp_path, {0: ([step(1, 0, 100)] + kernel("gemm", 10, 20), dist(0, world=2)),
+                            1: ([], dist(1, world=2))})
+    f = findings(run)
+    assert (f["no events"]["severity"], f["no events"]["ranks"]) == ("warning", "1")
+    assert f["no events"]["finding"] == ("1 rank's trace holds no event (traceEvents empty): nothing of it can be "
+                                         "measured")
+    assert "no ProfilerStep" not in f

@@ -19,7 +19,7 @@ from ..analytic.links import nvlink_gbps
 from ..comms.buckets import human_bytes
 from ..errors import TracekitError
 from ..table_meta import FIRST_KEY, NOTE_KEY
-from ..words import plural
+from ..words import plural, ranks_named
 
 BUCKET = 25 * 2**20  # DDP's default bucket_cap_mb, the coalescing target
 LATENCY_MSG = 256 * 2**10  # messages this small are timed by NCCL's latency, not by bandwidth
@@ -117,7 +117,7 @@ def comm_findings(run, rp, laws: dict, step_ms: float) -> list[dict]:
             conf = "low"
             notes.append("no clean matched instance: kernel time, waiting included, stands for the transfer")
         where = (f"group {g['group_label']} ({role}{', ' + link_kind if link_kind else ''}), {coll}, "
-                 f"ranks {g['ranks']}")
+                 f"{ranks_named(g['ranks'])}")
         evidence = (f"exposed {_ms(exposed)} of {_ms(transfer)} transfer per step; "
                     f"{plural(round(n), 'collective', 'collectives')} of "
                     f"{human_bytes(int(msg)) if msg else 'unknown size'} mean"
@@ -206,7 +206,7 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
         unmatched = ("; no clean matched instance: kernel time, the waiting for other ranks included, stands for "
                      "the transfer" if g["transfer_ms"] is None else "")
         out.append(_finding(
-            f"exposed communication: {coll}", f"group {g['group_label']} ({shown}), {coll}, ranks {g['ranks']}",
+            f"exposed communication: {coll}", f"group {g['group_label']} ({shown}), {coll}, {ranks_named(g['ranks'])}",
             f"exposed {_ms(exposed)} per step (tracekit report RUN exposed){unmatched}; replayed with its transfers "
             "hidden the step ends no sooner: no saving is claimed",
             None, NO_ESTIMATE.get(kind, "tracekit timeline RUN: see what runs beside it"), "low",
@@ -300,7 +300,7 @@ def _steps_text(run) -> str:
 def hygiene_findings(run) -> list[dict]:
     from ..reports import get
 
-    return [_finding(f"trace hygiene: {r['check']}", f"ranks {r['ranks']}" if r["ranks"] else "the run",
+    return [_finding(f"trace hygiene: {r['check']}", ranks_named(r["ranks"]) if r["ranks"] else "the run",
                      r["finding"], None, r["fix"], "-", "sql/reports/doctor.sql")
             for r in get("doctor").run(run).to_pylist() if r["severity"] in ("warning", "error")]
 

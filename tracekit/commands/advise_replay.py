@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import TracekitError
 from ..graph import counterfactual as cf
 from ..graph.split import split
-from ..words import plural, ranges
+from ..words import plural, ranges, ranks_named
 
 SQL = ("sql/reports/_advise_cpu_leaves.sql; sql/reports/_advise_transfers.sql "
        "(graph_nodes, graph_edges: the replay, graph/counterfactual.py)")
@@ -306,7 +306,7 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
                         f"of overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner")
             conf = "medium"
         out.append(_finding(f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
-                            f"{grp['collective']}, ranks {ranks}", evidence, hidden, change, conf))
+                            f"{grp['collective']}, {ranks_named(ranks)}", evidence, hidden, change, conf))
         out[-1]["group"] = (grp["group_label"], grp["collective"])
     return out
 

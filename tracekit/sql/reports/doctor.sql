@@ -11,7 +11,7 @@
 -- @column ranks: the ranks concerned, comma-separated, every one (empty when the run as a whole)
 -- @column finding: what was found, with counts
 -- @column fix: what to do about it
-WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns FROM traces),
+WITH tr AS (SELECT rank, world_size, schema_version, backend, nccl_version, gpu_name, base_time_ns, event_count FROM traces),
 -- the PyTorch versions the ranks record, read out of their metadata once at ingest (trace_versions)
 torch AS (SELECT count(DISTINCT pytorch_version) AS n FROM trace_versions),
 world AS (SELECT max(world_size) AS n FROM tr),
@@ -106,10 +106,17 @@ findings AS (
            'profile the same steps on every rank (one torch.profiler.schedule for all)'
     FROM step_sets, usual WHERE step_sets.steps NOT IN ('', usual.steps) HAVING count(*) > 0
     UNION ALL
+    SELECT 'no events', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{} no event (traceEvents empty): nothing of {} can be measured',
+                  tk_plural(count(*), 'rank''s trace holds', 'ranks'' traces hold'), tk_word(count(*), 'it', 'them')),
+           'check that the profiler recorded an active step (torch.profiler.schedule''s active > 0, prof.step() called '
+           'in the loop) and that the file is the trace it wrote'
+    FROM tr WHERE event_count = 0 HAVING count(*) > 0
+    UNION ALL
     SELECT 'no ProfilerStep', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{} no ProfilerStep: per-step figures are all step -1', tk_plural(count(*), 'rank has', 'ranks have')),
            'profile with torch.profiler.schedule and call prof.step() once per training step'
-    FROM step_sets WHERE steps = '' HAVING count(*) > 0
+    FROM step_sets WHERE steps = '' AND rank NOT IN (SELECT rank FROM tr WHERE event_count = 0) HAVING count(*) > 0
     UNION ALL
     SELECT 'no message sizes', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{:,} of {} {} no size (bytes and busbw NULL)', sum(unsized), tk_plural(sum(n), 'collective', 'collectives'),
