@@ -119,3 +119,20 @@ def test_report_buckets_apply_to_a_run_and_to_a_path(one_rank):
     assert buckets(one_rank, None) == ["256 KiB–512 KiB"]
     assert buckets(one_rank, "64KiB,1MiB") == buckets(one_rank.directory, [65536, 1048576]) == ["64 KiB–1 MiB"]
     assert buckets(one_rank, None) == ["256 KiB–512 KiB"]
+
+
+def test_advise_note_follows_its_findings_in_one_stream(tmp_path):
+    """`tracekit advise RUN 2>&1` (a terminal shows both streams so): the note about the savings (stderr) came
+    before the findings it is about (stdout); now after the last one."""
+    import subprocess
+    import sys
+
+    from tests.graph.test_gpu_bounds import host_bound_job
+
+    run = host_bound_job(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "tracekit.cli.main", "advise", run.version], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout
+    text = p.stdout
+    assert text.index("advise — ranked findings") < text.index("host-bound on every rank") \
+        < text.index("each saving is the replay as is minus"), text

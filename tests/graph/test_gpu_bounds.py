@@ -96,6 +96,8 @@ def test_a_host_bound_job_is_named_so_first(tmp_path):
     run = host_bound_job(tmp_path)
     bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
     assert {r: b["bound"] for r, b in bound.items()} == {0: "host", 1: "host", 2: "host"}
+    # one thread per rank runs the ops: advise names no autograd thread (it named one on every GPU job)
+    assert "the step thread busy with its own ops" in advise(run).to_pylist()[0]["evidence"]
     # ranks 0, 1: ops 10 x 49 + 5 + 10 x 39 + 5 = 890 us busy; the step's window runs to the end of the
     # last GPU op it launched (allreduce 2, at 1028): 138 us idle
     assert bound[0]["timeline_ms"] == pytest.approx(1.028, abs=1e-6)
@@ -356,6 +358,10 @@ def test_a_range_the_thread_waits_in_for_the_autograd_thread_is_not_its_work(tmp
     assert b["gpu_busy_ms"] == pytest.approx(0.530, abs=1e-6)
     assert b["gpu_queued_ms"] == pytest.approx(0.0, abs=1e-6)
     assert b["bound"] == "host idle"
+    # advise's evidence names both threads whose ops are the host's busy time (49 %)
+    from tracekit.commands.advise import advise
+    top = advise(run).to_pylist()[0]
+    assert "its host threads (the step thread, the autograd thread) busy with their ops 49 %" in top["evidence"], top
 
 
 def test_the_step_thread_waits_for_the_autograd_thread_and_hands_it_the_backward(tmp_path):

@@ -49,7 +49,7 @@ def advise_cmd(run, show_sql, fmt, output):
 
 
 def _print_blocks(table, title, output) -> None:
-    """The findings as blocks (render.findings) on stdout or in ``output``; the note (the step they are
+    """The findings as blocks (render.findings) on stdout or in ``output``; then the note (the step they are
     per, how the savings combine, what was not found) on stderr, wrapped to the terminal."""
     import shutil
     import sys
@@ -59,15 +59,16 @@ def _print_blocks(table, title, output) -> None:
     from ..render.findings import print_findings
     from ..table_meta import note_of
 
+    if output is None:
+        print_findings(table, title)
+        sys.stdout.flush()  # the note follows the findings on a terminal that shows both streams
+    else:
+        from rich.console import Console
+
+        from ..render.target import target
+        with target(output, binary=False) as f:
+            print_findings(table, title, Console(file=f, width=100))
     note = note_of(table)
     if note:
         width = shutil.get_terminal_size((80, 24)).columns if sys.stderr.isatty() else 100
         print(textwrap.fill(safe_text(note), width=max(40, width)), file=sys.stderr)
-    if output is None:
-        print_findings(table, title)
-        return
-    from rich.console import Console
-
-    from ..render.target import target
-    with target(output, binary=False) as f:
-        print_findings(table, title, Console(file=f, width=100))

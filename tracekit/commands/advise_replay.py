@@ -230,7 +230,9 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         "the rank" if n_all == 1 else f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)} of {n_all}")
     mine_gpu = [o for o in (per[r] for r in ranks) if o["gpu_busy_ms"] is not None]
     gpus = f"GPUs busy {pct('gpu_busy_ms', mine_gpu):.0f} %" if mine_gpu else "no GPU: CPU training"
-    host = "its host threads (the step thread, the autograd thread) busy with their ops" if gpu else \
+    autograd = gpu and bool(run.sql("SELECT 1 FROM _autograd_threads WHERE rank IN (SELECT unnest($r)) LIMIT 1",
+                                    {"r": ranks}).num_rows)
+    host = "its host threads (the step thread, the autograd thread) busy with their ops" if autograd else \
         "the step thread busy with its own ops"
     evidence = (f"of the step ({where}): {host} {pct('host_busy_ms', mine):.0f} %, "
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
