@@ -141,3 +141,31 @@ def test_a_forked_child_keeps_no_part_waiting(tmp_path):
         assert time.monotonic() - start < 2.5 and reader.stdout.read() == "released\n"
     finally:
         os.waitpid(pid, 0)
+
+
+def test_the_gate_runs_without_site_packages_and_then_runs_the_part(tmp_path):
+    """The handler starts part_gate.py in an interpreter without site-packages (-S: about a tenth of the
+    part's own start-up CPU, beside the training), and the gate execs the part once released. Here the
+    'part' says which interpreter ran it: the same process (its pid), with site-packages (no_site 0)."""
+    import subprocess
+    import sys
+
+    gate = os.path.join(os.path.dirname(part_gate.__file__), "part_gate.py")
+    p = subprocess.Popen([sys.executable, "-S", gate, sys.executable, "-c",
+                          "import os, sys; print(os.getpid(), sys.flags.no_site)"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate("", timeout=60)  # its stdin closed: released (wait_for_parts)
+    assert (p.returncode, err) == (0, "")
+    assert out.split() == [str(p.pid), "0"]
+
+
+def test_a_gate_that_cannot_start_the_part_says_so(tmp_path):
+    import subprocess
+    import sys
+
+    gate = os.path.join(os.path.dirname(part_gate.__file__), "part_gate.py")
+    missing = str(tmp_path / "no-python")
+    p = subprocess.run([sys.executable, "-S", gate, missing], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr == f"tracekit: the rank part was not started: {missing}: No such file or directory\n"
