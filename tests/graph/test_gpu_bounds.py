@@ -463,3 +463,42 @@ def test_a_late_ranks_slower_autograd_thread_is_what_fixing_it_saves(tmp_path):
     sp = cf.split(run)
     dur, gap = cf.ranks_at_pace(sp, [1])
     assert cf.thread_bound_violations(sp, sp.replay(durations=dur, gaps=gap), fixed=[1]) == []
+
+
+def _device_sync_job(tmp_path):
+    """Two identical ranks, three steps of 1000 us (c = the step's start; times in us). The step thread:
+    c10d::allreduce_ [c+1, c+6) launches the all-reduce at c+4 on stream 20 (both ranks arrive at c+10: it
+    runs [c+10, c+700), a clean 690 us transfer); aten::mm [c+6, c+12) launches GEMM 1 at c+8 on stream 7
+    ([c+12, c+412)); cudaStreamWaitEvent at c+400 (stream 7 waits for the all-reduce); aten::mm [c+402,
+    c+410) launches GEMM 2 at c+405 on stream 7 ([c+700, c+900): after the all-reduce); aten::add [c+410,
+    c+420) launches an elementwise kernel at c+412 on stream 30 ([c+420, c+700)); cudaDeviceSynchronize
+    [c+420, c+905)."""
+    args = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+            "Group size": 2, "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": "[0, 1]"}
+    evs = []
+    for s in (1, 2, 3):
+        c = 1000 * (s - 1)
+        evs += [step(s, c, 1000), cpu_op("c10d::allreduce_", c + 1, 5)]
+        evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", c + 10, 690, stream=20, launch=(c + 4, 1), **args)
+        evs += [cpu_op("aten::mm", c + 6, 6)] + kernel("ampere_sgemm_128x64_nn", c + 12, 400, launch=(c + 8, 1))
+        evs += [cpu_op("cudaStreamWaitEvent", c + 400, 1, cat="cuda_runtime"), cpu_op("aten::mm", c + 402, 8)]
+        evs += kernel("ampere_sgemm_128x64_nn", c + 700, 200, launch=(c + 405, 1))
+        evs += [cpu_op("aten::add", c + 410, 10)]
+        evs += kernel("elementwise_kernel", c + 420, 280, stream=30, launch=(c + 412, 1))
+        evs += [cpu_op("cudaDeviceSynchronize", c + 420, 485, cat="cuda_runtime")]
+    return _ingest(tmp_path, {0: evs, 1: [dict(e) for e in evs]})
+
+
+def test_a_device_synchronize_waits_for_every_stream(tmp_path):
+    """_device_sync_job's all-reduce hidden: GEMM 2 runs right after GEMM 1, [c+412, c+612), but the
+    elementwise kernel on stream 30 still runs to c+700, and cudaDeviceSynchronize waits for every stream:
+    the step ends 900 - 700 = 200 us sooner. The graph held the synchronize by the op that ended last
+    (GEMM 2) alone, so the replay ended it at c+612: 288 us. Exposed, the all-reduce runs with no compute
+    only in [c+10, c+12) and [c+412, c+420): 10 us a step, which the finding says the saving exceeds."""
+    from tracekit.commands.advise import advise
+
+    run = _device_sync_job(tmp_path)
+    (comm,) = [f for f in advise(run).to_pylist() if f["finding"] == "exposed communication: allreduce"]
+    assert comm["saving_ms"] == pytest.approx(0.200, abs=1e-6), comm
+    assert "more than its exposed 0.010 ms per rank and step" in comm["evidence"], comm

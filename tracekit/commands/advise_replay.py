@@ -283,8 +283,12 @@ def _waiting(rows: list[dict], pct) -> str:
     return f"waiting at collectives {pct('wait_ms', rows):.0f} % (tracekit report RUN bound)"
 
 
-def comm_group_findings(sp, rp, step: float) -> list[dict]:
+def comm_group_findings(sp, rp, step: float, exposed: dict | None = None) -> list[dict]:
+    """A finding per group and collective whose transfers, hidden in the replay, end the step sooner.
+    ``exposed``: {(group_label, collective): exposed ms per rank and step} (_advise_comm.sql), to say where
+    the replay's saving exceeds it and why."""
     out = []
+    exposed = exposed or {}
     for gi, grp in enumerate(sp.groups):
         hidden = step - cf.job_step_ms(sp.replay(durations=cf.comm_changed(sp, gi, "hidden")))
         if hidden <= 0.001:
@@ -292,7 +296,7 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
         rank0 = min(grp["ranks"])
         role, how = _role(rp, rank0, grp)
         shown = f"{role}, {how}" if how else "role unknown: the trace and config do not say"
-        ranks = ",".join(map(str, sorted(grp["ranks"])))
+        ranks = ranges(grp["ranks"])
         change = CHANGE.get(role, CHANGE["unknown"])
         if grp.get("unmatched"):
             evidence = (f"replayed with its kernels of no duration the step ends {hidden:,.3f} ms sooner: an upper "
@@ -307,6 +311,12 @@ def comm_group_findings(sp, rp, step: float) -> list[dict]:
             evidence = (f"replayed with its transfers hidden the step ends {hidden:,.3f} ms sooner (an upper bound "
                         f"of overlapping it); at the group's best measured bus bandwidth, {best:,.3f} ms sooner")
             conf = "medium"
+        ex = exposed.get((grp["group_label"], grp["collective"]))
+        if ex is not None and hidden > 1.1 * ex + 0.001:  # two figures of one transfer that differ: why
+            evidence += (f"; more than its exposed {ex:,.3f} ms per rank and step (tracekit report RUN exposed: the "
+                         "time it runs with no compute on its rank): hidden, it also stops holding up the work "
+                         "that waits for it (the ops after it on its thread or stream, the other ranks at their "
+                         "next collective)")
         out.append(_finding(f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
                             f"{grp['collective']}, {ranks_named(ranks)}", evidence, hidden, change, conf))
         out[-1]["group"] = (grp["group_label"], grp["collective"])
@@ -332,7 +342,11 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     step = cf.job_step_ms(base)
     late = late_finding(run, sp, step)
     bound, kind, per = bound_finding(run, sp, step)
-    rest = late + comm_group_findings(sp, rp, step)
+    from .. import sql_files as _sql
+
+    exposed = {(g["group_label"], g["collective"]): g["exposed_ms"]
+               for g in run.sql(_sql.load("reports", "_advise_comm").text).to_pylist()}
+    rest = late + comm_group_findings(sp, rp, step, exposed)
     covered = {"ranks": set(late[0]["ranks"]) if late else set(), "groups": {f["group"] for f in rest if "group" in f}}
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
     # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU

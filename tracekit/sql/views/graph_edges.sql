@@ -11,7 +11,8 @@
 --           the edge from its previous node)
 --   stream: consecutive ops of a GPU stream; gap 0
 --   launch: a runtime call -> the GPU op of its correlation id; gap minus the call's duration (from the call's start)
---   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0
+--   sync:   the GPU op a blocking call waited for -> the call's wait; gap 0. A device-wide synchronize
+--           waits for the last op (by the call's end, launched before it) of every stream of its device
 --   wait:   cross-stream. Where a rank's trace has cuda_sync 'Stream Wait Event's (recorded with
 --           enable_cuda_sync_events), from them: the first op of the waiting stream launched after the wait
 --           call (correlation ids) waits for the last op of wait_on_stream launched before the cudaEventRecord
@@ -108,7 +109,20 @@ enqueued AS (  -- a Gloo op on a worker thread follows the rank's step thread: i
     WHERE n.kind IN ('arrive', 'gloo') AND n.chain LIKE 'cpu/%'
       AND n.chain NOT IN (SELECT chain FROM main WHERE main.rank = n.rank)),
 last_part AS (SELECT node_id, rank, event_index, max(part) OVER (PARTITION BY rank, event_index) AS top, part
-              FROM nodes WHERE kind <> 'hub')
+              FROM nodes WHERE kind <> 'hub'),
+-- a device-wide synchronize (cudaDeviceSynchronize, cuCtxSynchronize, their HIP twins) waits for every
+-- stream: on each stream of the rank's device, the op that ended last by the call's end, launched before
+-- the call began (_graph_calls gives one op, the last to end: a device sync then seemed to wait for one
+-- stream, and hiding that stream's work freed it while another stream still ran)
+device_syncs AS (SELECT rank, event_index, ts_ns, end_ns FROM _graph_calls
+                 WHERE wait_index IS NOT NULL AND (name ILIKE '%DeviceSynchronize%' OR name ILIKE '%CtxSynchronize%')),
+sync_streams AS (SELECT d.*, s.device, s.stream FROM device_syncs d
+                 JOIN (SELECT DISTINCT rank, device, stream FROM gpu_kernels) s ON s.rank = d.rank),
+device_waited AS (
+    SELECT d.rank, d.event_index, g.event_index AS src_index
+    FROM sync_streams d ASOF JOIN (SELECT rank, device, stream, end_ns, event_index, launch_ts_ns FROM gpu_kernels) g
+         ON g.rank = d.rank AND g.device = d.device AND g.stream = d.stream AND d.end_ns >= g.end_ns
+    WHERE g.launch_ts_ns < d.ts_ns)
 SELECT src, dst, CASE WHEN chain LIKE 'cpu/%' THEN 'thread' ELSE 'stream' END AS kind,
        CASE WHEN chain LIKE 'cpu/%' AND NOT (part = 1 AND kind IN ('sync', 'transfer')) THEN gap ELSE 0 END AS gap_ns
 FROM threaded
@@ -120,8 +134,10 @@ UNION ALL
 SELECT l.rank * 1099511627776 + l.call_index * 4, l.rank * 1099511627776 + l.event_index * 4, 'launch', -n.dur_ns
 FROM launched l JOIN nodes n ON n.node_id = l.rank * 1099511627776 + l.call_index * 4
 UNION ALL
-SELECT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
-FROM _graph_calls c JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
+SELECT DISTINCT p.node_id, c.rank * 1099511627776 + c.event_index * 4 + 1, 'sync', 0
+FROM (SELECT rank, event_index, wait_index FROM _graph_calls
+      UNION ALL SELECT rank, event_index, src_index FROM device_waited) c
+JOIN last_part p ON p.rank = c.rank AND p.event_index = c.wait_index AND p.part = p.top
 UNION ALL
 SELECT DISTINCT p.node_id, w.rank * 1099511627776 + w.event_index * 4, 'wait', 0
 FROM (SELECT rank, event_index, src_index FROM waited UNION ALL SELECT * FROM recorded_waits) w
