@@ -502,3 +502,43 @@ def test_a_device_synchronize_waits_for_every_stream(tmp_path):
     (comm,) = [f for f in advise(run).to_pylist() if f["finding"] == "exposed communication: allreduce"]
     assert comm["saving_ms"] == pytest.approx(0.200, abs=1e-6), comm
     assert "more than its exposed 0.010 ms per rank and step" in comm["evidence"], comm
+
+
+def _slow_launch_job(tmp_path):
+    """One rank, three steps of 320 us (c = the step's start; us). Ten aten::mm ops [c+30i, c+30i+30), each
+    calling cudaLaunchKernel [c+30i+3, c+30i+23) (20 us: a slow launch) of a 12 us GEMM that runs
+    [c+30i+25, c+30i+37); cudaStreamSynchronize [c+300, c+312) (the last GEMM ends at c+307); nothing
+    [c+312, c+320). Between GEMMs the GPU idles 18 us [c+30i+37, c+30i+55) while the next launch call,
+    begun at c+30i+33, is still running: the host's latency, not a queued op."""
+    evs = []
+    for s in (1, 2, 3):
+        c = 320 * (s - 1)
+        evs.append(step(s, c, 320))
+        for i in range(10):
+            t = c + 30 * i
+            k, rt = kernel("ampere_sgemm_128x64_nn", t + 25, 12, launch=(t + 3, 1))
+            rt["dur"] = 20
+            evs += [cpu_op("aten::mm", t, 30), k, rt]
+        evs.append(cpu_op("cudaStreamSynchronize", c + 300, 12, cat="cuda_runtime"))
+    return _ingest(tmp_path, {0: evs})
+
+
+def test_a_launch_still_running_when_the_gpu_goes_idle_is_the_hosts(tmp_path):
+    """_slow_launch_job: the thread runs its ops 300 of every 320 us (94 %), the GPU 120 (38 %), and no GPU
+    idle has its next op queued (each launch call returns during the idle): host-bound, gpu_queued_ms 0.
+    (The rule counted a launch call begun before the idle as queued: 9 x 18 us a step, and the bound read
+    'dependency', 'a faster host would not shorten the step'.) With the host free (ops and calls of no
+    length; the 8 us after the synchronize is the thread's own time, under the 50 us that makes an idle
+    interval): every call at the step's start, the first GEMM 2 us after its call (the latency after the
+    call's return, kept), the ten back to back [2, 122), the synchronize's measured 5 us after the last one:
+    127 us, 320 - 127 = 193 us sooner. (The launch edge ran from the call's start, so the GPU's 18 us
+    between GEMMs was kept as unexplained stream slack: 0.057 ms.)"""
+    from tracekit.commands.advise import advise
+
+    run = _slow_launch_job(tmp_path)
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert (b["bound"], b["host_busy_ms"], b["gpu_busy_ms"], b["gpu_queued_ms"]) == \
+        ("host", pytest.approx(0.900), pytest.approx(0.360), pytest.approx(0.0, abs=1e-9))
+    top = advise(run).to_pylist()[0]
+    assert top["finding"] == "host-bound on the rank (GPUs busy 38 %)", top
+    assert top["saving_ms"] == pytest.approx(0.193, abs=1e-6), top

@@ -64,9 +64,11 @@ def test_a_counterfactual_moves_what_depends_on_it(tmp_path):
     gaps[e] = -500  # from the call's end: the op starts with its call (40.5 us)
     cf = r.counterfactual(gaps=gaps)
     steps = {row["rank"]: row["replayed_ms"] for row in cf.steps().to_pylist()}
-    # the last arrival is now rank 0 at 41: transfers [41, 56); rank 1's tail gemm [56, 96); its step
-    # ends with its CPU at 100: 95 us; ranks 0 and 2 end with their CPU steps as before
-    assert steps == {0: pytest.approx(0.100), 1: pytest.approx(0.095), 2: pytest.approx(0.092)}
+    # the last arrival is now rank 0 at 41: transfers [41, 56); rank 1's tail gemm waits for them and for its
+    # launch call, which it started after in the trace (the call [60, 60.5) returned before the gemm began:
+    # graph_edges' launch rule), so it runs [60.5, 100.5): rank 1's step [5, 100.5), 95.5 us; ranks 0 and 2
+    # end with their CPU steps as before
+    assert steps == {0: pytest.approx(0.100), 1: pytest.approx(0.0955), 2: pytest.approx(0.092)}
 
 
 def test_critical_path_rows_by_hand(tmp_path):

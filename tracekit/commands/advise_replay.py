@@ -237,8 +237,8 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
     evidence = (f"of the step ({where}): {host} {pct('host_busy_ms', mine):.0f} %, "
                 f"blocked (synchronize, wait) {pct('host_blocked_ms', mine):.0f} %, idle "
                 f"{pct('host_idle_ms', mine):.0f} %; "
-                + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, idle with its next op launched before the "
-                   f"idle began {pct('gpu_queued_ms', mine):.0f} %, " if gpu else "")
+                + (f"the GPU busy {pct('gpu_busy_ms', mine):.0f} %, idle with its next op already queued (its "
+                   f"launch returned) {pct('gpu_queued_ms', mine):.0f} %, " if gpu else "")
                 + _waiting(mine, pct))
     name, change = BOUND[kind]
     title = f"{name} on {where} ({gpus})"
@@ -246,14 +246,15 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
     if kind == "host" and gpu:
         dur, gap = cf.host_free(sp, ranks)
         saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
-        evidence += (f"; replayed with their host work and launches free, the job's step ends {saving:,.3f} ms "
-                     "sooner: an upper bound of what a faster host (fewer launches) saves")
+        evidence += ("; replayed with their host work and launches free, the job's step ends "
+                     + (f"{saving:,.3f} ms sooner: an upper bound of what a faster host (fewer launches) saves"
+                        if saving > 0.0005 else _paced_by(per, ranks)))
     elif kind == "host idle":
         dur = sp.graph.dur_ns.copy()
         dur[sp.host_idle & np.isin(sp.graph.rank, np.asarray(ranks, dtype=np.int64))] = 0
         saving = step - cf.job_step_ms(sp.replay(durations=dur))
-        evidence += (f"; replayed with their host idle gone, the job's step ends {saving:,.3f} ms sooner: an upper "
-                     "bound")
+        evidence += ("; replayed with their host idle gone, the job's step ends "
+                     + (f"{saving:,.3f} ms sooner: an upper bound" if saving > 0.0005 else _paced_by(per, ranks)))
     elif kind == "host":  # CPU training: the host is the compute; no counterfactual of the trace sizes it
         change = ("the step is the CPU's own work (CPU training): more cores per rank, fewer ranks per host, or a "
                   "GPU")
@@ -265,6 +266,20 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
                  ("high" if len(ranks) == n_all else "medium") if sure else "low", BOUND_SQL)
     f["bound"], f["ranks"] = kind, ranks
     return [f], kind, per
+
+
+def _paced_by(per: dict, ranks: list[int]) -> str:
+    """Why freeing ``ranks``' host saves nothing: the other ranks, with their bounds, set the job's pace."""
+    others = sorted(set(per) - set(ranks))
+    if not others:
+        return "no sooner"
+    by: dict[str, list[int]] = {}
+    for r in others:
+        by.setdefault(str(per[r]["bound"]), []).append(r)
+    kinds = "; ".join(f"{k}: {ranges(rs)}" if len(by) > 1 else k for k, rs in sorted(by.items()))
+    one = len(others) == 1
+    return (f"no sooner: {ranks_named(ranges(others))} (bound: {kinds}) set{'s' if one else ''} its pace "
+            f"({'its finding' if one else 'their findings'} below)")
 
 
 def _waiting(rows: list[dict], pct) -> str:

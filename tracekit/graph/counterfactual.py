@@ -284,6 +284,10 @@ def host_free(sp: Split, ranks, durations=None, gaps=None):
     cpu_edge = (g.edge_kind == "thread") & mine[g.dst] & (g.kind[g.dst] != "transfer")
     gap[cpu_edge] = np.minimum(gap[cpu_edge], 0)
     dur[mine & (g.kind == "call")] = 0
+    # a launch of no duration: its op starts no sooner than the call (a negative gap let an op that started
+    # before its call returned start before the call itself), its latency after the call kept
+    launch = (g.edge_kind == "launch") & mine[g.dst]
+    gap[launch] = np.maximum(gap[launch], 0)
     return dur, gap
 
 

@@ -25,7 +25,7 @@
 -- @column wait_ms: idle waiting for another rank at a collective (clean matched instances), no compute running; NULL where none of the rank's collectives is in a clean instance (as bound's wait_ms: the waiting is then unknown, not none, and inside comm_part_ms: the parts add up with it as 0), ms
 -- @column starved_ms: idle inside a step: nothing runs on the GPU (the host has not launched its next op, or the GPU waits on a dependency: starved_queued_ms), ms
 -- @column outside_ms: idle outside every step's window, ms
--- @column starved_queued_ms: of starved_ms, the GPU idle whose next op's launch call had started before the idle began (_gpu_queued): the GPU waits on a dependency (an event, another stream's work), not on the host; NULL on a rank without GPU ops, ms
+-- @column starved_queued_ms: of starved_ms, the GPU idle whose next op's launch call had returned before the idle began (_gpu_queued): the GPU waits on a dependency (an event, another stream's work), not on the host; NULL on a rank without GPU ops, ms
 WITH b AS (
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, part, detail, sum(ns) AS ns
     FROM step_breakdown GROUP BY ALL),
