@@ -542,3 +542,59 @@ def test_a_launch_still_running_when_the_gpu_goes_idle_is_the_hosts(tmp_path):
     top = advise(run).to_pylist()[0]
     assert top["finding"] == "host-bound on the rank (GPUs busy 38 %)", top
     assert top["saving_ms"] == pytest.approx(0.193, abs=1e-6), top
+
+
+def _cuda_graph_job(tmp_path):
+    """Two ranks, two steps of 1000 us (c = the step's start; us). cudaGraphLaunch [c+10, c+40) launches a
+    CUDA graph of four 100 us GEMMs on stream 7, [c+50, c+450) back to back (rank 1's: 150 us each,
+    [c+50, c+650)), all four with the call's correlation id; cudaEventRecord [c+40, c+42) and
+    cudaStreamWaitEvent [c+42, c+44): the all-reduce on stream 20, launched [c+45, c+50), waits for the
+    graph's last GEMM; both ranks' kernels end at c+700 (rank 1 arrives last at c+650, 50 us of transfer);
+    cudaStreamSynchronize [c+60, c+705)."""
+    import copy
+
+    args = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+            "Group size": 2, "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": "[0, 1]"}
+    per = {}
+    for r, gemm in ((0, 100), (1, 150)):
+        evs = []
+        for s in (1, 2):
+            c = 1000 * (s - 1)
+            evs.append(step(s, c, 1000))
+            first, call = kernel("ampere_sgemm_128x64_nn", c + 50, gemm, launch=(c + 10, 1))
+            call.update(name="cudaGraphLaunch", dur=30)
+            evs += [first, call]
+            for i in range(1, 4):
+                k = copy.deepcopy(first)
+                k["ts"] = c + 50 + i * gemm
+                evs.append(k)
+            evs += [cpu_op("cudaEventRecord", c + 40, 2, cat="cuda_runtime"),
+                    cpu_op("cudaStreamWaitEvent", c + 42, 2, cat="cuda_runtime")]
+            arrive = c + 50 + 4 * gemm
+            nccl, ncall = kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", arrive, c + 700 - arrive, stream=20,
+                                 launch=(c + 45, 1), **args)
+            ncall["dur"] = 5
+            evs += [nccl, ncall, cpu_op("cudaStreamSynchronize", c + 60, 645, cat="cuda_runtime")]
+        per[r] = evs
+    return _ingest(tmp_path, per)
+
+
+def test_a_cuda_graphs_kernels_are_waited_for_to_the_last(tmp_path):
+    """_cuda_graph_job: every kernel of a CUDA graph shares its cudaGraphLaunch's correlation id, and the
+    all-reduce waits (cudaStreamWaitEvent) for the op launched last before the wait on stream 7: the graph's
+    last GEMM. The join picked any of the four (a tie), so the all-reduce waited for the first and the rest of
+    its wait was unexplained: the replay ended rank 0's first step at 600 of its 1000 us, and whatif's fix of rank 1
+    was out. Now the replay gives back every step (1000 us), and with rank 1 at rank 0's pace (its GEMMs
+    100 us: the graph [c+50, c+450)) both arrive at c+450, the transfer ends at c+500, the synchronize 5 us
+    later, the step 200 us shorter."""
+    run = _cuda_graph_job(tmp_path)
+    rows = tracekit.report(run, "replay").to_pylist()
+    assert {(r["rank"], r["step"]): (r["measured_ms"], r["replayed_ms"]) for r in rows} == \
+        {(r, s): (pytest.approx(1.0), pytest.approx(1.0)) for r in (0, 1) for s in (1, 2)}
+    from tracekit.graph import counterfactual as cf
+
+    sp = cf.split(run)
+    dur, gap = cf.ranks_at_pace(sp, [1])
+    assert cf.job_step_ms(sp.replay()) - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == \
+        pytest.approx(0.200, abs=1e-6)
