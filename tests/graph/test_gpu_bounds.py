@@ -598,3 +598,49 @@ def test_a_cuda_graphs_kernels_are_waited_for_to_the_last(tmp_path):
     dur, gap = cf.ranks_at_pace(sp, [1])
     assert cf.job_step_ms(sp.replay()) - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == \
         pytest.approx(0.200, abs=1e-6)
+
+
+def _one_stall_job(tmp_path):
+    """Three ranks, four steps (us). A step from its work's start w: aten::mm [w, w+100) launches a GEMM at
+    w+5 ([w+10, w+90)); c10d::allreduce_ [w+100, w+110) launches the all-reduce at w+105 on stream 20, which
+    each rank reaches at w+110 and which ends 50 us after the last rank's arrival T; cudaStreamSynchronize
+    [w+120, T+55); the step ends 5 us later. Every step is 170 us but step 2: rank 1 idles 2000 us before
+    its work ([170, 2170)), so every rank's step 2 is [170, 2340) (ranks 0 and 2 wait in the synchronize)."""
+    args = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+            "Group size": 3, "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": "[0, 1, 2]"}
+    per = {r: [] for r in range(3)}
+    c = 0
+    for s in (1, 2, 3, 4):
+        stall = 2000 if s == 2 else 0
+        t_last = c + stall + 110  # rank 1's arrival is the last
+        for r in range(3):
+            w = c + (stall if r == 1 else 0)
+            evs = per[r]
+            evs += [step(s, c, stall + 170), cpu_op("aten::mm", w, 100)]
+            evs += kernel("ampere_sgemm_128x64_nn", w + 10, 80, launch=(w + 5, 1))
+            evs += [cpu_op("c10d::allreduce_", w + 100, 10)]
+            evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", w + 110, t_last + 50 - (w + 110), stream=20,
+                          launch=(w + 105, 1), **args)
+            evs += [cpu_op("cudaStreamSynchronize", w + 120, t_last + 55 - (w + 120), cat="cuda_runtime")]
+        c += stall + 170
+    return _ingest(tmp_path, per)
+
+
+def test_a_stall_in_one_step_is_a_mean_per_step_and_said_where(tmp_path):
+    """_one_stall_job: rank 1's 2000 us of host idle lie in step 2 of 4: at the median rank's pace every step
+    is 170 us, so the saving is 2000 / 4 = 0.500 ms a step, of a job's step whose mean over the four is
+    (3 x 170 + 2170) / 4 = 670 us: 74.6 %. Before, the excess was averaged over the steps that had host idle
+    at all (step 2 alone: '+2.000 ms' a step) and the percent taken of the median step (170 us): 294 %."""
+    from tracekit.commands.advise import advise
+
+    run = _one_stall_job(tmp_path)
+    table = advise(run)
+    (late,) = [f for f in table.to_pylist() if f["finding"].startswith("late rank")]
+    assert late["finding"] == "late rank 1 (host idle)", late
+    assert late["saving_ms"] == pytest.approx(0.500, abs=1e-6)
+    assert late["saving_pct"] == pytest.approx(100 * 0.5 / 0.670, abs=1e-6)
+    assert "rank 1: host idle +0.500 ms (in step 2 of 4: +2.000 ms)" in late["evidence"], late
+    from tracekit.table_meta import note_of
+    assert ("percents are of its mean over those steps, 0.670 ms (0.170 to 2.170 ms), as each saving is a mean "
+            "over them") in note_of(table)

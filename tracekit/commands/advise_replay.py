@@ -178,7 +178,8 @@ def late_finding(run, sp, step: float) -> list[dict]:
         title = f"late {who} (" + "; ".join(f"{r}: {label[r]}" for r in late) + ")"
     causes = sorted((w for w in cf.CAUSES if any(w in per[r] for r in late)),
                     key=lambda w: -sum(per[r].get(w, 0.0) for r in late))  # the largest first
-    each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms" for w in cf.CAUSES if w in per[r])
+    each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms{_where_in_steps(sp, w, r, floor)}"
+                                               for w in cf.CAUSES if w in per[r])
                      for r in late)
     flags = " ".join(f"--fix-rank {r}" for r in late)
     parts = []
@@ -195,6 +196,19 @@ def late_finding(run, sp, step: float) -> list[dict]:
         "their own pace", saving, change, "high" if saving >= 0.05 * step else "medium")
     f["ranks"] = late
     return [f]
+
+
+def _where_in_steps(sp, what: str, rank: int, floor: float) -> str:
+    """Where a late rank's mean excess in ``what`` lies when only some steps hold it (over the floor a rank
+    must exceed to be late): ' (in step 2 of 4: +5.000 ms)'; '' where every step does (or a late start)."""
+    if what == "start":
+        return ""
+    by = cf.step_excess(sp, what, rank)
+    over = {s: v for s, v in by.items() if v >= floor}
+    if not over or len(over) == len(by):
+        return ""
+    return (f" (in step{'s' if len(over) > 1 else ''} {ranges(over)} of {len(by)}: "
+            + ", ".join(f"+{v:,.3f}" for _, v in sorted(over.items())) + " ms)")
 
 
 def bound_rows(run) -> dict[int, dict]:

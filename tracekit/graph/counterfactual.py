@@ -81,9 +81,11 @@ def per_rank_step(sp: Split, values: np.ndarray, mask: np.ndarray, by_edge: bool
     return {(int(k >> 32), int(k & 0xFFFFFFFF)): int(v) for k, v in zip(uniq, sums, strict=True)}
 
 
-def pace(per: dict, ranks) -> tuple[dict, dict]:
-    """Per step, the lower median over ranks (the pace); per rank, its mean excess over it per step, ns."""
-    steps = sorted({s for _, s in per})
+def pace(per: dict, ranks, steps=None) -> tuple[dict, dict]:
+    """Per step, the lower median over ranks (the pace); per rank, its mean excess over it per step, ns.
+    ``steps``: the steps to average over (default: those ``per`` holds; a step where no rank has any of it
+    counts too: one 5 ms stall in one of four steps is 1.25 ms a step, not 5)."""
+    steps = sorted(set(steps) if steps is not None else {s for _, s in per})
     lower = {}
     for s in steps:
         v = sorted(per.get((r, s), 0) for r in ranks)
@@ -229,20 +231,38 @@ def _compute_mask(g: Graph) -> np.ndarray:
     return np.isin(g.kind, ("kernel", "memory"))
 
 
+def steps_of(sp: Split) -> list[int]:
+    """The profiled steps the graph holds."""
+    st = sp.graph.step
+    return sorted(int(s) for s in np.unique(st[st >= 0]))
+
+
+def _per_step(sp: Split, what: str) -> dict:
+    """{(rank, step): ns} of cause ``what`` (idle, work, compute; CAUSES but start)."""
+    g = sp.graph
+    if what == "work":
+        return per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
+    return per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
+
+
+def step_excess(sp: Split, what: str, rank: int) -> dict[int, float]:
+    """Per profiled step, ``rank``'s excess over the pace (the lower median over ranks) in cause ``what``
+    (idle, work, compute), ms: where a late rank's mean excess (late_ranks) lies."""
+    per = _per_step(sp, what)
+    steps = steps_of(sp)
+    lower, _ = pace(per, sp.ranks, steps)
+    return {s: (per.get((int(rank), s), 0) - lower[s]) / 1e6 for s in steps}
+
+
 def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
     """The ranks whose host idle / work / compute per step exceeds the pace by LATE_MIN_MS and
     LATE_MIN_SHARE of the step, with every rank's excess (ms)."""
-    g = sp.graph
     if what == "start":
         lags = _start_lags(sp, sp.base_gaps())
         low = sorted(lags.values())[(len(lags) - 1) // 2] if lags else 0
         excess = {r: float(v - low) for r, v in lags.items()}
-    elif what == "work":
-        per = per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
-        _, excess = pace(per, sp.ranks)
     else:
-        per = per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
-        _, excess = pace(per, sp.ranks)
+        _, excess = pace(_per_step(sp, what), sp.ranks, steps_of(sp))
     ms = {r: v / 1e6 for r, v in excess.items()}
     floor = max(LATE_MIN_MS, LATE_MIN_SHARE * step_ms)
     return sorted(r for r, v in ms.items() if v >= floor), ms

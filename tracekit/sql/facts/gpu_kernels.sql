@@ -22,6 +22,7 @@
 -- @column comm_library: comm kernels: the library the catalogue names (tk_comm_kernels: nccl, deepep, ...); else NULL
 -- @column comm_kind: the communication kernel's kind: collective, p2p, ep_dispatch, ep_combine or sync (tk_comm_kernels); NULL for other kernels
 -- @column comm_collective: comm kernels: the collective the catalogue says for the name, else NULL
+-- @column launch_end_ns: end of the launching runtime call (its start where it records no duration; NULL without a launch), ns
 CREATE OR REPLACE VIEW gpu_kernels AS
 -- the kind rules run once per distinct (name, category), not once per kernel; a kernel carries the
 -- number of its (name, category) (nid) and takes the name at the end: sorting long names along with
@@ -38,13 +39,14 @@ k AS (
     WHERE e.ph = 'X' AND tk_gpu_cat(e.cat)),
 l AS (
     SELECT rank, correlation, min(ts_ns) AS launch_ts_ns, arg_min(pid, ts_ns) AS launch_pid,
-           arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name
+           arg_min(tid, ts_ns) AS launch_tid, arg_min(name, ts_ns) AS launch_name,
+           arg_min(ts_ns + coalesce(dur_ns, 0), ts_ns) AS launch_end_ns
     FROM events
     WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
     GROUP BY rank, correlation),
 first_call AS (SELECT rank, min(correlation) AS c FROM l GROUP BY rank),
 kl AS (
-    SELECT k.*, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name,
+    SELECT k.*, l.launch_ts_ns, l.launch_pid, l.launch_tid, l.launch_name, l.launch_end_ns,
            CASE WHEN l.correlation IS NOT NULL THEN 'recorded'
                 WHEN k.correlation < f.c THEN 'before window' ELSE 'missing' END AS launch_status,
            -- a kernel launched before the profile started belongs to no step: it is the tail of a step
@@ -60,6 +62,6 @@ SELECT kl.rank, kl.event_index, n.name, n.cat, n.kind, kl.device, kl.stream, kl.
        CASE WHEN tk_in_span(kl.t, st.ts_ns, st.end_ns) THEN st.step END AS step,
        CASE WHEN n.kind = 'comm' THEN n.ck.library END AS comm_library,
        CASE WHEN n.kind = 'comm' THEN n.ck.kind END AS comm_kind,
-       CASE WHEN n.kind = 'comm' THEN n.ck.collective END AS comm_collective, kl.launch_status
+       CASE WHEN n.kind = 'comm' THEN n.ck.collective END AS comm_collective, kl.launch_status, kl.launch_end_ns
 FROM kl ASOF LEFT JOIN steps st ON st.rank = kl.rank AND kl.t >= st.ts_ns
 JOIN names n ON n.nid = kl.nid;

@@ -7,25 +7,19 @@
 -- step (gpu_queued_ms, the bound 'dependency'); breakdown.sql gives it as the part of starved_ms that the
 -- host did not cause (starved_queued_ms).
 -- @stage view
--- @uses gpu_kernels, events
+-- @uses gpu_kernels
 -- @column rank: global rank
 -- @column ts_ns: start of the idle (the end of the GPU's last busy stretch), ns (trace clock)
 -- @column end_ns: end of the idle (the start of the queued op), ns (trace clock)
 CREATE OR REPLACE VIEW _gpu_queued AS
-WITH calls AS (  -- each launch call's end (the call gpu_kernels takes: the earliest of the correlation id)
-    SELECT rank, correlation, arg_min(ts_ns + coalesce(dur_ns, 0), ts_ns) AS end_ns
-    FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
-    GROUP BY rank, correlation),
-islands AS (  -- each rank's GPU busy stretches (every stream), and the launch call's end of the op opening each
+WITH islands AS (  -- each rank's GPU busy stretches (every stream), and the launch call's end of the op opening each
     SELECT rank, min(ts_ns) AS ts_ns, max(end_ns) AS end_ns, arg_min(launch_end_ns, ts_ns) AS launch_ns FROM (
         SELECT *, sum(CASE WHEN before_end IS NULL OR ts_ns > before_end THEN 1 ELSE 0 END)
                       OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC) AS island
-        FROM (SELECT g.rank, g.ts_ns, g.end_ns,
-                     CASE WHEN g.launch_ts_ns IS NOT NULL THEN greatest(g.launch_ts_ns, c.end_ns) END AS launch_end_ns,
-                     max(g.end_ns) OVER (PARTITION BY g.rank ORDER BY g.ts_ns, g.end_ns DESC
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
-              FROM gpu_kernels g LEFT JOIN calls c ON c.rank = g.rank AND c.correlation = g.correlation
-              WHERE g.dur_ns > 0))  -- (a GPU op of no length, or a negative one, runs nothing)
+        FROM (SELECT rank, ts_ns, end_ns, launch_end_ns,
+                     max(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns, end_ns DESC
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+              FROM gpu_kernels WHERE dur_ns > 0))  -- (a GPU op of no length, or a negative one, runs nothing)
     GROUP BY rank, island)
 SELECT rank, prev_end AS ts_ns, ts_ns AS end_ns FROM (
     SELECT rank, ts_ns, launch_ns, lag(end_ns) OVER (PARTITION BY rank ORDER BY ts_ns) AS prev_end
