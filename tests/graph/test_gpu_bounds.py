@@ -644,3 +644,53 @@ def test_a_stall_in_one_step_is_a_mean_per_step_and_said_where(tmp_path):
     from tracekit.table_meta import note_of
     assert ("percents are of its mean over those steps, 0.670 ms (0.170 to 2.170 ms), as each saving is a mean "
             "over them") in note_of(table)
+
+
+def _threads_run_ahead_job(tmp_path):
+    """Three ranks, four steps, no synchronize (us). A rank's step: ten aten::mm ops of 30 us (rank 2: 40 us)
+    back to back, each launching at its start + 3 a 3 us kernel that runs from its start + 5; then
+    c10d::allreduce_ [+300, +310) (rank 2: [+400, +410)) launching the all-reduce at +305 (+405) on stream
+    20. The step is 310 us (rank 2: 410), its ProfilerStep the thread's whole time. An all-reduce kernel
+    starts at its launch + 2 or when the one before it on stream 20 ends, whichever is later, and every
+    rank's ends 20 us after rank 2's starts: ranks 0 and 1 run ahead, their all-reduces waiting 100, 200,
+    300, 400 us for rank 2's while their threads never stop."""
+    args = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+            "Group size": 3, "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": "[0, 1, 2]"}
+    per = {r: [] for r in range(3)}
+    op = {0: 30, 1: 30, 2: 40}
+    stream_free = {r: 0 for r in range(3)}
+    for s in (1, 2, 3, 4):
+        start = {r: (s - 1) * (10 * op[r] + 10) for r in range(3)}
+        arrive = {r: max(start[r] + 10 * op[r] + 7, stream_free[r]) for r in range(3)}
+        end = arrive[2] + 20
+        for r in range(3):
+            c, evs = start[r], per[r]
+            evs.append(step(s, c, 10 * op[r] + 10))
+            for i in range(10):
+                t = c + i * op[r]
+                evs += [cpu_op("aten::mm", t, op[r])] + kernel("elementwise_kernel", t + 5, 3, launch=(t + 3, 1))
+            evs += [cpu_op("c10d::allreduce_", c + 10 * op[r], 10)]
+            evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", arrive[r], end - arrive[r], stream=20,
+                          launch=(c + 10 * op[r] + 5, 1), **args)
+            stream_free[r] = end
+    return _ingest(tmp_path, per)
+
+
+def test_a_thread_that_never_stops_is_host_bound_though_its_gpu_waits(tmp_path):
+    """_threads_run_ahead_job: ranks 0 and 1's threads run their ops the whole of every ProfilerStep (310 of
+    310 us) while their GPUs wait at the all-reduces, more than the rest of their GPU idle (their last step's
+    window runs to the GPU's end): the waiting rule read them 'waiting', and
+    advise named no host-bound finding. An NCCL call never blocks the thread, so nothing made it wait: every
+    rank is host-bound (rank 2 the slowest host, which its late-rank finding names)."""
+    from tracekit.commands.advise import advise
+
+    run = _threads_run_ahead_job(tmp_path)
+    bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert {r: b["bound"] for r, b in bound.items()} == {0: "host", 1: "host", 2: "host"}
+    # their GPUs waited: the arrivals 100 + 200 + 300 + 400 us apart, less the next steps' kernels that run
+    # meanwhile on the other stream (waiting counts only time with no compute)
+    assert 0.9 < bound[0]["wait_ms"] < 1.0 and bound[0]["host_busy_ms"] == pytest.approx(1.240, abs=1e-6)
+    rows = advise(run).to_pylist()
+    assert rows[0]["finding"].startswith("host-bound on every rank"), rows[0]
+    assert any(f["finding"].startswith("late rank 2") for f in rows), rows

@@ -7,21 +7,22 @@
 -- Each measure is a part of the rank's step window (step_windows); they overlap in time (a host launches
 -- while its GPU computes), so they do not add up. On a GPU rank the GPU runs the step: it is the bound
 -- where its kernels fill 80 % of the window or more (the queue hardly empties: a faster host would not
--- shorten the step); else its idle time says why: waiting for another rank at a collective where that
--- is at least its starved time (nothing queued), else its host, busy (host) or idle (host idle), whichever
--- the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
+-- shorten the step); else its host where its threads ran their ops 80 % of its ProfilerStep or more (an
+-- NCCL call never blocks them: its GPU's waiting at a collective did not hold them); else its idle time
+-- says why: waiting for another rank at a collective where that is at least its starved time (nothing
+-- queued), else its host, busy (host) or idle (host idle), whichever the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
 -- its waiting and its idle, else the larger of those.
 -- @stage report
 -- @summary per rank and step (--by rank: over its steps): what bounds it (host, host idle, GPU, waiting), each part's share
 -- @param by = step [step|rank]: step: one row per rank and step; rank: per rank, over its steps
 -- @first rank, step, timeline_ms, bound, host_busy_pct, host_idle_pct, gpu_busy_pct, wait_pct
 -- @most timeline_ms
--- @uses step_windows, step_breakdown, events, _step_threads, _graph_calls, _host_blocked, _waited_in_ranges, gpu_kernels, _gpu_queued, _rank_waits
+-- @uses step_windows, step_breakdown, events, _step_threads, _graph_calls, _host_blocked, _waited_in_ranges, gpu_kernels, _gpu_queued, _rank_waits, steps
 -- @column rank: global rank
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
--- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already launched: gpu_queued_ms half its starved time or more), host (the step thread busy with its own ops: it issues the work slower than the GPU runs it), host idle (the step thread runs no recorded op)
+-- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), host (its threads busy with their own ops 80 % of its ProfilerStep; or, where its GPU's idle is neither waiting nor queued, busy at least as long as idle: it issues the work slower than the GPU runs it), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already queued: gpu_queued_ms half its starved time or more), host idle (the step thread runs no recorded op)
 -- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where the autograd thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
@@ -94,19 +95,24 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.starved_ns
                 ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
-           CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns
+           CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns,
+           coalesce(s.dur_ns, p.window_ns) AS span_ns
     FROM parts p JOIN per_window t USING (rank, step)
-    LEFT JOIN gpu g ON g.rank = p.rank),
+    LEFT JOIN gpu g ON g.rank = p.rank
+    LEFT JOIN (SELECT rank, step, max(dur_ns) AS dur_ns FROM steps GROUP BY ALL) s ON s.rank = p.rank AND s.step = p.step),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
     SELECT rank, count(*) AS n, count(*) FILTER (WHERE status = 'clean') AS clean FROM _rank_waits GROUP BY rank),
 r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
-           sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, count(*) AS steps
+           sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, sum(span_ns) AS span_ns, count(*) AS steps
     FROM m GROUP BY ALL)
 SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
            CASE WHEN gpu_ns >= 0.8 * window_ns THEN 'GPU'
+                -- its threads busy 80 % of its ProfilerStep: an NCCL call never blocks them, so the GPU's
+                -- waiting at a collective did not pace them (a thread held by it shows blocked or idle)
+                WHEN host_ns >= 0.8 * span_ns THEN 'host'
                 WHEN wait_ns >= starved_ns THEN 'waiting'
                 -- idle mostly with its next op launched already: the host is ahead, the GPU waits on its own
                 WHEN queued_ns >= starved_ns - queued_ns THEN 'dependency'
