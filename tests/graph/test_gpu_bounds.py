@@ -694,3 +694,13 @@ def test_a_thread_that_never_stops_is_host_bound_though_its_gpu_waits(tmp_path):
     rows = advise(run).to_pylist()
     assert rows[0]["finding"].startswith("host-bound on every rank"), rows[0]
     assert any(f["finding"].startswith("late rank 2") for f in rows), rows
+
+
+def test_a_gpu_ranks_stall_is_host_idle_on_the_critical_path(tmp_path):
+    """_one_stall_job's step 2: rank 1 starts its work 2000 us into the step, and the others' all-reduces
+    wait for it: the path runs through rank 1's 2000 us without an op, which is host idle (advise and
+    bound say so), not 'launch/CPU' (the unsplit graph's CPU between its nodes, as it read on GPU runs)."""
+    run = _one_stall_job(tmp_path)
+    rows = [r for r in tracekit.report(run, "critical_path").to_pylist() if r["step"] == 2]
+    idle = [r for r in rows if r["cause"] == "host idle"]
+    assert [(r["rank"], r["ns"]) for r in idle] == [(1, 2_000_000)], rows
