@@ -704,3 +704,80 @@ def test_a_gpu_ranks_stall_is_host_idle_on_the_critical_path(tmp_path):
     rows = [r for r in tracekit.report(run, "critical_path").to_pylist() if r["step"] == 2]
     idle = [r for r in rows if r["cause"] == "host idle"]
     assert [(r["rank"], r["ns"]) for r in idle] == [(1, 2_000_000)], rows
+
+
+def test_a_kernel_that_ends_inside_its_slow_launch_call_does_not_block_the_host(tmp_path):
+    """One rank, three steps of 320 us (us): ten aten::mm ops [c+30i, c+30i+30), each calling
+    cudaLaunchKernel [c+30i+3, c+30i+13) (10 us) of a 3 us kernel that runs [c+30i+7, c+30i+10): it starts and
+    ends before its call returns, as on a GPU with nothing queued; cudaStreamSynchronize [c+300, c+301).
+    The thread is blocked only in the synchronize (1 us a step) and busy in its ops (300 us a step); the
+    launches are its work, not waits for their kernels (each read as the host blocked on its kernel: 10 x
+    10 us a step more blocked, 100 less busy)."""
+    evs = []
+    for s in (1, 2, 3):
+        c = 320 * (s - 1)
+        evs.append(step(s, c, 320))
+        for i in range(10):
+            t = c + 30 * i
+            k, rt = kernel("elementwise_kernel", t + 7, 3, launch=(t + 3, 1))
+            rt["dur"] = 10
+            evs += [cpu_op("aten::mm", t, 30), k, rt]
+        evs.append(cpu_op("cudaStreamSynchronize", c + 300, 1, cat="cuda_runtime"))
+    run = _ingest(tmp_path, {0: evs})
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert (b["bound"], b["host_blocked_ms"], b["host_busy_ms"]) == \
+        ("host", pytest.approx(0.003, abs=1e-9), pytest.approx(0.900, abs=1e-9))  # the ops: 3 x 300 us
+
+
+def _slow_calls_job(tmp_path):
+    """Three ranks, three steps (us; w: the step's start). Ten aten::mm ops back to back, each of 30 us
+    whose cudaLaunchKernel runs [+3, +13) (rank 1: ops of 60 us, calls [+3, +43): its launches are 30 us
+    slower, its other CPU time the same), each launching a 3 us kernel 2 us after its call returns; then
+    c10d::allreduce_ [+300, +310) (rank 1: [+600, +610)) launching the all-reduce at +305 (+605): every
+    rank's kernel starts at its launch + 3 and ends 50 us after rank 1's starts; cudaStreamSynchronize from
+    the op's end to the all-reduce's end + 5, and the step ends 2 us later: 665 us on every rank."""
+    args = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+            "Group size": 3, "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": "[0, 1, 2]"}
+    per = {r: [] for r in range(3)}
+    w = 0
+    for s in (1, 2, 3):
+        end = w + 600 + 5 + 3 + 50  # rank 1's arrival + the transfer
+        for r in range(3):
+            op, call = (60, 40) if r == 1 else (30, 10)
+            evs = per[r]
+            evs.append(step(s, w, end + 5 + 2 - w))
+            for i in range(10):
+                t = w + i * op
+                k, rt = kernel("elementwise_kernel", t + 3 + call + 2, 3, launch=(t + 3, 1))
+                rt["dur"] = call
+                evs += [cpu_op("aten::mm", t, op), k, rt]
+            a = w + 10 * op
+            evs += [cpu_op("c10d::allreduce_", a, 10)]
+            evs += kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", a + 8, end - (a + 8), stream=20,
+                          launch=(a + 5, 1), **args)
+            evs += [cpu_op("cudaStreamSynchronize", a + 10, end + 5 - (a + 10), cat="cuda_runtime")]
+        w = end + 7
+    return _ingest(tmp_path, per)
+
+
+def test_a_rank_with_slow_launch_calls_is_late_and_fixing_it_saves_them(tmp_path):
+    """_slow_calls_job: rank 1's launch calls take 30 us more each, 300 us a step, and the others wait for it
+    in their synchronize. At the median rank's pace (its CPU work, launch calls included: 30 us an op) it
+    reaches its all-reduce as they do, at +308, which ends at +358, and every step is 365 us: 300 us
+    shorter. The calls were graph nodes that the pace never touched: whatif --fix-rank 1 changed nothing and
+    advise named no late rank (it pointed to that whatif)."""
+    from tracekit.commands.advise import advise
+    from tracekit.graph import counterfactual as cf
+
+    run = _slow_calls_job(tmp_path)
+    sp = cf.split(run)
+    dur, gap = cf.ranks_at_pace(sp, [1])
+    assert cf.job_step_ms(sp.replay()) == pytest.approx(0.665, abs=1e-6)
+    # the pace scales each piece of rank 1's work before its all-reduce by one factor (310 / 610 us of it),
+    # the 4.5 us between its all-reduce's launch and its synchronize included: it arrives 2.2 us after the
+    # others (the approximation at_pace documents), so within 3 us of the hand-worked step
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.365, abs=0.003)
+    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 1 (host-bound in aten::mm)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.300, abs=0.003)

@@ -100,7 +100,7 @@ def predict(run, fix_ranks=(), comm_speedup: float | None = None, overlap=()) ->
               [f"group {g} overlapped (its transfers hidden)" for g in overlap]
     note = (f"{'; '.join(changes) or 'no change'}: the replayed step (one step's last work on any rank to the next "
             "one's, mean over steps; not the job's step that advise's percents are of, the longest rank's "
-            f"ProfilerStep, which also holds the time before its last rank starts) measured "
+            f"ProfilerStep per step, mean over steps, which also holds the time before its last rank starts) measured "
             f"{measured_job_step_ms(base):,.3f} ms, replayed as is {job_step_ms(base):,.3f} ms, "
             f"predicted {job_step_ms(new):,.3f} ms ({job_step_ms(new) - job_step_ms(base):+,.3f} ms against the replay "
             "as is); per rank: its own step, mean over steps")

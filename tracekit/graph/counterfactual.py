@@ -157,14 +157,20 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     gap = sp.base_gaps() if gaps is None else gaps.copy()
     if what == "start":
         return dur, _start_at_pace(sp, late, gap)
-    if what == "work":
-        idx = np.flatnonzero(sp.work_edge & (gap > 0))
-        where, t, val = g.dst[idx], g.ts_ns[g.src[idx]] + g.dur_ns[g.src[idx]], gap[idx]
+    if what == "work":  # the threads' time between the graph's nodes, and their runtime calls' own time
+        # (a rank whose launch calls take 40 us where the others' take 10 was at the pace already)
+        e, n = np.flatnonzero(sp.work_edge & (gap > 0)), np.flatnonzero((g.kind == "call") & (dur > 0))
+        idx = np.concatenate([e, n])
+        node = np.concatenate([np.zeros(len(e), dtype=bool), np.ones(len(n), dtype=bool)])
+        where = np.concatenate([g.dst[e], n])
+        t = np.concatenate([g.ts_ns[g.src[e]] + g.dur_ns[g.src[e]], g.ts_ns[n]])
+        val = np.concatenate([gap[e], dur[n]])
     else:
         idx = np.flatnonzero(sp.host_idle if what == "idle" else _compute_mask(g))
         where, t, val = idx, g.ts_ns[idx], g.dur_ns[idx]
+        node = np.ones(len(idx), dtype=bool)
     ok = (g.step[where] >= 0) & (g.rank[where] >= 0)
-    idx, where, t, val = idx[ok], where[ok], t[ok], val[ok]
+    idx, where, t, val, node = idx[ok], where[ok], t[ok], val[ok], node[ok]
     late = set(int(r) for r in late)
     if not len(idx) or not late:
         return dur, gap
@@ -203,10 +209,9 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     if (scale == 1).all():
         return dur, gap
     f = scale[inv]
-    if what == "work":
-        gap[idx] = np.where(f < 1, np.round(gap[idx] * f), gap[idx]).astype(np.int64)
-    else:
-        dur[idx] = np.where(f < 1, np.round(dur[idx] * f), dur[idx]).astype(np.int64)
+    ge, gn = idx[~node], idx[node]
+    gap[ge] = np.where(f[~node] < 1, np.round(gap[ge] * f[~node]), gap[ge]).astype(np.int64)
+    dur[gn] = np.where(f[node] < 1, np.round(dur[gn] * f[node]), dur[gn]).astype(np.int64)
     return dur, gap
 
 
@@ -240,8 +245,11 @@ def steps_of(sp: Split) -> list[int]:
 def _per_step(sp: Split, what: str) -> dict:
     """{(rank, step): ns} of cause ``what`` (idle, work, compute; CAUSES but start)."""
     g = sp.graph
-    if what == "work":
-        return per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
+    if what == "work":  # the threads' time between nodes and their runtime calls' own (at_pace's)
+        per = per_rank_step(sp, sp.base_gaps(), sp.work_edge, by_edge=True)
+        for k, v in per_rank_step(sp, g.dur_ns, g.kind == "call").items():
+            per[k] = per.get(k, 0) + v
+        return per
     return per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
 
 
@@ -304,10 +312,12 @@ def host_free(sp: Split, ranks, durations=None, gaps=None):
     cpu_edge = (g.edge_kind == "thread") & mine[g.dst] & (g.kind[g.dst] != "transfer")
     gap[cpu_edge] = np.minimum(gap[cpu_edge], 0)
     dur[mine & (g.kind == "call")] = 0
-    # a launch of no duration: its op starts no sooner than the call (a negative gap let an op that started
-    # before its call returned start before the call itself), its latency after the call kept
-    launch = (g.edge_kind == "launch") & mine[g.dst]
-    gap[launch] = np.maximum(gap[launch], 0)
+    # a launch of no duration keeps its op's latency: from the call's end where the op started after it
+    # returned; from the call's start where it started before (the gap, negative, was from the end: the
+    # op would start before its call)
+    launch = np.flatnonzero((g.edge_kind == "launch") & mine[g.dst])
+    early = launch[gap[launch] < 0]
+    gap[early] = np.maximum(gap[early] + g.dur_ns[g.src[early]], 0)
     return dur, gap
 
 

@@ -1,8 +1,10 @@
 -- _graph_calls: the CPU runtime calls the dependency graph keeps: each call that launched GPU work (its
 -- correlation id is a GPU op's; the earliest call of that id, as gpu_kernels takes it) and each
 -- synchronize call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and their HIP
--- twins). A call waits for the GPU (blocking) when it is a synchronize call, or when the GPU op it
--- launched ended before the call returned (a memcpy to pageable host memory, cudaMemcpy): then
+-- twins). A call waits for the GPU (blocking) when it is a synchronize call, or when the copy or memset it
+-- issued ended before the call returned (a memcpy to pageable host memory, cudaMemcpy; never a kernel or
+-- graph launch: a 10 us cudaLaunchKernel whose 3 us kernel ran within it is a slow launch, not the host
+-- waiting for its kernel, which made 20 such launches a step read 200 us blocked): then
 -- wait_index is the GPU op it waited for: its own op, else the rank's GPU op that ended last at or
 -- before the call's end (the trace does not say which stream a synchronize waited for: the op that
 -- ended last before it returned is the one it can have waited for). Other runtime calls (queries,
@@ -34,6 +36,6 @@ calls AS (
       AND (o.event_index IS NOT NULL OR e.name ILIKE '%synchronize%')),
 ends AS (SELECT rank, end_ns, event_index FROM gpu_kernels)
 SELECT c.rank, c.event_index, c.name, c.pid, c.tid, c.ts_ns, c.end_ns,
-       CASE WHEN c.op_end IS NOT NULL AND c.op_end <= c.end_ns THEN c.op_index
+       CASE WHEN c.op_end IS NOT NULL AND c.op_end <= c.end_ns AND c.name NOT ILIKE '%launch%' THEN c.op_index
             WHEN c.is_sync THEN g.event_index END AS wait_index
 FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns;
