@@ -375,7 +375,14 @@ def split(run) -> Split:
     egap = np.where(released, 0, egap)
     keep = ~drop
     n_new = len(new_nodes)
-    ids = np.concatenate([nid, IDLE_BASE - np.arange(n_new, dtype=np.int64)])
+    # the new nodes' ids in an order of their own (rank, time, kind, name), not the order they were made in,
+    # which follows the rows' order in the run's files: a replay breaks ties by id, and a critical path
+    # through tied ranks changed with the run's layout (a folder per rank against packed events)
+    canon = sorted(range(n_new), key=lambda i: (new_nodes[i][0], new_nodes[i][5], new_nodes[i][2],
+                                                str(new_nodes[i][3]), new_nodes[i][6], new_nodes[i][1]))
+    new_ids = np.empty(n_new, dtype=np.int64)
+    new_ids[np.asarray(canon, dtype=np.int64)] = IDLE_BASE - np.arange(n_new, dtype=np.int64)
+    ids = np.concatenate([nid, new_ids])
     ne = np.array([(a, b) for a, b, _, _ in new_edges], dtype=np.int64).reshape(-1, 2)
     all_src = np.concatenate([src[keep], ne[:, 0]])
     all_dst = np.concatenate([dst[keep], ne[:, 1]])
