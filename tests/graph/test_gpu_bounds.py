@@ -504,23 +504,29 @@ def test_a_device_synchronize_waits_for_every_stream(tmp_path):
     assert "more than its exposed 0.010 ms per rank and step" in comm["evidence"], comm
 
 
-def _slow_launch_job(tmp_path):
-    """One rank, three steps of 320 us (c = the step's start; us). Ten aten::mm ops [c+30i, c+30i+30), each
-    calling cudaLaunchKernel [c+30i+3, c+30i+23) (20 us: a slow launch) of a 12 us GEMM that runs
-    [c+30i+25, c+30i+37); cudaStreamSynchronize [c+300, c+312) (the last GEMM ends at c+307); nothing
-    [c+312, c+320). Between GEMMs the GPU idles 18 us [c+30i+37, c+30i+55) while the next launch call,
-    begun at c+30i+33, is still running: the host's latency, not a queued op."""
+def _launches_job(tmp_path, name="ampere_sgemm_128x64_nn", call=20, at=25, length=12, sync=12):
+    """One rank, three steps of 320 us (c = the step's start; us): ten aten::mm ops [c+30i, c+30i+30), each
+    calling cudaLaunchKernel [c+30i+3, c+30i+3+call) of a kernel ``name`` that runs [c+30i+at,
+    c+30i+at+length); cudaStreamSynchronize [c+300, c+300+sync); nothing after it until c+320."""
     evs = []
     for s in (1, 2, 3):
         c = 320 * (s - 1)
         evs.append(step(s, c, 320))
         for i in range(10):
             t = c + 30 * i
-            k, rt = kernel("ampere_sgemm_128x64_nn", t + 25, 12, launch=(t + 3, 1))
-            rt["dur"] = 20
+            k, rt = kernel(name, t + at, length, launch=(t + 3, 1))
+            rt["dur"] = call
             evs += [cpu_op("aten::mm", t, 30), k, rt]
-        evs.append(cpu_op("cudaStreamSynchronize", c + 300, 12, cat="cuda_runtime"))
+        evs.append(cpu_op("cudaStreamSynchronize", c + 300, sync, cat="cuda_runtime"))
     return _ingest(tmp_path, {0: evs})
+
+
+def _slow_launch_job(tmp_path):
+    """_launches_job's defaults: each cudaLaunchKernel [c+30i+3, c+30i+23) (20 us: a slow launch) of a 12 us
+    GEMM that runs [c+30i+25, c+30i+37); cudaStreamSynchronize [c+300, c+312) (the last GEMM ends at c+307);
+    nothing [c+312, c+320). Between GEMMs the GPU idles 18 us [c+30i+37, c+30i+55) while the next launch
+    call, begun at c+30i+33, is still running: the host's latency, not a queued op."""
+    return _launches_job(tmp_path)
 
 
 def test_a_launch_still_running_when_the_gpu_goes_idle_is_the_hosts(tmp_path):
@@ -703,17 +709,7 @@ def test_a_kernel_that_ends_inside_its_slow_launch_call_does_not_block_the_host(
     The thread is blocked only in the synchronize (1 us a step) and busy in its ops (300 us a step); the
     launches are its work, not waits for their kernels (each read as the host blocked on its kernel: 10 x
     10 us a step more blocked, 100 less busy)."""
-    evs = []
-    for s in (1, 2, 3):
-        c = 320 * (s - 1)
-        evs.append(step(s, c, 320))
-        for i in range(10):
-            t = c + 30 * i
-            k, rt = kernel("elementwise_kernel", t + 7, 3, launch=(t + 3, 1))
-            rt["dur"] = 10
-            evs += [cpu_op("aten::mm", t, 30), k, rt]
-        evs.append(cpu_op("cudaStreamSynchronize", c + 300, 1, cat="cuda_runtime"))
-    run = _ingest(tmp_path, {0: evs})
+    run = _launches_job(tmp_path, "elementwise_kernel", call=10, at=7, length=3, sync=1)
     (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
     assert (b["bound"], b["host_blocked_ms"], b["host_busy_ms"]) == \
         ("host", pytest.approx(0.003, abs=1e-9), pytest.approx(0.900, abs=1e-9))  # the ops: 3 x 300 us
