@@ -32,8 +32,9 @@ try:
     import tracekit
     from tracekit.profiler import record_config, trace_handler, wait_for_parts
 except ImportError as exc:  # what to install, in one line (--help too needs them: the model is a torch module)
-    sys.exit(f"quickstart.py needs torch and tracekit ({exc}): pip install torch, and tracekit from its checkout "
-             "(pip install -e .)")
+    sys.exit(f"quickstart.py needs torch and tracekit ({exc}): pip install torch==2.13.0 (the CPU build the "
+             "README pins: an unpinned torch pulls a multi-GB CUDA build; any torch >= 2.1 runs it), and tracekit "
+             "from its checkout (pip install -e .)")
 
 
 class GPT(nn.Module):

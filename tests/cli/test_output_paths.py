@@ -116,3 +116,11 @@ def test_an_explicit_format_wins_over_the_file_name(run, tmp_path):
     assert json.loads(out.read_text()) == [{"one": 1}]
     assert main(["sql", str(run), "SELECT 1 AS one", "-o", str(out), "--format", "json"]) == 0
     assert json.loads(out.read_text()) == [{"one": 1}]
+
+
+def test_validate_without_a_config_is_a_usage_error(run, capsys):
+    """README's exit codes: 2 for an input the command needs and is not given (a run whose traces carry no
+    training config, and no --config); it exited 1, the code of other errors (a full disk)."""
+    capsys.readouterr()
+    assert main(["validate", str(run)]) == 2
+    assert "the traces carry no training config" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import TracekitError
+from ..errors import UsageError
 
 CONFIG_KEY = "tracekit_config"  # the traces' top-level key that holds it
 
@@ -39,5 +39,6 @@ def recorded_config(run, configs: dict[int, dict] | None = None) -> dict:
     configs = recorded_configs(run) if configs is None else configs
     if configs:
         return next(iter(configs.values()))
-    raise TracekitError(f"{run.name}: the traces carry no training config (tracekit.profiler.record_config "
+    # (exit 2, README's code for an input the command needs and is not given: it exited 1, another error's)
+    raise UsageError(f"{run.name}: the traces carry no training config (tracekit.profiler.record_config "
                         "records it); pass one with --config FILE (JSON: {\"model\": {...}, \"plan\": {...}})")
