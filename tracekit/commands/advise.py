@@ -195,7 +195,7 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
                           f"; not sized by the replay's late-rank finding, which does not name rank {rank} (tracekit "
                           f"whatif RUN --fix-rank {rank} replays it at the median rank's pace)")
         out.append(f)
-    for g in _q(run, "_advise_comm"):
+    for g in covered["comm"]:  # (_advise_comm's rows, read by the replay's findings)
         exposed, coll = g["exposed_ms"], g["collective"]
         if not step_ms or exposed < 0.02 * step_ms or (g["group_label"], coll) in covered["groups"]:
             continue

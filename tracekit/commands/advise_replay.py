@@ -171,14 +171,16 @@ def late_finding(run, sp, step: float) -> list[dict]:
     named, inside = _why(run, late, {r: max(per[r].values()) for r in late})
     label = {r: LATE[main[r]][0] + (f" in {inside[r]}" if main[r] == "work" and r in inside else "")
              for r in late}
-    who = f"rank{'s' if len(late) > 1 else ''} {ranges(late)}"
+    who = ranks_named(ranges(late))
     if len(set(label.values())) == 1:
         title = f"late {who} ({next(iter(label.values()))})"
     else:
         title = f"late {who} (" + "; ".join(f"{r}: {label[r]}" for r in late) + ")"
     causes = sorted((w for w in cf.CAUSES if any(w in per[r] for r in late)),
                     key=lambda w: -sum(per[r].get(w, 0.0) for r in late))  # the largest first
-    each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms{_where_in_steps(sp, w, r, floor)}"
+    by_step = {w: cf.step_excess(sp, w) for w in cf.IN_STEP if any(w in per[r] for r in late)}  # once a cause
+    each = "; ".join(f"rank {r}: " + ", ".join(f"{LATE[w][0]} +{per[r][w]:,.3f} ms"
+                                               + _where_in_steps(by_step.get(w, {}).get(r), floor)
                                                for w in cf.CAUSES if w in per[r])
                      for r in late)
     flags = " ".join(f"--fix-rank {r}" for r in late)
@@ -198,12 +200,12 @@ def late_finding(run, sp, step: float) -> list[dict]:
     return [f]
 
 
-def _where_in_steps(sp, what: str, rank: int, floor: float) -> str:
-    """Where a late rank's mean excess in ``what`` lies when only some steps hold it (over the floor a rank
-    must exceed to be late): ' (in step 2 of 4: +5.000 ms)'; '' where every step does (or a late start)."""
-    if what == "start":
+def _where_in_steps(by: dict | None, floor: float) -> str:
+    """Where a late rank's mean excess in a cause lies when only some steps hold it (``by``: its excess per
+    step, cf.step_excess; over the floor a rank must exceed to be late): ' (in step 2 of 4: +5.000 ms)'; ''
+    where every step does (or for a late start: no ``by``)."""
+    if not by:
         return ""
-    by = cf.step_excess(sp, what, rank)
     over = {s: v for s, v in by.items() if v >= floor}
     if not over or len(over) == len(by):
         return ""
@@ -241,7 +243,7 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
 
     mine = [per[r] for r in ranks]
     where = "every rank" if len(ranks) == n_all and n_all > 1 else (
-        "the rank" if n_all == 1 else f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)} of {n_all}")
+        "the rank" if n_all == 1 else f"{ranks_named(ranges(ranks))} of {n_all}")
     mine_gpu = [o for o in (per[r] for r in ranks) if o["gpu_busy_ms"] is not None]
     gpus = f"GPUs busy {pct('gpu_busy_ms', mine_gpu):.0f} %" if mine_gpu else "no GPU: CPU training"
     autograd = gpu and bool(run.sql("SELECT 1 FROM _autograd_threads WHERE rank IN (SELECT unnest($r)) LIMIT 1",
@@ -301,8 +303,8 @@ def _waiting(rows: list[dict], pct) -> str:
     matched cleanly across ranks (never 0 %), a lower bound where some did not."""
     unknown = [o["rank"] for o in rows if o["wait_ms"] is None]
     if unknown:
-        return (f"waiting at collectives unknown: no collective of rank{'s' if len(unknown) > 1 else ''} "
-                f"{ranges(unknown)} matched cleanly across ranks (tracekit report RUN bound; tracekit doctor RUN "
+        return (f"waiting at collectives unknown: no collective of {ranks_named(ranges(unknown))} "
+                f"matched cleanly across ranks (tracekit report RUN bound; tracekit doctor RUN "
                 "says why)")
     least = min((o["clean_collectives_pct"] for o in rows if o["clean_collectives_pct"] is not None), default=100.0)
     if least < 100.0:
@@ -373,10 +375,12 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     bound, kind, per = bound_finding(run, sp, step)
     from .. import sql_files as _sql
 
-    exposed = {(g["group_label"], g["collective"]): g["exposed_ms"]
-               for g in run.sql(_sql.load("reports", "_advise_comm").text).to_pylist()}
+    comm = run.sql(_sql.load("reports", "_advise_comm").text).to_pylist()
+    exposed = {(g["group_label"], g["collective"]): g["exposed_ms"] for g in comm}
     rest = late + comm_group_findings(sp, rp, step, exposed)
-    covered = {"ranks": set(late[0]["ranks"]) if late else set(), "groups": {f["group"] for f in rest if "group" in f}}
+    # (the groups' rows go on to advise's unsized findings: the query once)
+    covered = {"ranks": set(late[0]["ranks"]) if late else set(), "groups": {f["group"] for f in rest if "group" in f},
+               "comm": comm}
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
     # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU
     # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound

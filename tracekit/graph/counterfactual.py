@@ -253,13 +253,13 @@ def _per_step(sp: Split, what: str) -> dict:
     return per_rank_step(sp, g.dur_ns, sp.host_idle if what == "idle" else _compute_mask(g))
 
 
-def step_excess(sp: Split, what: str, rank: int) -> dict[int, float]:
-    """Per profiled step, ``rank``'s excess over the pace (the lower median over ranks) in cause ``what``
+def step_excess(sp: Split, what: str) -> dict[int, dict[int, float]]:
+    """Per rank and profiled step, its excess over the pace (the lower median over ranks) in cause ``what``
     (idle, work, compute), ms: where a late rank's mean excess (late_ranks) lies."""
     per = _per_step(sp, what)
     steps = steps_of(sp)
     lower, _ = pace(per, sp.ranks, steps)
-    return {s: (per.get((int(rank), s), 0) - lower[s]) / 1e6 for s in steps}
+    return {int(r): {s: (per.get((int(r), s), 0) - lower[s]) / 1e6 for s in steps} for r in sp.ranks}
 
 
 def late_ranks(sp: Split, what: str, step_ms: float) -> tuple[list[int], dict]:
