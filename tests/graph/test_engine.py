@@ -61,3 +61,32 @@ def test_a_cycle_drops_only_its_own_edges_back_in_time():
     dur = g.dur_ns.copy()
     dur[3] += 500
     assert g.replay(durations=dur).start_ns[4] - g.replay().start_ns[4] == 500
+
+
+def test_a_tie_is_broken_by_ids_not_by_the_order_of_the_rows():
+    """Two ranks' ops end at 10 and both lead into a hub that starts at 10; the step's last node is either of
+    two ops ending at 30. Given in either row order, the hub's start is set by the edge from the smaller id
+    (node_id 3, rank 0's op; node 7 is rank 1's), the step ends at the last node of the smaller id (11), and
+    the critical path names rank 0 throughout: the rows' order followed the run's layout (a folder per rank
+    against packed events) and the path named one rank or the other with it."""
+    from tracekit.graph.critical import critical_path
+
+    def graph(perm):
+        ids = np.array([1, 3, 7, 9, 11, 15])  # step start, op r0, op r1, hub, op r0 after, op r1 after
+        rank = np.array([0, 0, 1, -1, 0, 1])
+        kind = np.array(["step_start", "kernel", "kernel", "hub", "kernel", "kernel"], dtype=object)
+        edges = [(0, 1, "thread"), (0, 2, "thread"), (1, 3, "collective"), (2, 3, "collective"),
+                 (3, 4, "collective"), (3, 5, "collective")]
+        edges = [edges[i] for i in perm]
+        p = np.array([0, 2, 1, 3, 5, 4]) if perm[0] else np.arange(6)  # the nodes' rows in another order too
+        inv = np.argsort(p)
+        return Graph(node_id=ids[p], rank=rank[p], step=np.zeros(6, np.int64), kind=kind[p],
+                     name=np.array(["s", "a", "b", "h", "c", "d"], dtype=object)[p],
+                     cause=np.array(["", "x", "x", "", "y", "y"], dtype=object)[p],
+                     ts_ns=np.array([0, 0, 0, 10, 10, 10])[p], dur_ns=np.array([0, 10, 10, 0, 20, 20])[p],
+                     src=inv[[e[0] for e in edges]], dst=inv[[e[1] for e in edges]],
+                     edge_kind=np.array([e[2] for e in edges], dtype=object), gap_ns=np.zeros(6, np.int64))
+
+    paths = [critical_path(graph(perm).replay()).to_pylist() for perm in ([0, 1, 2, 3, 4, 5], [5, 3, 1, 4, 2, 0])]
+    assert paths[0] == paths[1]
+    assert [(r["rank"], r["cause"], r["ns"]) for r in paths[0]] == [(0, "x", 10), (0, "y", 20)], paths[0]

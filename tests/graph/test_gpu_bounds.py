@@ -767,3 +767,13 @@ def test_a_rank_with_slow_launch_calls_is_late_and_fixing_it_saves_them(tmp_path
     late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
     assert [f["finding"] for f in late] == ["late rank 1 (host-bound in aten::mm)"], late
     assert late[0]["saving_ms"] == pytest.approx(0.300, abs=0.003)
+
+
+def test_a_gpu_ranks_stall_is_host_idle_on_the_critical_path(tmp_path):
+    """_one_stall_job's step 2: rank 1 starts its work 2000 us into the step, and the others' all-reduces
+    wait for it: the path runs through rank 1's 2000 us without an op, which is host idle (advise and
+    bound say so), not 'launch/CPU' (the unsplit graph's CPU between its nodes, as it read on GPU runs)."""
+    run = _one_stall_job(tmp_path)
+    rows = [r for r in tracekit.report(run, "critical_path").to_pylist() if r["step"] == 2]
+    idle = [r for r in rows if r["cause"] == "host idle"]
+    assert [(r["rank"], r["ns"]) for r in idle] == [(1, 2_000_000)], rows

@@ -78,9 +78,9 @@ def test_critical_path_rows_by_hand(tmp_path):
     # waited for rank 1's transfer [55, 70), which waited for the last arrival, rank 2's at 55; rank 2's
     # allreduce started 14.5 us after its launch call ended (40.5); before it, rank 2's CPU from its step
     # start (8): the gemm's launch [9, 9.5), CPU [9.5, 40), the allreduce's launch [40, 40.5); before 8
-    # nothing on rank 2 is recorded
+    # rank 2 had not begun its step, which the other ranks had (from 0)
     assert rows == [
-        (2, "idle", "before the rank's first recorded work", 8_000),
+        (2, "idle", "the rank's later first step", 8_000),
         (2, "launch/CPU", "CPU between ops (+1 more)", 32_500),
         (2, "starved", "launch latency", 14_500),
         (1, "comm transfer", NCCL, 15_000),

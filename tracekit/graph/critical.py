@@ -40,7 +40,11 @@ def step_spans(r: Replay) -> dict[int, tuple[int, int, int]]:
         starts = idx[g.kind[idx] == "step_start"]
         if not len(starts):
             continue
-        last = idx[np.argmax(r.end_ns[idx])]
+        # the node that ends last; where several end at that instant, the one of the smallest id (positions
+        # follow the order of the run's rows, which changes with its layout)
+        ends = r.end_ns[idx]
+        tied = idx[ends == ends.max()]
+        last = tied[np.argmin(g.node_id[tied])]
         out[int(g.step[idx[0]])] = (int(r.start_ns[starts].min()), int(r.end_ns[last]), int(last))
     return out
 

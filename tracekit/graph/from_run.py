@@ -24,9 +24,9 @@ def path_replay(run) -> Replay:
     threads are split (graph/split.py), so that a thread's time between recorded ops is its work, host
     idle, or waiting held by the collective it waited for, and the path follows that wait to the rank that
     arrived last: on the unsplit graph a CPU rank's wait inside an unrecorded call is a fixed gap on the
-    waiting rank (the planted delay's path blamed the rank that waited). On GPU runs the unsplit graph,
-    whose path the hand-worked timelines check (the split is not yet checked there)."""
+    waiting rank (the planted delay's path blamed the rank that waited). On GPU runs too: a step thread's
+    stretch with no op (a data loader's stall) is host idle on the path, not 'launch/CPU' (CPU between the
+    graph's nodes), as advise and bound call it."""
     from .split import split
 
-    gpu = run.sql("SELECT count(*) AS n FROM (SELECT 1 FROM gpu_kernels LIMIT 1)").column("n")[0].as_py()
-    return build(run).replay() if gpu else split(run).replay()
+    return split(run).replay()

@@ -50,6 +50,15 @@ class Graph:
     def __post_init__(self):
         n = len(self.ts_ns)
         set_ = object.__setattr__
+        # the edges in an order of their own (by destination's id, source's id, kind), not the order of the
+        # run's rows: where two edges set a node's start at the same instant, the first wins (the critical
+        # path's walk, and the edge that keeps the node's slack), and the rows' order changed with the
+        # run's layout (a folder per rank against packed events) and with DuckDB's threads
+        if len(self.src):
+            _, kcode = np.unique(np.asarray(self.edge_kind, dtype=object).astype(str), return_inverse=True)
+            canon = np.lexsort((kcode, self.node_id[self.src], self.node_id[self.dst]))
+            for name in ("src", "dst", "edge_kind", "gap_ns"):
+                set_(self, name, np.asarray(getattr(self, name))[canon])
         hint = np.lexsort((self.node_id, _kind_rank(self.kind), self.ts_ns))
         try:
             order = sim.topological_order(n, self.src, self.dst, hint)

@@ -241,7 +241,9 @@ def split(run) -> Split:
             continue
         drop[e] = True
         prev, prev_end = s, lo
-        st = int(step[d] if step[d] >= 0 else step[s])
+        # (the time after a step's end, before a node of no step, is in no step: a synchronize after the
+        # last ProfilerStep ended would stretch that step's span on the path)
+        st = int(step[d] if step[d] >= 0 else -1 if kind[s] == "step_end" else step[s])
         for ja, jb in zip(a[sel], b[sel], strict=True):
             # the rank's collectives whose last rank arrived before the thread resumed and whose transfer
             # ended after it went idle: it was waiting for one of them

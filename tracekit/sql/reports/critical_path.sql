@@ -8,7 +8,7 @@
 -- @uses graph_nodes, graph_edges
 -- @column step: ProfilerStep number
 -- @column rank: global rank the piece runs on
--- @column cause: what the time is on a critical path: compute: FAMILY (a kernel, by tk_kernel_families; memory: a memcpy/memset), comm transfer, waiting at a collective, launch/CPU (CPU work and the gaps between it), host idle (on CPU runs: a step thread's stretch of 50 us or more without an op of its own, graph/split.py), starved (a GPU op waiting for its launch), idle (a wait the trace does not explain)
+-- @column cause: what the time is on a critical path: compute: FAMILY (a kernel, by tk_kernel_families; memory: a memcpy/memset), comm transfer, waiting at a collective, launch/CPU (CPU work and the gaps between it), host idle (a step thread's stretch of 50 us or more without an op of its own: graph/split.py), starved (a GPU op waiting for its launch), idle (a wait the trace does not explain)
 -- @column name: the event's name (a kernel, op or runtime call) that holds most of the row's time (+N more: the others); for a gap, what the gap is
 -- @column ms: the row's time on the path, ms
 -- @column ns: time, ns: the row's time on the path (per step the rows add up to the span exactly)
