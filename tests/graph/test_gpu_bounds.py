@@ -777,3 +777,52 @@ def test_a_gpu_ranks_stall_is_host_idle_on_the_critical_path(tmp_path):
     rows = [r for r in tracekit.report(run, "critical_path").to_pylist() if r["step"] == 2]
     idle = [r for r in rows if r["cause"] == "host idle"]
     assert [(r["rank"], r["ns"]) for r in idle] == [(1, 2_000_000)], rows
+
+
+def _side_streams_job(tmp_path):
+    """Four ranks, three steps of 720 us (us; S the step's start). aten::mm [S, S+5) launches (at S+1) a gemm
+    on stream 7 [S+10, S+10+G), G 300 us (rank 2: 600); three aten::add [S+6+3k, S+8+3k) launch (at S+7+3k)
+    an elementwise kernel each on streams 8, 9, 10, all [S+25, S+310) (285 us, every rank alike);
+    cudaStreamWaitEvent [S+20, S+21), so that the all-reduce (c10d::allreduce_ [S+30, S+35), launched at
+    S+31, stream 20) starts when the last op before it on each other stream ends: the gemm, at S+10+G. Rank
+    2 arrives last, at S+610; the transfer ends at S+710 on every rank; cudaStreamSynchronize [S+40, S+715);
+    the step ends at S+720."""
+    args = {**ARGS, "Group size": 4, "Process Group Ranks": "[0, 1, 2, 3]"}
+    per = {}
+    for r in range(4):
+        g = 600 if r == 2 else 300
+        evs = per[r] = []
+        for i in range(3):
+            s = 720 * i
+            evs += [step(i + 1, s, 720), cpu_op("aten::mm", s, 5)]
+            evs += kernel(GEMM, s + 10, g, stream=7, launch=(s + 1, 1))
+            for k in range(3):
+                evs.append(cpu_op("aten::add", s + 6 + 3 * k, 2))
+                evs += kernel("vectorized_elementwise_kernel", s + 25, 285, stream=8 + k, launch=(s + 7 + 3 * k, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", s + 20, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("c10d::allreduce_", s + 30, 5))
+            evs += kernel(NCCL, s + 10 + g, 710 - 10 - g, stream=20, launch=(s + 31, 1), **args)
+            evs.append(cpu_op("cudaStreamSynchronize", s + 40, 675, cat="cuda_runtime"))
+    return _ingest(tmp_path, per)
+
+
+def test_a_slow_kernel_beside_other_streams_is_paced_kernel_by_kernel(tmp_path):
+    """_side_streams_job: with rank 2's gemm at the others' 300 us, every rank arrives at S+310, the transfer
+    ends at S+410, the synchronize at S+415 and the step at S+420: 300 us saved of 720, and rank 2 is late,
+    GPU compute-bound. The elementwise kernels beside the gemm run at the pace already and stay 285 us.
+    (Scaling the segment's kernels by one factor, 1155 / 1455 us of rank 2's compute, made the gemm 476 us
+    and the others 226: 124 us saved; a second attacker's finding.)"""
+    from tracekit.commands.advise import advise
+    from tracekit.graph import counterfactual as cf
+
+    run = _side_streams_job(tmp_path)
+    sp = cf.split(run)
+    g = sp.graph
+    assert cf.job_step_ms(sp.replay()) == pytest.approx(0.720, abs=1e-6)
+    dur, gap = cf.ranks_at_pace(sp, [2])
+    changed = {(str(g.name[i]), int(g.dur_ns[i]), int(dur[i])) for i in (dur != g.dur_ns).nonzero()[0]}
+    assert changed == {(GEMM, 600_000, 300_000)}, changed
+    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.420, abs=1e-6)
+    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 2 (GPU compute-bound)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.300, abs=1e-6)
