@@ -1,8 +1,8 @@
 """The replay and the critical path on every real trace set with ProfilerSteps and every shipped example:
 each rank's step replays within 5 % of measured unless doctor names it (steps that do not replay), and each
 step's critical path adds up to the step's span, computed here from the facts (the earliest rank's
-ProfilerStep start to the latest end of the step's CPU span, GPU ops and collectives on any rank), not from
-the graph."""
+ProfilerStep start, or the previous step's latest end where that is later, to the latest end of the step's
+CPU span, GPU ops and collectives on any rank), not from the graph."""
 
 import pytest
 
@@ -26,8 +26,11 @@ ends AS (
     SELECT c.step, w.end_ns FROM collective_waits w JOIN collectives c USING (rank, event_index)
     WHERE c.step IS NOT NULL),
 starts AS (SELECT s.step, min(tk_aligned(s.ts_ns, al.offset_ns, al.drift_ppm, al.ref_ns)) AS t0
-           FROM steps s JOIN al USING (rank) GROUP BY s.step)
-SELECT step, max(t) - any_value(t0) AS span_ns FROM ends JOIN starts USING (step) GROUP BY step ORDER BY step
+           FROM steps s JOIN al USING (rank) GROUP BY s.step),
+spans AS (SELECT step, any_value(t0) AS t0, max(t) AS t1 FROM ends JOIN starts USING (step) GROUP BY step)
+-- a step begins no sooner than the previous (profiled) step's last work ends
+SELECT s.step, s.t1 - least(greatest(s.t0, coalesce(p.t1, s.t0)), s.t1) AS span_ns
+FROM spans s LEFT JOIN spans p ON p.step = s.step - 1 ORDER BY s.step
 """
 
 

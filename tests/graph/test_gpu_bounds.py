@@ -826,3 +826,21 @@ def test_a_slow_kernel_beside_other_streams_is_paced_kernel_by_kernel(tmp_path):
     late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
     assert [f["finding"] for f in late] == ["late rank 2 (GPU compute-bound)"], late
     assert late[0]["saving_ms"] == pytest.approx(0.300, abs=1e-6)
+
+
+def test_steps_whose_gpu_work_overlaps_have_paths_that_do_not(tmp_path):
+    """One rank, no synchronize, the host a step ahead of its GPU (us): step 1 [0, 100) runs aten::mm [5, 15),
+    which launches (at 10) a gemm that runs [50, 250); step 2 [100, 200) runs aten::mm [105, 115), which
+    launches (at 110) a gemm queued behind the first on stream 7: [250, 450). Step 1's path ends at 250 (its
+    gemm's end), step 2's at 450; step 2 begins where step 1's last work ends, 250, so its path is its gemm,
+    200 us, and the two paths tile [0, 450). (From step 2's ProfilerStep start, 100, its path held step 1's
+    gemm from 100 to 250 too: 350 us, on both steps' paths.) The same holds for a pipeline's stages, a later
+    stage starting its step while the first still runs the previous step's backward (an attacker's case)."""
+    evs = [step(1, 0, 100), cpu_op("aten::mm", 5, 10), step(2, 100, 100), cpu_op("aten::mm", 105, 10)]
+    evs += kernel(GEMM, 50, 200, launch=(10, 1)) + kernel(GEMM, 250, 200, launch=(110, 1))
+    (tmp_path / "t").mkdir()
+    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
+    run = tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    rows = tracekit.report(run, "critical_path").to_pylist()
+    assert {s: sum(r["ns"] for r in rows if r["step"] == s) for s in (1, 2)} == {1: 250_000, 2: 200_000}, rows
+    assert [(r["cause"].startswith("compute"), r["ns"]) for r in rows if r["step"] == 2] == [(True, 200_000)]

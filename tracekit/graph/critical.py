@@ -2,7 +2,8 @@
 
 Per step: from the node whose replayed end is the step's last (any rank: its CPU step end or a GPU op of
 the step), walk back along the edge that set each node's start, down to the step's start (the earliest
-rank's ProfilerStep start). The time is cut into pieces that tile that span exactly: a node's own time
+rank's ProfilerStep start, or the previous step's last work's end where that is later: the steps' paths
+do not overlap). The time is cut into pieces that tile that span exactly: a node's own time
 (its cause: launch/CPU, compute: FAMILY, comm transfer) and the gap of the edge that led to it (thread:
 launch/CPU, CPU time between the graph's nodes; launch: starved, the GPU waiting for a launch; stream,
 wait, sync: idle, a wait the trace does not explain; collective: waiting at a collective). What the walk
@@ -46,6 +47,13 @@ def step_spans(r: Replay) -> dict[int, tuple[int, int, int]]:
         tied = idx[ends == ends.max()]
         last = tied[np.argmin(g.node_id[tied])]
         out[int(g.step[idx[0]])] = (int(r.start_ns[starts].min()), int(r.end_ns[last]), int(last))
+    # a step whose previous one is profiled begins no sooner than that one's last work ends: a pipeline's
+    # later stage starts its step while the first stage still runs the previous one's backward, and that
+    # time is on the previous step's path (it was on both: steps of 0.960 ms had paths of 1.160)
+    for step in sorted(out):
+        if step - 1 in out:
+            lo, hi, last = out[step]
+            out[step] = (min(max(lo, out[step - 1][1]), hi), hi, last)
     return out
 
 

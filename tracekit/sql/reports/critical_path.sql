@@ -1,5 +1,6 @@
 -- critical_path: per step, the chain of work that sets the step's end, walked back on the replay of the
--- run's dependency graph from the step's last work to the earliest rank's ProfilerStep start
+-- run's dependency graph from the step's last work to the earliest rank's ProfilerStep start (or the
+-- previous step's last work's end, where later: the steps' paths do not overlap)
 -- (tracekit/graph/critical.py; docs/definitions.md, "Critical path").
 -- @stage report
 -- @summary per step: the chain of work, rank by rank, that sets the step's end (adds up to the step's span)
