@@ -844,3 +844,64 @@ def test_steps_whose_gpu_work_overlaps_have_paths_that_do_not(tmp_path):
     rows = tracekit.report(run, "critical_path").to_pylist()
     assert {s: sum(r["ns"] for r in rows if r["step"] == s) for s in (1, 2)} == {1: 250_000, 2: 200_000}, rows
     assert [(r["cause"].startswith("compute"), r["ns"]) for r in rows if r["step"] == 2] == [(True, 200_000)]
+
+
+def _tp_dp_job(tmp_path):
+    """Four ranks, tensor-parallel groups {0, 1} and {2, 3}, data-parallel groups {0, 2} and {1, 3}; three
+    steps of 720 us (us; S the step's start). Each rank: aten::mm [S, S+5) launches (at S+1) gemm 1 on stream
+    7 [S+10, S+210) (rank 3: [S+10, S+360)); cudaStreamWaitEvent [S+6, S+7); the TP all-reduce (op [S+8, S+13),
+    launched at S+9, stream 20) from gemm 1's end: 50 us once both ranks arrived, [S+210, S+260) on ranks 0, 1,
+    ending at S+410 on ranks 2, 3 (rank 3 arrives at S+360, rank 2 waits from S+210); cudaStreamWaitEvent
+    [S+14, S+15); aten::mm [S+16, S+21) launches (at S+17) gemm 2, 200 us from the TP all-reduce's end;
+    cudaStreamWaitEvent [S+22, S+23); the DP all-reduce (op [S+24, S+29), launched at S+25) from gemm 2's end,
+    100 us once both arrive: ranks 0, 1 arrive at S+460, ranks 2, 3 at S+610, and all end at S+710;
+    cudaStreamSynchronize [S+30, S+715); the step ends at S+720."""
+    def group(name, desc, ranks):
+        return {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+                "Group size": 2, "Process Group Name": name, "Process Group Description": desc,
+                "Process Group Ranks": str(ranks)}
+    tp = {0: group("1", "mesh_tp", [0, 1]), 1: group("1", "mesh_tp", [0, 1]),
+          2: group("2", "mesh_tp", [2, 3]), 3: group("2", "mesh_tp", [2, 3])}
+    dp = {0: group("3", "mesh_dp", [0, 2]), 2: group("3", "mesh_dp", [0, 2]),
+          1: group("4", "mesh_dp", [1, 3]), 3: group("4", "mesh_dp", [1, 3])}
+    per = {}
+    for r in range(4):
+        evs = per[r] = []
+        g1_end = 360 if r == 3 else 210
+        tp_end = 410 if r >= 2 else 260
+        g2_end = tp_end + 200
+        for i in range(3):
+            s = 720 * i
+            evs += [step(i + 1, s, 720), cpu_op("aten::mm", s, 5)]
+            evs += kernel(GEMM, s + 10, g1_end - 10, launch=(s + 1, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", s + 6, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("c10d::allreduce_", s + 8, 5))
+            evs += kernel(NCCL, s + g1_end, tp_end - g1_end, stream=20, launch=(s + 9, 1), **tp[r])
+            evs.append(cpu_op("cudaStreamWaitEvent", s + 14, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("aten::mm", s + 16, 5))
+            evs += kernel(GEMM, s + tp_end, 200, launch=(s + 17, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", s + 22, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("c10d::allreduce_", s + 24, 5))
+            evs += kernel(NCCL, s + g2_end, 710 - g2_end, stream=20, launch=(s + 25, 1), **dp[r])
+            evs.append(cpu_op("cudaStreamSynchronize", s + 30, 685, cat="cuda_runtime"))
+    return _ingest(tmp_path, per)
+
+
+def test_a_rank_late_because_it_waited_for_another_is_not_the_straggler(tmp_path):
+    """_tp_dp_job: rank 2 arrives last at its DP all-reduce (150 us after rank 0) only because it waited 150 us
+    for rank 3 at its TP all-reduce: with rank 3's gemm at 200 us, rank 2's TP all-reduce ends at S+260, it
+    arrives at S+460 with rank 0, both all-reduces end at S+560 and the step at S+570: 150 us saved of 720.
+    advise names rank 3 late (GPU compute-bound, 0.150 ms), and no straggler finding sends the user after
+    rank 2 (it read "nothing it runs before its launches explains it ... data loading, host, clocks": an
+    attacker's case); the straggler rows say rank 2 waits 0.150 ms a step itself, most for rank 3."""
+    from tracekit.commands.advise import advise
+
+    run = _tp_dp_job(tmp_path)
+    rows = advise(run).to_pylist()
+    late = [f for f in rows if f["finding"].startswith("late rank")]
+    assert [(f["finding"], round(f["saving_ms"], 6)) for f in late] == [("late rank 3 (GPU compute-bound)", 0.150)]
+    assert not [f for f in rows if f["finding"].startswith("straggler")], rows
+    from tracekit import sql_files
+    strag = {r["rank"]: r for r in run.sql(sql_files.load("reports", "_advise_straggler").text).to_pylist()}
+    assert (strag[2]["own_wait_ms"], strag[2]["waited_for_rank"]) == (pytest.approx(0.150, abs=1e-9), 3)
+    assert strag[3]["own_wait_ms"] == 0 and list(strag)[0] == 3  # the source first

@@ -161,6 +161,11 @@ def straggler_finding(run) -> list[dict]:
                   "the step (data loading, the previous step's tail, its host); profile more steps to see it")
     else:
         change = None
+    relay = s["waited_for_rank"] is not None and s["own_wait_ms"] >= 0.5 * s["cost_ms"]
+    if relay and not change:  # late because it waited for another rank earlier (tensor parallel, then data)
+        change = (f"rank {s['rank']} itself waits {_ms(s['own_wait_ms'])} a step at other collectives, most for rank "
+                  f"{s['waited_for_rank']}: it passes that rank's lateness on; find why rank {s['waited_for_rank']} is "
+                  "late (tracekit report RUN why_late)")
     change = change or (f"find why rank {s['rank']} is late: before its launches it spends "
               f"{cause['diff_ms']:,.3f} ms more on {cause['kind']} {cause['name']} than the others "
               "(tracekit report RUN why_late)" if cause else
@@ -168,7 +173,8 @@ def straggler_finding(run) -> list[dict]:
               "report RUN why_late): look at what its GPU runs before the collective, and earlier (data loading, "
               "host, clocks)")
     conf = "high" if s["times_last"] >= 0.9 * s["instances"] else "medium"
-    keys = {"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"]}  # (popped: advise)
+    keys = {"rank": s["rank"], "lag_ms": s["step_start_lag_ms"] or 0.0, "cost_ms": s["cost_ms"],  # (popped: advise)
+            "relays": s["waited_for_rank"] if relay else None}
     return [keys | _finding(f"straggler: rank {s['rank']} arrives last",
                      f"rank {s['rank']}, {s['times_last']:,} of {plural(s['instances'], 'instance', 'instances')}",
                      f"others wait {_ms(s['caused_wait_ms'])} per step for it (summed over them); rank "
@@ -184,8 +190,8 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
     shorten."""
     out = []
     for f in straggler_finding(run):
-        rank = f.pop("rank")
-        if rank in covered["ranks"]:
+        rank, relays = f.pop("rank"), f.pop("relays")
+        if rank in covered["ranks"] or relays in covered["ranks"]:  # (a relay of a late rank named: covered)
             continue
         lag = f.pop("lag_ms")
         f["saving_ms"] = None
@@ -364,7 +370,7 @@ def _advise(run) -> pa.Table:
         # most that hiding it saves), not below every sized one (2.1 ms of exposed TP under a 0.02 ms saving)
         found.sort(key=lambda f: -(f["saving_ms"] if f["saving_ms"] is not None else f.get("stake_ms") or 0))
         for f in found:
-            for key in ("rank", "lag_ms", "cost_ms", "stake_ms"):
+            for key in ("rank", "lag_ms", "cost_ms", "stake_ms", "relays"):
                 f.pop(key, None)
         for f in found:  # measured over the profiled steps: say which
             f["where"] += f", {steps}"
