@@ -905,3 +905,67 @@ def test_a_rank_late_because_it_waited_for_another_is_not_the_straggler(tmp_path
     strag = {r["rank"]: r for r in run.sql(sql_files.load("reports", "_advise_straggler").text).to_pylist()}
     assert (strag[2]["own_wait_ms"], strag[2]["waited_for_rank"]) == (pytest.approx(0.150, abs=1e-9), 3)
     assert strag[3]["own_wait_ms"] == 0 and list(strag)[0] == 3  # the source first
+
+
+def _pipeline_job(tmp_path):
+    """Two pipeline stages, one micro-batch, three steps (us; S = 660 (i - 1) for step i). Stage 0 (rank 0),
+    step [S, S+660): forward gemm [S+10, S+110) (stream 7); send of the activations [S+110, S+130) (stream
+    20, after the forward: cudaStreamWaitEvent); receive of the gradients [S+130, S+450), whose sender
+    arrives at S+430; backward gemm [S+450, S+650); cudaStreamSynchronize [S+60, S+655). Stage 1 (rank 1),
+    step [T, S+460), T = 0 in step 1, else S - 200 (its previous step's end): receive [T+10, S+130) (the
+    sender arrives at S+110); forward [S+130, S+230); backward [S+230, S+430); send of the gradients
+    [S+430, S+450); cudaStreamSynchronize [T+60, S+455). No rank is late: each waits for the other's stage
+    (rank 0 300 us a step, rank 1 100 in step 1 and 300 after), the schedule's bubble."""
+    def p2p(kind, me, peer):
+        return {"Collective name": kind, "In msg nelems": 4096, "Out msg nelems": 4096, "dtype": "Float",
+                "Group size": 2, "Process Group Name": "1", "Process Group Description": "PP",
+                "Process Group Ranks": "[0, 1]", "Src Rank": peer if kind == "recv" else me,
+                "Dst Rank": me if kind == "recv" else peer}
+    sr = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    per = {0: [], 1: []}
+    for i in range(3):
+        s = 660 * i
+        e = per[0]
+        e += [step(i + 1, s, 660), cpu_op("aten::mm", s, 5)] + kernel(GEMM, s + 10, 100, launch=(s + 1, 1))
+        e.append(cpu_op("cudaStreamWaitEvent", s + 6, 1, cat="cuda_runtime"))
+        e += [cpu_op("c10d::send", s + 8, 5)] + kernel(sr, s + 110, 20, stream=20, launch=(s + 9, 1),
+                                                       **p2p("send", 0, 1))
+        e += [cpu_op("c10d::recv_", s + 14, 5)] + kernel(sr, s + 130, 320, stream=20, launch=(s + 15, 1),
+                                                         **p2p("recv", 0, 1))
+        e.append(cpu_op("cudaStreamWaitEvent", s + 20, 1, cat="cuda_runtime"))
+        e += [cpu_op("aten::mm", s + 22, 5)] + kernel(GEMM, s + 450, 200, launch=(s + 23, 1))
+        e.append(cpu_op("cudaStreamSynchronize", s + 60, 595, cat="cuda_runtime"))
+        t = 0 if i == 0 else s - 200
+        e = per[1]
+        e += [step(i + 1, t, s + 460 - t), cpu_op("c10d::recv_", t + 8, 5)]
+        e += kernel(sr, t + 10, s + 130 - (t + 10), stream=20, launch=(t + 9, 1), **p2p("recv", 1, 0))
+        e.append(cpu_op("cudaStreamWaitEvent", t + 14, 1, cat="cuda_runtime"))
+        e += [cpu_op("aten::mm", t + 16, 5)] + kernel(GEMM, s + 130, 100, launch=(t + 17, 1))
+        e += [cpu_op("aten::mm", t + 22, 5)] + kernel(GEMM, s + 230, 200, launch=(t + 23, 1))
+        e.append(cpu_op("cudaStreamWaitEvent", t + 28, 1, cat="cuda_runtime"))
+        e += [cpu_op("c10d::send", t + 30, 5)] + kernel(sr, s + 430, 20, stream=20, launch=(t + 31, 1),
+                                                        **p2p("send", 1, 0))
+        e.append(cpu_op("cudaStreamSynchronize", t + 60, s + 455 - (t + 60), cat="cuda_runtime"))
+    return _ingest(tmp_path, per)
+
+
+def test_a_pipelines_bubble_is_said_to_be_its_schedules(tmp_path):
+    """_pipeline_job: both ranks wait at the pipeline's sends and receives only (all of their waiting), and
+    neither is late: fixing either saves nothing. advise's lead finding says the waiting is the pipeline's
+    bubble, which the schedule sets, not "see the late ranks" (an attacker's case: a GPipe job read as
+    waiting for late ranks)."""
+    from tracekit.commands.advise import advise
+    from tracekit.graph import counterfactual as cf
+
+    run = _pipeline_job(tmp_path)
+    waits = {(r["rank"], r["collective"]): r["ns"] for r in run.sql(
+        "SELECT rank, collective, sum(wait_ns) AS ns FROM collective_waits GROUP BY ALL").to_pylist()}
+    assert waits == {(0, "send"): 0, (0, "recv"): 900_000, (1, "recv"): 700_000, (1, "send"): 0}, waits
+    sp = cf.split(run)
+    for r in (0, 1):
+        dur, gap = cf.ranks_at_pace(sp, [r])
+        assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(cf.job_step_ms(sp.replay()))
+    lead = advise(run).to_pylist()[0]
+    assert lead["finding"].startswith("waiting for other ranks on every rank"), lead
+    assert "100 % of that waiting at point-to-point" in lead["evidence"], lead
+    assert lead["change"].startswith("the ranks wait mostly at the pipeline's sends and receives: its bubble"), lead

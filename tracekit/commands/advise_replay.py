@@ -271,6 +271,13 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         saving = step - cf.job_step_ms(sp.replay(durations=dur))
         evidence += ("; replayed with their host idle gone, the job's step ends "
                      + (f"{saving:,.3f} ms sooner: an upper bound" if saving > 0.0005 else _paced_by(per, ranks)))
+    elif kind == "waiting" and (p2p := _p2p_share(run, ranks)) >= 0.5:
+        # a pipeline's stages waiting for each other's sends: the schedule's bubble, no late rank to find
+        evidence += f"; {100 * p2p:.0f} % of that waiting at point-to-point sends and receives"
+        change = ("the ranks wait mostly at the pipeline's sends and receives: its bubble, which the schedule sets "
+                  "(no rank need be late): more micro-batches or an interleaved schedule (measure it: record the job "
+                  "again with them and compare with tracekit diff); tracekit report RUN stragglers says whether a "
+                  "stage is late besides")
     elif kind == "host":  # CPU training: the host is the compute; no counterfactual of the trace sizes it
         change = ("the step is the CPU's own work (CPU training): more cores per rank, fewer ranks per host, or a "
                   "GPU")
@@ -282,6 +289,15 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
                  ("high" if len(ranks) == n_all else "medium") if sure else "low", BOUND_SQL)
     f["bound"], f["ranks"] = kind, ranks
     return [f], kind, per
+
+
+def _p2p_share(run, ranks: list[int]) -> float:
+    """Of ``ranks``' waiting at clean collective instances, the share at point-to-point ones (send, recv)."""
+    (row,) = run.sql("SELECT sum(w.wait_ns) FILTER (WHERE w.match_collective = 'sendrecv' OR w.collective IN "
+                     "('send', 'recv', 'sendrecv')) AS p2p, sum(w.wait_ns) AS total FROM collective_waits w JOIN "
+                     "collective_instances i USING (instance_key) WHERE i.status = 'clean' AND w.rank IN "
+                     "(SELECT unnest($r))", {"r": ranks}).to_pylist()
+    return (row["p2p"] or 0) / row["total"] if row["total"] else 0.0
 
 
 def _paced_by(per: dict, ranks: list[int]) -> str:
