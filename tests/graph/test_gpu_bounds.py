@@ -969,3 +969,57 @@ def test_a_pipelines_bubble_is_said_to_be_its_schedules(tmp_path):
     assert lead["finding"].startswith("waiting for other ranks on every rank"), lead
     assert "100 % of that waiting at point-to-point" in lead["evidence"], lead
     assert lead["change"].startswith("the ranks wait mostly at the pipeline's sends and receives: its bubble"), lead
+
+
+def _queue_full_job(tmp_path):
+    """Two tensor-parallel ranks whose GPUs are the bound and whose threads block in full launch queues, four
+    steps of 720 us, no synchronize (us). The GPU runs one step behind the host: step i's kernels run in
+    [G, G+720), G = 720 i (the first 720 us run the kernels of a step launched before the profile, whose
+    launches the trace does not hold). On the GPU, per step: ten gemms back to back from G, 50 us each on
+    rank 0, 70 on rank 1 (stream 7), then the all-reduce (stream 20, after the last gemm:
+    cudaStreamWaitEvent), from G+500 on rank 0 and G+700 on rank 1, ending at G+720 on both (20 us of
+    transfer once rank 1 arrives); the next step's first gemm waits for it (cudaStreamWaitEvent). On the host,
+    step i is [C, C+720), C = 720 (i - 1): ten aten::mm [C+65k, C+65k+65), each blocked in its
+    cudaLaunchKernel [+2, +63) until the queue has room, and c10d::allreduce_ [C+650, C+715), its launch
+    [C+652, C+713). Rank 0's GPU is busy 520 of every 720 us and waits 200 for rank 1; it never idles with
+    nothing queued. Its thread is in its ops all step, but a faster host would launch into a full queue:
+    rank 0 waits for rank 1, whose GPU is the bound (busy 720 of 720)."""
+    tp = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+          "Group size": 2, "Process Group Name": "0", "Process Group Description": "default_pg",
+          "Process Group Ranks": "[0, 1]"}
+    per = {0: [], 1: []}
+    for r, g in ((0, 50), (1, 70)):
+        evs = per[r]
+        for k in range(10):  # the kernels of the step launched before the profile: no launch in the trace
+            evs.append(kernel(GEMM, g * k, g)[0])
+        evs.append(kernel(NCCL, 10 * g, 720 - 10 * g, stream=20, **tp)[0])
+        for i in range(1, 5):
+            c, gs = 720 * (i - 1), 720 * i
+            evs.append(step(i, c, 720))
+            for k in range(10):
+                evs.append(cpu_op("aten::mm", c + 65 * k, 65))
+                if k == 0:
+                    evs.append(cpu_op("cudaStreamWaitEvent", c + 1, 0.5, cat="cuda_runtime"))
+                k_ev, rt = kernel(GEMM, gs + g * k, g, launch=(c + 65 * k + 2, 1))
+                rt["dur"] = 61
+                evs += [k_ev, rt]
+            evs.append(cpu_op("c10d::allreduce_", c + 650, 65))
+            evs.append(cpu_op("cudaStreamWaitEvent", c + 651, 0.5, cat="cuda_runtime"))
+            k_ev, rt = kernel(NCCL, gs + 10 * g, 720 - 10 * g, stream=20, launch=(c + 652, 1), **tp)
+            rt["dur"] = 61
+            evs += [k_ev, rt]
+    return _ingest(tmp_path, per)
+
+
+def test_a_thread_blocked_in_a_full_launch_queue_is_not_the_bound(tmp_path):
+    """_queue_full_job: rank 1's GPU is busy all step (GPU); rank 0's GPU is busy 520 of 720 us and waits 200
+    for rank 1 at the all-reduce, never idle with nothing queued: it waits for rank 1 (waiting), though its
+    thread spends the whole step in its ops (blocked in launch calls on a full queue: a faster host would not
+    feed a GPU that never starves). advise says neither rank is host-bound and names rank 1."""
+    from tracekit.commands.advise import advise
+
+    run = _queue_full_job(tmp_path)
+    bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
+    assert {r: b["bound"] for r, b in bound.items()} == {0: "waiting", 1: "GPU"}, bound
+    rows = advise(run).to_pylist()
+    assert not [f for f in rows if "host-bound" in f["finding"]], rows

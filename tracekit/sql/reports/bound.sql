@@ -8,7 +8,9 @@
 -- while its GPU computes), so they do not add up. On a GPU rank the GPU runs the step: it is the bound
 -- where its kernels fill 80 % of the window or more (the queue hardly empties: a faster host would not
 -- shorten the step); else its host where its threads ran their ops 80 % of its ProfilerStep or more (an
--- NCCL call never blocks them: its GPU's waiting at a collective did not hold them); else its idle time
+-- NCCL call never blocks them: its GPU's waiting at a collective did not hold them) and its GPU starved
+-- (idle with nothing queued) 10 % of the window or more (a GPU never starved is fed ahead: threads
+-- blocked in launch calls on a full queue are in their ops all step); else its idle time
 -- says why: waiting for another rank at a collective where that is at least its starved time (nothing
 -- queued), else its host, busy (host) or idle (host idle), whichever the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
 -- its waiting and its idle, else the larger of those.
@@ -22,7 +24,7 @@
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
--- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), host (its threads busy with their own ops 80 % of its ProfilerStep; or, where its GPU's idle is neither waiting nor queued, busy at least as long as idle: it issues the work slower than the GPU runs it), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already queued: gpu_queued_ms half its starved time or more), host idle (the step thread runs no recorded op)
+-- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), host (its threads busy with their own ops 80 % of its ProfilerStep and its GPU starved 10 % of the window; or, where its GPU's idle is neither waiting nor queued, busy at least as long as idle: it issues the work slower than the GPU runs it), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already queued: gpu_queued_ms half its starved time or more), host idle (the step thread runs no recorded op)
 -- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where the autograd thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
@@ -111,8 +113,11 @@ SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
            CASE WHEN gpu_ns >= 0.8 * window_ns THEN 'GPU'
                 -- its threads busy 80 % of its ProfilerStep: an NCCL call never blocks them, so the GPU's
-                -- waiting at a collective did not pace them (a thread held by it shows blocked or idle)
-                WHEN host_ns >= 0.8 * span_ns THEN 'host'
+                -- waiting at a collective did not pace them (a thread held by it shows blocked or idle);
+                -- where its GPU starved (idle with nothing queued) 10 % of the window or more: a GPU that
+                -- never starves is fed ahead (a thread blocked in launch calls on a full queue is busy in
+                -- its ops all step, and a faster host would not feed its GPU sooner)
+                WHEN host_ns >= 0.8 * span_ns AND starved_ns - coalesce(queued_ns, 0) >= 0.1 * window_ns THEN 'host'
                 WHEN wait_ns >= starved_ns THEN 'waiting'
                 -- idle mostly with its next op launched already: the host is ahead, the GPU waits on its own
                 WHEN queued_ns >= starved_ns - queued_ns THEN 'dependency'
