@@ -971,55 +971,67 @@ def test_a_pipelines_bubble_is_said_to_be_its_schedules(tmp_path):
     assert lead["change"].startswith("the ranks wait mostly at the pipeline's sends and receives: its bubble"), lead
 
 
+
 def _queue_full_job(tmp_path):
-    """Two tensor-parallel ranks whose GPUs are the bound and whose threads block in full launch queues, four
-    steps of 720 us, no synchronize (us). The GPU runs one step behind the host: step i's kernels run in
-    [G, G+720), G = 720 i (the first 720 us run the kernels of a step launched before the profile, whose
-    launches the trace does not hold). On the GPU, per step: ten gemms back to back from G, 50 us each on
-    rank 0, 70 on rank 1 (stream 7), then the all-reduce (stream 20, after the last gemm:
-    cudaStreamWaitEvent), from G+500 on rank 0 and G+700 on rank 1, ending at G+720 on both (20 us of
-    transfer once rank 1 arrives); the next step's first gemm waits for it (cudaStreamWaitEvent). On the host,
-    step i is [C, C+720), C = 720 (i - 1): ten aten::mm [C+65k, C+65k+65), each blocked in its
-    cudaLaunchKernel [+2, +63) until the queue has room, and c10d::allreduce_ [C+650, C+715), its launch
-    [C+652, C+713). Rank 0's GPU is busy 520 of every 720 us and waits 200 for rank 1; it never idles with
-    nothing queued. Its thread is in its ops all step, but a faster host would launch into a full queue:
-    rank 0 waits for rank 1, whose GPU is the bound (busy 720 of 720)."""
+    """Two tensor-parallel ranks whose GPUs are the bound and whose threads run a step ahead, blocked in
+    launch calls on a full launch queue; four profiled steps, no synchronize (us; G = 200 + 720 j, the GPU
+    start of step j). On the GPU, step j: ten gemms back to back from G, 50 us each on rank 0, 70 on rank 1
+    (stream 7), then the all-reduce (stream 20, after the last gemm: cudaStreamWaitEvent), from G+500 on
+    rank 0, G+700 on rank 1, ending at G+720 on both (20 us of transfer once rank 1 arrives); the next step's
+    first gemm waits for it (cudaStreamWaitEvent). Step 0 is launched before the first ProfilerStep by short
+    calls (2 us, from 100). Host step j (1 to 4) is [G'+3, G'+723), G' = G - 720 (the GPU start of step j-1):
+    ten aten::mm ops, the k-th [G'+gk+3, G'+gk+g+3) (g the rank's gemm time), its cudaLaunchKernel
+    [G'+gk+4, G'+gk+g+2) returning 2 us after step j-1's k-th gemm ends (its slot freed), then
+    c10d::allreduce_ [G'+10g+3, G'+723), its launch [G'+10g+4, G'+722) returning 2 us after step j-1's
+    all-reduce ends. Rank 0's GPU is busy 520 us of every 720 and waits 200 for rank 1; it never idles with
+    nothing queued. Rank 0's thread is in its ops all step, blocked in its launches but for 22 us a step:
+    its host is not the bound (rank 0 waits for rank 1, whose GPU is)."""
     tp = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
           "Group size": 2, "Process Group Name": "0", "Process Group Description": "default_pg",
           "Process Group Ranks": "[0, 1]"}
     per = {0: [], 1: []}
     for r, g in ((0, 50), (1, 70)):
         evs = per[r]
-        for k in range(10):  # the kernels of the step launched before the profile: no launch in the trace
-            evs.append(kernel(GEMM, g * k, g)[0])
-        evs.append(kernel(NCCL, 10 * g, 720 - 10 * g, stream=20, **tp)[0])
-        for i in range(1, 5):
-            c, gs = 720 * (i - 1), 720 * i
-            evs.append(step(i, c, 720))
-            for k in range(10):
-                evs.append(cpu_op("aten::mm", c + 65 * k, 65))
-                if k == 0:
-                    evs.append(cpu_op("cudaStreamWaitEvent", c + 1, 0.5, cat="cuda_runtime"))
-                k_ev, rt = kernel(GEMM, gs + g * k, g, launch=(c + 65 * k + 2, 1))
-                rt["dur"] = 61
+        for j in range(5):  # the GPU's steps 0 (launched before the profile) to 4
+            gs, hs = 200 + 720 * j, 200 + 720 * (j - 1)  # the GPU's start of step j; its host step's base
+            if j:
+                evs.append(step(j, hs + 3, 720))
+            for k in range(11):
+                ev_ts, ev_dur = (hs + g * k + 3, g) if k < 10 else (hs + 10 * g + 3, 720 - 10 * g)
+                call = (hs + g * k + 4, ev_dur - 2) if j else (100 + 8 * k + 1, 2)
+                if j:
+                    evs.append(cpu_op("aten::mm" if k < 10 else "c10d::allreduce_", ev_ts, ev_dur))
+                if k in (0, 10):  # after the other stream's last op
+                    evs.append(cpu_op("cudaStreamWaitEvent", call[0] - 0.8, 0.5, cat="cuda_runtime"))
+                if k < 10:
+                    k_ev, rt = kernel(GEMM, gs + g * k, g, launch=(call[0], 1))
+                else:
+                    k_ev, rt = kernel(NCCL, gs + 10 * g, 720 - 10 * g, stream=20, launch=(call[0], 1), **tp)
+                rt["dur"] = call[1]
                 evs += [k_ev, rt]
-            evs.append(cpu_op("c10d::allreduce_", c + 650, 65))
-            evs.append(cpu_op("cudaStreamWaitEvent", c + 651, 0.5, cat="cuda_runtime"))
-            k_ev, rt = kernel(NCCL, gs + 10 * g, 720 - 10 * g, stream=20, launch=(c + 652, 1), **tp)
-            rt["dur"] = 61
-            evs += [k_ev, rt]
     return _ingest(tmp_path, per)
 
 
 def test_a_thread_blocked_in_a_full_launch_queue_is_not_the_bound(tmp_path):
-    """_queue_full_job: rank 1's GPU is busy all step (GPU); rank 0's GPU is busy 520 of 720 us and waits 200
-    for rank 1 at the all-reduce, never idle with nothing queued: it waits for rank 1 (waiting), though its
-    thread spends the whole step in its ops (blocked in launch calls on a full queue: a faster host would not
-    feed a GPU that never starves). advise says neither rank is host-bound and names rank 1."""
+    """_queue_full_job: each launch call of steps 1 to 4 waits for room in the queue: rank 0's thread is
+    blocked 48 us in each gemm's launch and 218 us in the all-reduce's (698 of its 720 us), busy 22 us. Its
+    GPU is busy 520 of 720 us and waits 200 for rank 1: rank 0 waits (it read 'host': its thread in its ops
+    all step, and advise said host-bound); rank 1's GPU is busy all step. With rank 1's gemms at rank 0's 50
+    us, both GPUs run a step in 520 us, and the launches, which wait for them, return as much sooner: the
+    job's step 200 us shorter (its threads' launch calls were fixed host work: the saving was 0.177)."""
     from tracekit.commands.advise import advise
+    from tracekit.graph import counterfactual as cf
 
     run = _queue_full_job(tmp_path)
     bound = {r["rank"]: r for r in tracekit.report(run, "bound", by="rank").to_pylist()}
     assert {r: b["bound"] for r, b in bound.items()} == {0: "waiting", 1: "GPU"}, bound
+    # per step, in the window of the step's ProfilerStep (the last one's runs on to its GPU work's end)
+    steps = {(r["rank"], r["step"]): r for r in tracekit.report(run, "bound").to_pylist()}
+    assert (steps[(0, 2)]["host_blocked_ms"], steps[(0, 2)]["host_busy_ms"]) == \
+        (pytest.approx(0.698, abs=1e-9), pytest.approx(0.022, abs=1e-9))
     rows = advise(run).to_pylist()
     assert not [f for f in rows if "host-bound" in f["finding"]], rows
+    sp = cf.split(run)
+    dur, gap = cf.ranks_at_pace(sp, [1])
+    saving = cf.job_step_ms(sp.replay()) - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+    assert saving == pytest.approx(0.200, abs=1e-6)

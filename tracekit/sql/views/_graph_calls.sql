@@ -4,9 +4,13 @@
 -- twins). A call waits for the GPU (blocking) when it is a synchronize call, or when the copy or memset it
 -- issued ended before the call returned (a memcpy to pageable host memory, cudaMemcpy; never a kernel or
 -- graph launch: a 10 us cudaLaunchKernel whose 3 us kernel ran within it is a slow launch, not the host
--- waiting for its kernel, which made 20 such launches a step read 200 us blocked): then
--- wait_index is the GPU op it waited for: its own op, else the rank's GPU op that ended last at or
--- before the call's end (the trace does not say which stream a synchronize waited for: the op that
+-- waiting for its kernel, which made 20 such launches a step read 200 us blocked), or when a launch call
+-- waited for room in a full launch queue: it lasted 10 us or more, returned within 5 us after a GPU op of
+-- the rank ended that had started by 5 us after the call began (the GPU ran it all through the call), and
+-- its own op started after it returned (queued behind); a GPU-bound rank whose host runs a step ahead
+-- blocks so in every launch, which read as its host busy with its ops all step: then
+-- wait_index is the GPU op it waited for: its own op (a copy), else the rank's GPU op that ended last at
+-- or before the call's end (the trace does not say which stream a synchronize waited for: the op that
 -- ended last before it returned is the one it can have waited for). Other runtime calls (queries,
 -- attributes, cudaStreamWaitEvent) stay CPU time between the kept nodes.
 -- @stage view
@@ -25,17 +29,22 @@ WITH first_call AS (
     FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
     GROUP BY rank, correlation),
 own AS (  -- per launching call: its GPU op that ended last
-    SELECT c.rank, c.event_index, max(g.end_ns) AS op_end, arg_max(g.event_index, g.end_ns) AS op_index
+    SELECT c.rank, c.event_index, max(g.end_ns) AS op_end, arg_max(g.event_index, g.end_ns) AS op_index,
+           min(g.ts_ns) AS op_start
     FROM first_call c JOIN gpu_kernels g ON g.rank = c.rank AND g.correlation = c.correlation
     GROUP BY ALL),
 calls AS (
     SELECT e.rank, e.event_index, e.name, e.pid, e.tid, e.ts_ns, e.ts_ns + coalesce(e.dur_ns, 0) AS end_ns,
-           o.op_end, o.op_index, e.name ILIKE '%synchronize%' AS is_sync
+           o.op_end, o.op_index, o.op_start, e.name ILIKE '%synchronize%' AS is_sync
     FROM events e LEFT JOIN own o ON o.rank = e.rank AND o.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat IN ('cuda_runtime', 'cuda_driver')
       AND (o.event_index IS NOT NULL OR e.name ILIKE '%synchronize%')),
-ends AS (SELECT rank, end_ns, event_index FROM gpu_kernels)
+ends AS (SELECT rank, ts_ns, end_ns, event_index FROM gpu_kernels)
 SELECT c.rank, c.event_index, c.name, c.pid, c.tid, c.ts_ns, c.end_ns,
        CASE WHEN c.op_end IS NOT NULL AND c.op_end <= c.end_ns AND c.name NOT ILIKE '%launch%' THEN c.op_index
-            WHEN c.is_sync THEN g.event_index END AS wait_index
+            WHEN c.is_sync THEN g.event_index
+            -- a launch into a full queue: it returns as an op that ran through the call completes (its slot
+            -- freed), its own op queued behind
+            WHEN c.name ILIKE '%launch%' AND c.op_start > c.end_ns AND c.end_ns - c.ts_ns >= 10000
+                 AND c.end_ns - g.end_ns <= 5000 AND g.ts_ns <= c.ts_ns + 5000 THEN g.event_index END AS wait_index
 FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns;
