@@ -7,7 +7,9 @@
 -- waiting for its kernel, which made 20 such launches a step read 200 us blocked), or when a launch call
 -- waited for room in a full launch queue: it lasted 10 us or more, returned within 5 us after a GPU op of
 -- the rank ended that had started by 5 us after the call began (the GPU ran it all through the call), and
--- its own op started after it returned (queued behind); a GPU-bound rank whose host runs a step ahead
+-- its own op started after it returned (queued behind), and so did the thread's launch call before or
+-- after it (a full queue holds launch after launch; one alone ended by chance as an op did: 1 to 17
+-- launches of thousands on the shared traces); a GPU-bound rank whose host runs a step ahead
 -- blocks so in every launch, which read as its host busy with its ops all step: then
 -- wait_index is the GPU op it waited for: its own op (a copy), else the rank's GPU op that ended last at
 -- or before the call's end (the trace does not say which stream a synchronize waited for: the op that
@@ -39,12 +41,20 @@ calls AS (
     FROM events e LEFT JOIN own o ON o.rank = e.rank AND o.event_index = e.event_index
     WHERE e.ph = 'X' AND e.cat IN ('cuda_runtime', 'cuda_driver')
       AND (o.event_index IS NOT NULL OR e.name ILIKE '%synchronize%')),
-ends AS (SELECT rank, ts_ns, end_ns, event_index FROM gpu_kernels)
-SELECT c.rank, c.event_index, c.name, c.pid, c.tid, c.ts_ns, c.end_ns,
-       CASE WHEN c.op_end IS NOT NULL AND c.op_end <= c.end_ns AND c.name NOT ILIKE '%launch%' THEN c.op_index
-            WHEN c.is_sync THEN g.event_index
-            -- a launch into a full queue: it returns as an op that ran through the call completes (its slot
-            -- freed), its own op queued behind
-            WHEN c.name ILIKE '%launch%' AND c.op_start > c.end_ns AND c.end_ns - c.ts_ns >= 10000
-                 AND c.end_ns - g.end_ns <= 5000 AND g.ts_ns <= c.ts_ns + 5000 THEN g.event_index END AS wait_index
-FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns;
+ends AS (SELECT rank, ts_ns, end_ns, event_index FROM gpu_kernels),
+held AS (
+    SELECT c.*, g.event_index AS g_index,
+           -- a launch into a full queue: it returns as an op that ran through the call completes (its slot
+           -- freed), its own op queued behind
+           c.name ILIKE '%launch%' AND c.op_start > c.end_ns AND c.end_ns - c.ts_ns >= 10000
+               AND c.end_ns - g.end_ns <= 5000 AND g.ts_ns <= c.ts_ns + 5000 AS full_queue
+    FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns),
+runs AS (  -- a full queue holds launch after launch: one alone is a slow call that ended by chance as an op did
+    SELECT *, coalesce(lag(full_queue) OVER w, false) OR coalesce(lead(full_queue) OVER w, false) AS in_run
+    FROM held WHERE name ILIKE '%launch%'
+    WINDOW w AS (PARTITION BY rank, pid, tid ORDER BY ts_ns, event_index))
+SELECT h.rank, h.event_index, h.name, h.pid, h.tid, h.ts_ns, h.end_ns,
+       CASE WHEN h.op_end IS NOT NULL AND h.op_end <= h.end_ns AND h.name NOT ILIKE '%launch%' THEN h.op_index
+            WHEN h.is_sync THEN h.g_index
+            WHEN h.full_queue AND r.in_run THEN h.g_index END AS wait_index
+FROM held h LEFT JOIN runs r ON r.rank = h.rank AND r.event_index = h.event_index;
