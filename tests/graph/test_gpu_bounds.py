@@ -1035,3 +1035,54 @@ def test_a_thread_blocked_in_a_full_launch_queue_is_not_the_bound(tmp_path):
     dur, gap = cf.ranks_at_pace(sp, [1])
     saving = cf.job_step_ms(sp.replay()) - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
     assert saving == pytest.approx(0.200, abs=1e-6)
+
+
+def _host_op_job(tmp_path):
+    """Three ranks, three steps (us; S the step's start, D = 300 on rank 1 in step 2, else 0). Rank 1 runs
+    aten::nonzero [S, S+300) in step 2 before anything else (its thread busy, no launch). Then, from S+D:
+    aten::mm [+0, +5) launches (at +1) a gemm [+10, +310) on stream 7; aten::add [+6, +9) launches (at +7) a
+    kernel queued behind it, [+310, +360); cudaStreamWaitEvent [+12, +13); c10d::allreduce_ [+14, +19)
+    launches (at +15) the all-reduce on stream 20 from +360, which ends 100 us after the last rank's
+    arrival; cudaStreamWaitEvent [+24, +25); aten::add_ [+20, +23) launches (at +21) the optimizer's kernel,
+    50 us on stream 7 from the all-reduce's end; cudaStreamSynchronize until 2 us after it, and the step
+    ends 8 us later. Steps 1 and 3: 520 us; step 2: every rank's all-reduce ends at S+760 (rank 1 arrives at
+    S+660), the step at S+820."""
+    per = {r: [] for r in range(3)}
+    s = 0
+    for i in (1, 2, 3):
+        late = 300 if i == 2 else 0
+        end = s + late + 460
+        for r in range(3):
+            d = late if r == 1 else 0
+            evs, b = per[r], s + d
+            evs.append(step(i, s, end + 60 - s))
+            if d:
+                evs.append(cpu_op("aten::nonzero", s, d))
+            evs += [cpu_op("aten::mm", b, 5)] + kernel(GEMM, b + 10, 300, launch=(b + 1, 1))
+            evs += [cpu_op("aten::add", b + 6, 3)] + kernel("elementwise_kernel", b + 310, 50, launch=(b + 7, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", b + 12, 1, cat="cuda_runtime"))
+            evs += [cpu_op("c10d::allreduce_", b + 14, 5)]
+            evs += kernel(NCCL, b + 360, end - (b + 360), stream=20, launch=(b + 15, 1), **ARGS)
+            evs += [cpu_op("aten::add_", b + 20, 3)] + kernel("multi_tensor_apply_kernel", end, 50,
+                                                               launch=(b + 21, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", b + 24, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("cudaStreamSynchronize", b + 30, end + 52 - (b + 30), cat="cuda_runtime"))
+        s = end + 60
+    return _ingest(tmp_path, per)
+
+
+def test_a_late_ranks_extra_op_is_cut_where_it_lies(tmp_path):
+    """_host_op_job: at the others' pace rank 1 launches its gemm at S+1 in step 2 too, and the step is 520
+    us: 300 us saved in one of three steps, 0.100 ms a step. (Its work scaled by one factor over the
+    segment, most of the 300 us stayed before its first launch: an attacker's case, 0.087 of 0.099.)"""
+    from tracekit.commands.advise import advise
+    from tracekit.graph import counterfactual as cf
+
+    run = _host_op_job(tmp_path)
+    sp = cf.split(run)
+    dur, gap = cf.ranks_at_pace(sp, [1])
+    saving = cf.job_step_ms(sp.replay()) - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
+    assert saving == pytest.approx(0.100, abs=1e-6)
+    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 1 (host-bound in aten::nonzero)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.100, abs=1e-6)

@@ -151,12 +151,15 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     removed where it lies, not spread over its whole step. What a step loses is at most the rank's excess
     over the pace of whole steps (the late rank's extra time), shared among its segments above their pace
     in proportion: with two ranks the pace of a segment is the other rank's, and the noise of each segment
-    is not an excess. GPU compute is paced kernel by kernel: a segment's kernels are matched across ranks by
-    name and order (the k-th kernel of a name in the segment), and a late rank's kernel longer than its
-    match's pace is cut towards it. (Scaling every kernel of the segment by one factor shortened the kernels
-    that ran beside the slow one on other streams at their own pace, and left the slow one too long: a 600
-    us gemm beside a 250 us kernel on another stream, at a 300 us pace, came to 388 us, and the step saved
-    0.212 of 0.300 ms; with three such kernels beside it, 0.124.)"""
+    is not an excess. GPU compute is paced kernel by kernel, and a thread's work piece by piece (its runtime
+    calls, and its time before each of the graph's nodes): matched across ranks by name and order (the k-th
+    of a name in the segment), a late rank's piece longer than its match's pace is cut towards it.
+    (Scaling every kernel of the segment by one factor shortened the kernels that ran beside the slow one
+    on other streams at their own pace, and left the slow one too long: a 600 us gemm beside a 250 us
+    kernel on another stream, at a 300 us pace, came to 388 us, and the step saved 0.212 of 0.300 ms; with
+    three such kernels beside it, 0.124. Likewise a 300 us op before a late rank's first launch: cut a
+    little everywhere, most of it stayed before that launch, 0.087 of 0.099 ms saved.) A rank's host idle
+    is paced by segment: its idle intervals have no counterpart on the others."""
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
     gap = sp.base_gaps() if gaps is None else gaps.copy()
@@ -185,8 +188,13 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     for r, h in zip(ends[0].tolist(), ends[2].tolist(), strict=True):
         members.setdefault(h, []).append(r)
     rank, step = g.rank[where], g.step[where]
-    slot = _slots(g, where, seg, t) if what == "compute" else seg  # what is paced across ranks
-    _, slot = np.unique(slot, return_inverse=True) if what == "compute" else (None, slot)
+    if what == "idle":  # a rank's idle intervals have no counterpart on another rank: paced by segment
+        slot = seg
+    else:  # what is paced across ranks: a kernel, a runtime call, the thread's work before a node
+        names = g.name[where].astype(str)
+        if what == "work":
+            names = np.where(node, names, np.char.add("before ", names))
+        _, slot = np.unique(_slots(names, g.rank[where], seg, t), return_inverse=True)
     keys = (rank << 40) + (slot + (1 << 39))
     uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     sums = np.bincount(inv, weights=val.astype(float), minlength=len(uniq)).tolist()
@@ -223,11 +231,11 @@ def at_pace(sp: Split, what: str, late: list[int], durations=None, gaps=None):
     return dur, gap
 
 
-def _slots(g: Graph, where: np.ndarray, seg: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per kernel (``where``, starting at ``t``, in segment ``seg``): a key that the same kernel of every rank
-    shares: (segment, name, k) for the k-th kernel of its name in its rank's segment, in time order."""
-    _, name = np.unique(g.name[where].astype(str), return_inverse=True)
-    rank = g.rank[where]
+def _slots(names: np.ndarray, rank: np.ndarray, seg: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per element (a kernel, a runtime call, the thread's work before a node: ``names``, on ``rank``,
+    starting at ``t``, in segment ``seg``): a key that the same element of every rank shares: (segment, name,
+    k) for the k-th element of its name in its rank's segment, in time order."""
+    _, name = np.unique(names, return_inverse=True)
     order = np.lexsort((t, name, seg, rank))
     r_o, s_o, n_o = rank[order], seg[order], name[order]
     new = np.ones(len(order), dtype=bool)
