@@ -162,6 +162,8 @@ def straggler_finding(run) -> list[dict]:
     else:
         change = None
     relay = s["waited_for_rank"] is not None and s["own_wait_ms"] >= 0.5 * s["cost_ms"]
+    if relay and s["own_p2p_wait_ms"] >= 0.5 * s["own_wait_ms"]:
+        return []  # late because it waited at the pipeline's sends and receives: the schedule (pipeline finding)
     if relay and not change:  # late because it waited for another rank earlier (tensor parallel, then data)
         change = (f"rank {s['rank']} itself waits {_ms(s['own_wait_ms'])} a step at other collectives, most for rank "
                   f"{s['waited_for_rank']}: it passes that rank's lateness on; find why rank {s['waited_for_rank']} is "

@@ -12,8 +12,9 @@
 -- @column cost_ms: the largest exposed waiting one other rank had for it, per step, ms
 -- @column most_delayed_rank: the rank with that waiting (ties: the lowest rank)
 -- @column step_start_lag_ms: how long after the earliest rank it starts its ProfilerSteps, mean over steps, ms
--- @column own_wait_ms: its own waiting, per step, in the clean instances (not point to point) another rank arrived last at, ms (a rank late to one group's collective because it waited for a rank at another's relays that rank's lateness)
+-- @column own_wait_ms: its own waiting, per step, in the clean instances another rank arrived last at (point to point too), ms (a rank late to one group's collective because it waited for a rank at another's relays that rank's lateness)
 -- @column waited_for_rank: the rank it waited for longest in those instances, summed (ties: the lowest rank; NULL: it waited for none)
+-- @column own_p2p_wait_ms: of own_wait_ms, its waiting at point-to-point instances (a pipeline stage waiting for the next one's backward: the schedule's drain), ms
 WITH st AS (SELECT greatest(count(DISTINCT step) FILTER (WHERE step <> -1), 1) AS n FROM step_breakdown),
 clean AS (SELECT w.*, i.last_rank FROM collective_waits w JOIN collective_instances i USING (instance_key)
           WHERE i.status = 'clean'),
@@ -29,13 +30,16 @@ lasts AS (SELECT last_rank AS rank, count(DISTINCT instance_key) AS times_last F
           WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
 inst AS (SELECT rank, count(DISTINCT instance_key) AS instances FROM clean
          WHERE collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
-waited AS (SELECT rank, last_rank, sum(wait_ns) AS ns FROM clean
-           WHERE rank <> last_rank AND collective NOT IN ('send', 'recv', 'sendrecv') GROUP BY ALL),
-own AS (SELECT rank, sum(ns) AS ns, first(last_rank ORDER BY ns DESC, last_rank) AS waited_for FROM waited GROUP BY rank)
+waited AS (SELECT rank, last_rank, sum(wait_ns) AS ns,
+                  sum(wait_ns) FILTER (WHERE collective IN ('send', 'recv', 'sendrecv')) AS p2p_ns FROM clean
+           WHERE rank <> last_rank GROUP BY ALL),
+own AS (SELECT rank, sum(ns) AS ns, coalesce(sum(p2p_ns), 0) AS p2p_ns,
+               first(last_rank ORDER BY ns DESC, last_rank) AS waited_for FROM waited GROUP BY rank)
 SELECT c.last_rank AS rank, l.times_last, s.instances, sum(c.ns) / st.n / 1e6 AS caused_wait_ms,
        max(c.ns * coalesce(ratio.r, 0)) / st.n / 1e6 AS cost_ms,
        first(c.rank ORDER BY c.ns * coalesce(ratio.r, 0) DESC, c.rank) AS most_delayed_rank, any_value(lag.ms) AS step_start_lag_ms,
-       coalesce(any_value(own.ns), 0) / st.n / 1e6 AS own_wait_ms, any_value(own.waited_for) AS waited_for_rank
+       coalesce(any_value(own.ns), 0) / st.n / 1e6 AS own_wait_ms, any_value(own.waited_for) AS waited_for_rank,
+       coalesce(any_value(own.p2p_ns), 0) / st.n / 1e6 AS own_p2p_wait_ms
 FROM caused c LEFT JOIN ratio USING (rank) JOIN lasts l ON l.rank = c.last_rank JOIN inst s ON s.rank = c.last_rank
 LEFT JOIN lag ON lag.rank = c.last_rank LEFT JOIN own ON own.rank = c.last_rank, st
 GROUP BY c.last_rank, l.times_last, s.instances, st.n
