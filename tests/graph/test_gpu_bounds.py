@@ -1149,3 +1149,43 @@ def test_a_stage_late_to_the_loss_by_the_pipelines_drain_is_not_a_straggler(tmp_
         (pytest.approx(0.300, abs=1e-9), pytest.approx(0.300, abs=1e-9), 1)
     rows = advise(run).to_pylist()
     assert not [f for f in rows if f["finding"].startswith(("straggler", "late rank"))], rows
+
+
+def _launch_paced_job(tmp_path):
+    """One rank, three steps of 510 us (us; S the step's start): twenty aten::add ops back to back, the k-th
+    [S+25k, S+25k+25), each calling cudaLaunchKernel [S+25k+1, S+25k+24) whose 23 us kernel runs [S+25k+6,
+    S+25k+29), before the call returns: the GPU busy 23 us of every 25, idle 2 us before each kernel for
+    its launch. cudaStreamSynchronize [S+500, S+505) (the last kernel ends at S+504); the step ends at
+    S+510."""
+    evs = []
+    for i in range(3):
+        s = 510 * i
+        evs.append(step(i + 1, s, 510))
+        for k in range(20):
+            t = s + 25 * k
+            k_ev, rt = kernel("elementwise_kernel", t + 6, 23, launch=(t + 1, 1))
+            rt["dur"] = 23
+            evs += [cpu_op("aten::add", t, 25), k_ev, rt]
+        evs.append(cpu_op("cudaStreamSynchronize", s + 500, 5, cat="cuda_runtime"))
+    (tmp_path / "t").mkdir()
+    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
+    return tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+
+
+def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp_path):
+    """_launch_paced_job: the GPU is busy 460 us of each 510 us step (90 %), but each kernel starts when its
+    launch lets it.
+    Kernels twice as fast start where they did: the last ends at S+492.5, and the synchronize, called at
+    S+500, still returns at S+501 (1 us after what it waits for, as measured), and the step ends 5 us later:
+    4 us sooner. With the host's work and launches free (the 1 us before each call, the calls, the 5 us
+    after the synchronize), every call is at S and each kernel keeps its 5 us from its call's start: they
+    run back to back from S+5 and end at S+465, the synchronize returns at S+466 and the step ends there:
+    44 us sooner (an upper bound). The host paces the GPU: host-bound,
+    not "GPU-bound ... a faster host would not shorten the step" (an attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _launch_paced_job(tmp_path)
+    lead = advise(run).to_pylist()[0]
+    assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
+    assert "twice as fast the job's step ends 0.004 ms sooner" in lead["evidence"], lead
+    assert lead["saving_ms"] == pytest.approx(0.044, abs=1e-6)
