@@ -1174,18 +1174,17 @@ def _launch_paced_job(tmp_path):
 
 def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp_path):
     """_launch_paced_job: the GPU is busy 460 us of each 510 us step (90 %), but each kernel starts when its
-    launch lets it.
-    Kernels twice as fast start where they did: the last ends at S+492.5, and the synchronize, called at
-    S+500, still returns at S+501 (1 us after what it waits for, as measured), and the step ends 5 us later:
-    4 us sooner. With the host's work and launches free (the 1 us before each call, the calls, the 5 us
-    after the synchronize), every call is at S and each kernel keeps its 5 us from its call's start: they
-    run back to back from S+5 and end at S+465, the synchronize returns at S+466 and the step ends there:
-    44 us sooner (an upper bound). The host paces the GPU: host-bound,
-    not "GPU-bound ... a faster host would not shorten the step" (an attacker's case)."""
+    launch lets it. Kernels of no duration start where they did, the last at S+481; the synchronize, called
+    at S+500, returns 1 us after it may (as measured: the kernel it waits for ended at S+504, it returned at
+    S+505), at S+501, and the step ends 5 us later: 4 us sooner. With the host's work and launches free (the
+    1 us before each call, the calls, the 5 us after the synchronize), every call is at S and each kernel
+    keeps its 5 us from its call's start: they run back to back from S+5 and end at S+465, the synchronize
+    returns at S+466 and the step ends there: 44 us sooner (an upper bound). The host paces the GPU:
+    host-bound, not "GPU-bound ... a faster host would not shorten the step" (an attacker's case)."""
     from tracekit.commands.advise import advise
 
     run = _launch_paced_job(tmp_path)
     lead = advise(run).to_pylist()[0]
     assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
-    assert "twice as fast the job's step ends 0.004 ms sooner" in lead["evidence"], lead
+    assert "kernels and copies of no duration the job's step ends 0.004 ms sooner" in lead["evidence"], lead
     assert lead["saving_ms"] == pytest.approx(0.044, abs=1e-6)
