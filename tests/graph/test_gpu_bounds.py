@@ -1188,3 +1188,42 @@ def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp
     assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
     assert "kernels and copies of no duration the job's step ends 0.004 ms sooner" in lead["evidence"], lead
     assert lead["saving_ms"] == pytest.approx(0.044, abs=1e-6)
+
+
+def _spread_job(tmp_path):
+    """Four ranks, three steps of 1140 us (us; S the step's start). Forty aten::add ops [S+2k, S+2k+2) each
+    launch (at S+2k+1) a kernel queued on stream 7: [S+10+gk, S+10+g(k+1)), g = 20 us (rank 2: 25);
+    cudaStreamWaitEvent [S+82, S+83); c10d::allreduce_ [S+84, S+89) launches (at S+85) the all-reduce on
+    stream 20 from the last kernel's end (S+810; rank 2: S+1010), ending 120 us after rank 2 arrives, at
+    S+1130; cudaStreamSynchronize [S+90, S+1135); the step ends at S+1140."""
+    args = {**ARGS, "Group size": 4, "Process Group Ranks": "[0, 1, 2, 3]"}
+    per = {r: [] for r in range(4)}
+    for i in range(3):
+        s = 1140 * i
+        for r in range(4):
+            g, evs = (25 if r == 2 else 20), per[r]
+            evs.append(step(i + 1, s, 1140))
+            for k in range(40):
+                evs += [cpu_op("aten::add", s + 2 * k, 2)]
+                evs += kernel("elementwise_kernel", s + 10 + g * k, g, launch=(s + 2 * k + 1, 1))
+            evs.append(cpu_op("cudaStreamWaitEvent", s + 82, 1, cat="cuda_runtime"))
+            evs.append(cpu_op("c10d::allreduce_", s + 84, 5))
+            evs += kernel(NCCL, s + 10 + 40 * g, 1130 - (10 + 40 * g), stream=20, launch=(s + 85, 1), **args)
+            evs.append(cpu_op("cudaStreamSynchronize", s + 90, 1045, cat="cuda_runtime"))
+    return _ingest(tmp_path, per)
+
+
+def test_a_late_rank_leads_an_unsized_gpu_bound(tmp_path):
+    """_spread_job: ranks 0, 1, 3's GPUs are busy 920 of 1140 us (81 %: GPU-bound) and wait 200 us for rank 2,
+    whose forty kernels take 5 us more each. At the others' pace rank 2 arrives at S+810, the all-reduce ends
+    at S+930 and the step at S+940: 200 us saved. advise leads with that late rank and still says, after the
+    sized findings, that every rank is GPU-bound (rank 2's GPU busy 1120 of 1140 us; 85 % over the four),
+    which it led with, unsized, above the 17.5 % the late rank's fix saves (an attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _spread_job(tmp_path)
+    rows = advise(run).to_pylist()
+    assert rows[0]["finding"] == "late rank 2 (GPU compute-bound)", rows
+    assert rows[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
+    assert [f["finding"] for f in rows if f["finding"].startswith("GPU-bound")] == \
+        ["GPU-bound on every rank (GPUs busy 85 %)"], rows

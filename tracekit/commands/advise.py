@@ -360,9 +360,11 @@ def _advise(run) -> pa.Table:
         better = validated_plans(run, ctx)
         # the bound leads (with or without a saving); the rest by saving, each with one
         lead = found[:1]
+        # (a bound that late ranks lead, with no saving: GPU-bound, said after the sized findings)
+        after = [f for f in found[1:] if f.pop("after_sized", False) and not (f["saving_ms"] and f["saving_ms"] > 0)]
         rest = [f for f in found[1:] + better if f["saving_ms"] and f["saving_ms"] > 0]
         rest.sort(key=lambda f: -f["saving_ms"])
-        found = lead + rest + unsized_findings(run, rp, covered, step_ms)
+        found = lead + rest + after + unsized_findings(run, rp, covered, step_ms)
         measure = "" if better else advise_replay.measure_instead(rp)
         if measure:
             replay_note += "; " + measure

@@ -418,10 +418,14 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound
     # says no more when it names only late ranks
     # (on CPU training the host is the compute: its bound is no cure, the late ranks are)
-    waits = any(o["bound"] == "waiting" or o["gpu_busy_ms"] is None for o in per.values())
+    # (or where the bound finding sizes nothing, GPU-bound: four ranks' GPUs busy 83 % read GPU-bound first,
+    # unsized, above the late rank they waited 17 % of the step for, whose fix saves it)
+    waits = any(o["bound"] == "waiting" or o["gpu_busy_ms"] is None for o in per.values()) \
+        or bool(bound and bound[0]["saving_ms"] is None and bound[0]["bound"] == "GPU")
     if late and waits and 2 * len(late[0]["ranks"]) <= len(per) and late[0]["saving_ms"] >= LEAD_SHARE * step:
         lead, rest = late, [f for f in rest if f is not late[0]]
         if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):
+            bound[0]["after_sized"] = True  # (listed after the sized findings, with or without a saving)
             rest = rest + bound
     else:
         lead = bound
