@@ -1186,7 +1186,8 @@ def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp
     run = _launch_paced_job(tmp_path)
     lead = advise(run).to_pylist()[0]
     assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
-    assert "kernels and copies of no duration the job's step ends 0.004 ms sooner" in lead["evidence"], lead
+    assert "its host paces more of the step than its GPU: replayed with their kernels and copies of no duration " \
+        "the job's step ends 0.004 ms sooner" in lead["evidence"], lead
     assert lead["saving_ms"] == pytest.approx(0.044, abs=1e-6)
 
 
@@ -1227,3 +1228,37 @@ def test_a_late_rank_leads_an_unsized_gpu_bound(tmp_path):
     assert rows[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
     assert [f["finding"] for f in rows if f["finding"].startswith("GPU-bound")] == \
         ["GPU-bound on every rank (GPUs busy 85 %)"], rows
+
+
+def _slow_launches_job(tmp_path):
+    """One rank, two steps of 680 us (us; S the step's start): twenty aten::linear ops [S+32k, S+32k+32),
+    each calling cudaLaunchKernel [S+32k+1, S+32k+31) (30 us) whose 30 us kernel runs from 2 us after the
+    call returns, [S+32k+33, S+32k+63): it ends just as the next call returns. cudaStreamSynchronize
+    [S+640, S+672) (the last kernel ends at S+671); the step ends at S+680."""
+    evs = []
+    for i in range(2):
+        s = 680 * i
+        evs.append(step(i + 1, s, 680))
+        for k in range(20):
+            t = s + 32 * k
+            k_ev, rt = kernel(GEMM, t + 33, 30, launch=(t + 1, 1))
+            rt["dur"] = 30
+            evs += [cpu_op("aten::linear", t, 32), k_ev, rt]
+        evs.append(cpu_op("cudaStreamSynchronize", s + 640, 32, cat="cuda_runtime"))
+    (tmp_path / "t").mkdir()
+    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
+    return tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+
+
+def test_slow_launches_that_end_as_a_kernel_ends_are_the_hosts_time(tmp_path):
+    """_slow_launches_job: each launch call returns as the kernel before ends, but at most one op is ever
+    queued (its own starts 2 us after it returns): the 30 us are the host's own cost, not a wait for room in
+    a full queue. The thread is blocked only in its synchronize (32 us a step), and the host paces the
+    step: host-bound (all 20 launches a step read as blocked, 600 us a step, and the rank GPU-bound: an
+    attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _slow_launches_job(tmp_path)
+    steps = {r["step"]: r for r in tracekit.report(run, "bound").to_pylist()}
+    assert steps[2]["host_blocked_ms"] == pytest.approx(0.032, abs=1e-9), steps[2]
+    assert advise(run).to_pylist()[0]["finding"].startswith("host-bound on the rank"), advise(run).to_pylist()[0]

@@ -266,8 +266,8 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         fast[mine_k] = 0
         gpu_saving = step - cf.job_step_ms(sp.replay(durations=fast))
         if host_saving > max(gpu_saving, 0.0005):
-            evidence += (f"; yet its kernels wait for their launches: replayed with their kernels and copies of no "
-                         f"duration the job's step ends {max(gpu_saving, 0.0):,.3f} ms sooner")
+            evidence += (f"; yet its host paces more of the step than its GPU: replayed with their kernels and copies "
+                         f"of no duration the job's step ends {max(gpu_saving, 0.0):,.3f} ms sooner")
             kind = "host"
             by.setdefault("host", [])
     name, change = BOUND[kind]

@@ -7,7 +7,9 @@
 -- waiting for its kernel, which made 20 such launches a step read 200 us blocked), or when a launch call
 -- waited for room in a full launch queue: it lasted 10 us or more, returned within 5 us after a GPU op of
 -- the rank ended that had started by 5 us after the call began (the GPU ran it all through the call), and
--- its own op started after it returned (queued behind), and so did the thread's launch call before or
+-- its own op started after it returned behind 8 ops or more that started since the call began (a full
+-- queue is deep: a slow 30 us launch whose op started 2 us after it returned, as the one before ended, is
+-- the host's own time), and so did the thread's launch call before or
 -- after it (a full queue holds launch after launch; one alone ended by chance as an op did: 1 to 17
 -- launches of thousands on the shared traces); a GPU-bound rank whose host runs a step ahead
 -- blocks so in every launch, which read as its host busy with its ops all step: then
@@ -49,12 +51,20 @@ held AS (
            c.name ILIKE '%launch%' AND c.op_start > c.end_ns AND c.end_ns - c.ts_ns >= 10000
                AND c.end_ns - g.end_ns <= 5000 AND g.ts_ns <= c.ts_ns + 5000 AS full_queue
     FROM calls c ASOF LEFT JOIN ends g ON g.rank = c.rank AND c.end_ns >= g.end_ns),
+k AS (SELECT rank, ts_ns, row_number() OVER (PARTITION BY rank ORDER BY ts_ns, event_index) AS pos FROM gpu_kernels),
+cand AS (SELECT * FROM held WHERE full_queue),
+deep AS (  -- the rank's GPU ops that start from the call's start to its own op's: queued ahead of it
+    SELECT c.rank, c.event_index, b.pos - a.pos AS ahead
+    FROM cand c ASOF JOIN k a ON a.rank = c.rank AND a.ts_ns >= c.ts_ns
+    ASOF JOIN k b ON b.rank = c.rank AND b.ts_ns >= c.op_start),
 runs AS (  -- a full queue holds launch after launch: one alone is a slow call that ended by chance as an op did
-    SELECT *, coalesce(lag(full_queue) OVER w, false) OR coalesce(lead(full_queue) OVER w, false) AS in_run
-    FROM held WHERE name ILIKE '%launch%'
+    SELECT *, coalesce(lag(queued) OVER w, false) OR coalesce(lead(queued) OVER w, false) AS in_run
+    FROM (SELECT h.*, coalesce(h.full_queue AND d.ahead >= 8, false) AS queued
+          FROM held h LEFT JOIN deep d ON d.rank = h.rank AND d.event_index = h.event_index
+          WHERE h.name ILIKE '%launch%')
     WINDOW w AS (PARTITION BY rank, pid, tid ORDER BY ts_ns, event_index))
 SELECT h.rank, h.event_index, h.name, h.pid, h.tid, h.ts_ns, h.end_ns,
        CASE WHEN h.op_end IS NOT NULL AND h.op_end <= h.end_ns AND h.name NOT ILIKE '%launch%' THEN h.op_index
             WHEN h.is_sync THEN h.g_index
-            WHEN h.full_queue AND r.in_run THEN h.g_index END AS wait_index
+            WHEN r.queued AND r.in_run THEN h.g_index END AS wait_index
 FROM held h LEFT JOIN runs r ON r.rank = h.rank AND r.event_index = h.event_index;
