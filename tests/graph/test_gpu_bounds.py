@@ -779,14 +779,14 @@ def test_a_gpu_ranks_stall_is_host_idle_on_the_critical_path(tmp_path):
     assert [(r["rank"], r["ns"]) for r in idle] == [(1, 2_000_000)], rows
 
 
-def _side_streams_job(tmp_path):
+def _side_streams_job(tmp_path, late_gemm=GEMM):
     """Four ranks, three steps of 720 us (us; S the step's start). aten::mm [S, S+5) launches (at S+1) a gemm
     on stream 7 [S+10, S+10+G), G 300 us (rank 2: 600); three aten::add [S+6+3k, S+8+3k) launch (at S+7+3k)
     an elementwise kernel each on streams 8, 9, 10, all [S+25, S+310) (285 us, every rank alike);
     cudaStreamWaitEvent [S+20, S+21), so that the all-reduce (c10d::allreduce_ [S+30, S+35), launched at
     S+31, stream 20) starts when the last op before it on each other stream ends: the gemm, at S+10+G. Rank
     2 arrives last, at S+610; the transfer ends at S+710 on every rank; cudaStreamSynchronize [S+40, S+715);
-    the step ends at S+720."""
+    the step ends at S+720. ``late_gemm``: the name of rank 2's gemm (another algorithm than the others')."""
     args = {**ARGS, "Group size": 4, "Process Group Ranks": "[0, 1, 2, 3]"}
     per = {}
     for r in range(4):
@@ -795,7 +795,7 @@ def _side_streams_job(tmp_path):
         for i in range(3):
             s = 720 * i
             evs += [step(i + 1, s, 720), cpu_op("aten::mm", s, 5)]
-            evs += kernel(GEMM, s + 10, g, stream=7, launch=(s + 1, 1))
+            evs += kernel(late_gemm if r == 2 else GEMM, s + 10, g, stream=7, launch=(s + 1, 1))
             for k in range(3):
                 evs.append(cpu_op("aten::add", s + 6 + 3 * k, 2))
                 evs += kernel("vectorized_elementwise_kernel", s + 25, 285, stream=8 + k, launch=(s + 7 + 3 * k, 1))
@@ -1262,3 +1262,17 @@ def test_slow_launches_that_end_as_a_kernel_ends_are_the_hosts_time(tmp_path):
     steps = {r["step"]: r for r in tracekit.report(run, "bound").to_pylist()}
     assert steps[2]["host_blocked_ms"] == pytest.approx(0.032, abs=1e-9), steps[2]
     assert advise(run).to_pylist()[0]["finding"].startswith("host-bound on the rank"), advise(run).to_pylist()[0]
+
+
+def test_a_late_ranks_kernel_the_others_do_not_run_is_said_so(tmp_path):
+    """_side_streams_job with rank 2's 600 us gemm under another name than the others' 300 us one: at the
+    others' pace it takes 300 us (its excess over theirs, the whole of which the step loses), the step 420
+    us, 300 saved; advise says the others run none of that kernel (it said "spends 0.600 ms a step more on
+    kernel ...", the whole kernel, as if the others ran it too: an attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _side_streams_job(tmp_path, late_gemm="sm80_xmma_gemm_f32f32_tn_n")
+    (late,) = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert late["saving_ms"] == pytest.approx(0.300, abs=1e-6)
+    assert "0.600 ms a step more on kernel sm80_xmma_gemm_f32f32_tn_n than the others before its launches " \
+        "(the others run none of it" in late["change"], late

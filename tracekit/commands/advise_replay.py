@@ -83,8 +83,9 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
     for r in late:
         top = why_late_cause(rows, r, 0.25 * excess[r] * steps)
         if top:
+            none = "" if top["others_ms"] else " (the others run none of it: a different kernel or op in its place?)"
             said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
-                        f"{top['name']} than the others before its launches (tracekit report RUN why_late)")
+                        f"{top['name']} than the others before its launches{none} (tracekit report RUN why_late)")
             if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps and not _comm_op(top["name"]):
                 inside[r] = top["name"]
     # where why_late's lead-ups miss it (an op after the step's last collective: the optimizer's step), the
