@@ -838,9 +838,7 @@ def test_steps_whose_gpu_work_overlaps_have_paths_that_do_not(tmp_path):
     stage starting its step while the first still runs the previous step's backward (an attacker's case)."""
     evs = [step(1, 0, 100), cpu_op("aten::mm", 5, 10), step(2, 100, 100), cpu_op("aten::mm", 105, 10)]
     evs += kernel(GEMM, 50, 200, launch=(10, 1)) + kernel(GEMM, 250, 200, launch=(110, 1))
-    (tmp_path / "t").mkdir()
-    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
-    run = tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    run = _ingest(tmp_path, {0: evs})
     rows = tracekit.report(run, "critical_path").to_pylist()
     assert {s: sum(r["ns"] for r in rows if r["step"] == s) for s in (1, 2)} == {1: 250_000, 2: 200_000}, rows
     assert [(r["cause"].startswith("compute"), r["ns"]) for r in rows if r["step"] == 2] == [(True, 200_000)]
@@ -1151,25 +1149,32 @@ def test_a_stage_late_to_the_loss_by_the_pipelines_drain_is_not_a_straggler(tmp_
     assert not [f for f in rows if f["finding"].startswith(("straggler", "late rank"))], rows
 
 
+def _launch_loop(tmp_path, steps, period, op, kname, at, length, sync):
+    """One rank, ``steps`` steps of ``period`` us (S the step's start): twenty ops ``op`` = (name, us) back to back,
+    the k-th from S + k us-of-op, each calling cudaLaunchKernel from its start + 1 for the op's length - 2
+    us, whose ``length`` us kernel ``kname`` runs from the op's start + ``at``; cudaStreamSynchronize
+    ``sync`` = (from S+, us)."""
+    name, per = op
+    evs = []
+    for i in range(steps):
+        s = period * i
+        evs.append(step(i + 1, s, period))
+        for k in range(20):
+            t = s + per * k
+            k_ev, rt = kernel(kname, t + at, length, launch=(t + 1, 1))
+            rt["dur"] = per - 2
+            evs += [cpu_op(name, t, per), k_ev, rt]
+        evs.append(cpu_op("cudaStreamSynchronize", s + sync[0], sync[1], cat="cuda_runtime"))
+    return _ingest(tmp_path, {0: evs})
+
+
 def _launch_paced_job(tmp_path):
     """One rank, three steps of 510 us (us; S the step's start): twenty aten::add ops back to back, the k-th
     [S+25k, S+25k+25), each calling cudaLaunchKernel [S+25k+1, S+25k+24) whose 23 us kernel runs [S+25k+6,
     S+25k+29), before the call returns: the GPU busy 23 us of every 25, idle 2 us before each kernel for
     its launch. cudaStreamSynchronize [S+500, S+505) (the last kernel ends at S+504); the step ends at
     S+510."""
-    evs = []
-    for i in range(3):
-        s = 510 * i
-        evs.append(step(i + 1, s, 510))
-        for k in range(20):
-            t = s + 25 * k
-            k_ev, rt = kernel("elementwise_kernel", t + 6, 23, launch=(t + 1, 1))
-            rt["dur"] = 23
-            evs += [cpu_op("aten::add", t, 25), k_ev, rt]
-        evs.append(cpu_op("cudaStreamSynchronize", s + 500, 5, cat="cuda_runtime"))
-    (tmp_path / "t").mkdir()
-    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
-    return tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    return _launch_loop(tmp_path, 3, 510, ("aten::add", 25), "elementwise_kernel", 6, 23, (500, 5))
 
 
 def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp_path):
@@ -1235,19 +1240,7 @@ def _slow_launches_job(tmp_path):
     each calling cudaLaunchKernel [S+32k+1, S+32k+31) (30 us) whose 30 us kernel runs from 2 us after the
     call returns, [S+32k+33, S+32k+63): it ends just as the next call returns. cudaStreamSynchronize
     [S+640, S+672) (the last kernel ends at S+671); the step ends at S+680."""
-    evs = []
-    for i in range(2):
-        s = 680 * i
-        evs.append(step(i + 1, s, 680))
-        for k in range(20):
-            t = s + 32 * k
-            k_ev, rt = kernel(GEMM, t + 33, 30, launch=(t + 1, 1))
-            rt["dur"] = 30
-            evs += [cpu_op("aten::linear", t, 32), k_ev, rt]
-        evs.append(cpu_op("cudaStreamSynchronize", s + 640, 32, cat="cuda_runtime"))
-    (tmp_path / "t").mkdir()
-    write_trace(tmp_path / "t" / "rank0.json", evs, header=dist(0, world=1))
-    return tracekit.ingest([tmp_path / "t"], tmp_path / "run", jobs=1)
+    return _launch_loop(tmp_path, 2, 680, ("aten::linear", 32), GEMM, 33, 30, (640, 32))
 
 
 def test_slow_launches_that_end_as_a_kernel_ends_are_the_hosts_time(tmp_path):

@@ -270,7 +270,6 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
             evidence += (f"; yet its host paces more of the step than its GPU: replayed with their kernels and copies "
                          f"of no duration the job's step ends {max(gpu_saving, 0.0):,.3f} ms sooner")
             kind = "host"
-            by.setdefault("host", [])
     name, change = BOUND[kind]
     title = f"{name} on {where} ({gpus})"
     saving = None
@@ -426,7 +425,7 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     if late and waits and 2 * len(late[0]["ranks"]) <= len(per) and late[0]["saving_ms"] >= LEAD_SHARE * step:
         lead, rest = late, [f for f in rest if f is not late[0]]
         if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):
-            bound[0]["after_sized"] = True  # (listed after the sized findings, with or without a saving)
+            bound[0]["after_sized"] = True  # (without a saving, listed after the sized findings)
             rest = rest + bound
     else:
         lead = bound
