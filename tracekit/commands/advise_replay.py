@@ -308,12 +308,13 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
 
 
 def _p2p_share(run, ranks: list[int]) -> float:
-    """Of ``ranks``' waiting at clean collective instances, the share at point-to-point ones (send, recv)."""
-    (row,) = run.sql("SELECT sum(w.wait_ns) FILTER (WHERE w.match_collective = 'sendrecv' OR w.collective IN "
-                     "('send', 'recv', 'sendrecv')) AS p2p, sum(w.wait_ns) AS total FROM collective_waits w JOIN "
-                     "collective_instances i USING (instance_key) WHERE i.status = 'clean' AND w.rank IN "
-                     "(SELECT unnest($r))", {"r": ranks}).to_pylist()
-    return (row["p2p"] or 0) / row["total"] if row["total"] else 0.0
+    """Of ``ranks``' waiting at clean collective instances, the share at point-to-point ones (send, recv):
+    sql/reports/_advise_p2p_wait.sql."""
+    from .. import sql_files as _sql
+
+    rows = [r for r in run.sql(_sql.load("reports", "_advise_p2p_wait").text).to_pylist() if r["rank"] in ranks]
+    total = sum(r["wait_ns"] or 0 for r in rows)
+    return sum(r["p2p_wait_ns"] for r in rows) / total if total else 0.0
 
 
 def _paced_by(per: dict, ranks: list[int]) -> str:
