@@ -271,7 +271,7 @@ def test_exposed_communication_the_replay_cannot_shorten_is_listed_without_a_sav
     comm = [f for f in rows if f["finding"] == "exposed communication: allreduce"]
     assert len(comm) == 1, [f["finding"] for f in rows]
     assert comm[0]["saving_ms"] is None and comm[0]["confidence"] == "low"
-    assert "exposed 0.200 ms per step" in comm[0]["evidence"], (comm[0], exposed)
+    assert "exposed transfer 0.200 ms per rank and step" in comm[0]["evidence"], (comm[0], exposed)
     assert "no saving is claimed" in comm[0]["evidence"]
     assert all(f["finding"] != "trace hygiene: unmatched collectives" for f in rows)  # the instance is clean
 
@@ -501,7 +501,7 @@ def test_a_device_synchronize_waits_for_every_stream(tmp_path):
     run = _device_sync_job(tmp_path)
     (comm,) = [f for f in advise(run).to_pylist() if f["finding"] == "exposed communication: allreduce"]
     assert comm["saving_ms"] == pytest.approx(0.200, abs=1e-6), comm
-    assert "more than its exposed 0.010 ms per rank and step" in comm["evidence"], comm
+    assert "more than its exposed transfer 0.010 ms per rank and step" in comm["evidence"], comm
 
 
 def _launches_job(tmp_path, name="ampere_sgemm_128x64_nn", call=20, at=25, length=12, sync=12):

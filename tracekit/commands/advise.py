@@ -215,8 +215,9 @@ def unsized_findings(run, rp, covered: dict, step_ms: float | None) -> list[dict
                      "the transfer" if g["transfer_ms"] is None else "")
         out.append(_finding(
             f"exposed communication: {coll}", f"group {g['group_label']} ({shown}), {coll}, {ranks_named(g['ranks'])}",
-            f"exposed {_ms(exposed)} per step (tracekit report RUN exposed){unmatched}; replayed with its transfers "
-            "hidden the step ends no sooner: no saving is claimed",
+            f"exposed transfer {_ms(exposed)} per rank and step (its share of tracekit report RUN breakdown's "
+            f"comm_part_by_group; report exposed counts its waiting for other ranks too){unmatched}; replayed with "
+            "its transfers hidden the step ends no sooner: no saving is claimed",
             None, NO_ESTIMATE.get(kind, "tracekit timeline RUN: see what runs beside it"), "low",
             "sql/reports/_advise_comm.sql (step_breakdown, comm_exposure, collective_instances)"))
     return out

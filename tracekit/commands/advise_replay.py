@@ -377,10 +377,11 @@ def comm_group_findings(sp, rp, step: float, exposed: dict | None = None) -> lis
             conf = "medium"
         ex = exposed.get((grp["group_label"], grp["collective"]))
         if ex is not None and hidden > 1.1 * ex + 0.001:  # two figures of one transfer that differ: why
-            evidence += (f"; more than its exposed {ex:,.3f} ms per rank and step (tracekit report RUN exposed: the "
-                         "time it runs with no compute on its rank): hidden, it also stops holding up the work "
-                         "that waits for it (the ops after it on its thread or stream, the other ranks at their "
-                         "next collective)")
+            evidence += (f"; more than its exposed transfer {ex:,.3f} ms per rank and step (its share of "
+                         "tracekit report RUN breakdown's comm_part_by_group: the time it runs with no compute on "
+                         "its rank, its waiting for other ranks aside; report exposed counts that waiting too): "
+                         "hidden, it also stops holding up the work that waits for it (the ops after it on its "
+                         "thread or stream, the other ranks at their next collective)")
         out.append(_finding(f"exposed communication: {grp['collective']}", f"group {grp['group_label']} ({shown}), "
                             f"{grp['collective']}, {ranks_named(ranks)}", evidence, hidden, change, conf))
         out[-1]["group"] = (grp["group_label"], grp["collective"])
