@@ -1,20 +1,21 @@
 -- _graph_calls: the CPU runtime calls the dependency graph keeps: each call that launched GPU work (its
 -- correlation id is a GPU op's; the earliest call of that id, as gpu_kernels takes it) and each
 -- synchronize call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and their HIP
--- twins). A call waits for the GPU (blocking) when it is a synchronize call, or when the copy or memset it
--- issued ended before the call returned (a memcpy to pageable host memory, cudaMemcpy; never a kernel or
--- graph launch: a 10 us cudaLaunchKernel whose 3 us kernel ran within it is a slow launch, not the host
--- waiting for its kernel, which made 20 such launches a step read 200 us blocked), or when a launch call
--- waited for room in a full launch queue: it lasted 10 us or more, returned within 5 us after a GPU op of
--- the rank ended that had started by 5 us after the call began (the GPU ran it all through the call), and
--- its own op started after it returned behind 8 ops or more that started since the call began (a full
--- queue is deep: a slow 30 us launch whose op started 2 us after it returned, as the one before ended, is
--- the host's own time), and so did the thread's launch call before or
--- after it (a full queue holds launch after launch; one alone ended by chance as an op did: 1 to 17
--- launches of thousands on the shared traces); a GPU-bound rank whose host runs a step ahead
--- blocks so in every launch, which read as its host busy with its ops all step: then
--- wait_index is the GPU op it waited for: its own op (a copy), else the rank's GPU op that ended last at
--- or before the call's end (the trace does not say which stream a synchronize waited for: the op that
+-- twins). A call waits for the GPU (blocking) when
+--   - it is a synchronize call;
+--   - the copy or memset it issued ended before it returned (a memcpy to pageable host memory, cudaMemcpy;
+--     never a kernel or graph launch: a 10 us cudaLaunchKernel whose 3 us kernel ran within it is a slow
+--     launch, not the host waiting for its kernel, which made 20 such launches a step read 200 us blocked);
+--   - it is a launch that waited for room in a full launch queue: it lasted 10 us or more, returned within
+--     5 us after a GPU op of the rank ended that had started by 5 us after it began (the GPU ran it all
+--     through the call), its own op started after it returned behind 8 ops or more that started since it
+--     began (a full queue is deep: a slow 30 us launch whose op started 2 us after it returned, as the one
+--     before ended, is the host's own time), and so did the thread's launch before or after it (a full
+--     queue holds launch after launch; one alone ended by chance as an op did: 1 to 17 launches of
+--     thousands on the shared traces). A GPU-bound rank whose host runs a step ahead blocks so in every
+--     launch, which read as its host busy with its ops all step.
+-- Then wait_index is the GPU op it waited for: its own op (a copy), else the rank's GPU op that ended last
+-- at or before the call's end (the trace does not say which stream a synchronize waited for: the op that
 -- ended last before it returned is the one it can have waited for). Other runtime calls (queries,
 -- attributes, cudaStreamWaitEvent) stay CPU time between the kept nodes.
 -- @stage view
