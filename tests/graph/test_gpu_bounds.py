@@ -1179,20 +1179,25 @@ def _launch_paced_job(tmp_path):
 
 def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp_path):
     """_launch_paced_job: the GPU is busy 460 us of each 510 us step (90 %), but each kernel starts when its
-    launch lets it. Kernels of no duration start where they did, the last at S+481; the synchronize, called
-    at S+500, returns 1 us after it may (as measured: the kernel it waits for ended at S+504, it returned at
-    S+505), at S+501, and the step ends 5 us later: 4 us sooner. With the host's work and launches free (the
-    1 us before each call, the calls, the 5 us after the synchronize), every call is at S and each kernel
-    keeps its 5 us from its call's start: they run back to back from S+5 and end at S+465, the synchronize
-    returns at S+466 and the step ends there: 44 us sooner (an upper bound). The host paces the GPU:
-    host-bound, not "GPU-bound ... a faster host would not shorten the step" (an attacker's case)."""
+    launch lets it. Which side paces it, each twice as fast: kernels of 11.5 us start where they did (5 us
+    into their calls), the last [S+481, S+492.5), before the synchronize is called at S+500; it returns 1 us
+    after it may (as measured: the kernel it waits for ended at S+504, it returned at S+505), at S+501, and
+    the step ends 5 us later: 4 us sooner. A host twice as fast: the 1 us before the first call 0.5, each
+    call 11.5 us and 1 us between calls, so call k starts at S+0.5+12.5k and its kernel 5 us into it
+    (S+5.5+12.5k), behind the kernel before on the stream: 23 us each from S+5.5, the last ending at S+465.5;
+    the synchronize returns at S+466.5 and the step ends 2.5 us later, S+469: 41 us sooner. The host paces
+    the GPU: host-bound, not "GPU-bound ... a faster host would not shorten the step" (an attacker's case).
+    Its saving, with the host's work and launches free (the 1 us before each call, the calls, the 5 us
+    after the synchronize), every call at S and each kernel 5 us from its call's start: back to back from
+    S+5 to S+465, the synchronize returns at S+466 and the step ends there: 44 us sooner (an upper bound)."""
     from tracekit.commands.advise import advise
 
     run = _launch_paced_job(tmp_path)
     lead = advise(run).to_pylist()[0]
     assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
-    assert "its host paces more of the step than its GPU: replayed with their kernels and copies of no duration " \
-        "the job's step ends 0.004 ms sooner" in lead["evidence"], lead
+    assert "its host paces more of the step than its GPU: replayed with their host work and launches twice as " \
+        "fast the job's step ends 0.041 ms sooner, with their kernels and copies twice as fast 0.004 ms sooner" \
+        in lead["evidence"], lead
     assert lead["saving_ms"] == pytest.approx(0.044, abs=1e-6)
 
 
@@ -1269,3 +1274,53 @@ def test_a_late_ranks_kernel_the_others_do_not_run_is_said_so(tmp_path):
     assert late["saving_ms"] == pytest.approx(0.300, abs=1e-6)
     assert "0.600 ms a step more on kernel sm80_xmma_gemm_f32f32_tn_n than the others before its launches " \
         "(the others run none of it" in late["change"], late
+
+
+def _serial_tail_job(tmp_path):
+    """One rank, two steps of 840 us (us; S the step's start): forty aten::mm ops back to back, the k-th
+    [S+16k, S+16k+16), each calling cudaLaunchKernel [S+16k+1, S+16k+1.5) whose 18 us GEMM is queued on
+    stream 7: the k-th runs [S+3+18k, S+21+18k) (the GPU busy from S+3 to S+723); cudaStreamSynchronize
+    [S+640, S+724); then a serial CPU op, aten::_foreach_add_ [S+724, S+834) (an optimizer on the host);
+    the step ends at S+840."""
+    evs = []
+    for i in range(2):
+        s = 840 * i
+        evs.append(step(i + 1, s, 840))
+        for k in range(40):
+            evs.append(cpu_op("aten::mm", s + 16 * k, 16))
+            evs += kernel(GEMM, s + 3 + 18 * k, 18, launch=(s + 16 * k + 1, 1))
+        evs.append(cpu_op("cudaStreamSynchronize", s + 640, 84, cat="cuda_runtime"))
+        evs.append(cpu_op("aten::_foreach_add_", s + 724, 110))
+    return _ingest(tmp_path, {0: evs})
+
+
+def test_a_gpu_bound_rank_with_a_serial_host_tail_stays_gpu_bound(tmp_path):
+    """_serial_tail_job: the GPU busy 720 of 840 us (86 %), ahead of the host by 83 us at the synchronize,
+    then 110 us of the host's own after it. Each side twice as fast: GEMMs of 9 us start as their launches
+    return (S+16k+1.5; the first at S+3), the last [S+625.5, S+634.5), before the synchronize is called at
+    S+640; it returns 1 us after it may (as measured: S+724 against the last GEMM's S+723), at S+641, the
+    tail runs to S+751 and the step ends 6 us later, S+757: 83 us sooner. A host twice as fast: the first
+    call at S+0.5 (0.5 us before it), each call 0.25 us and 7.75 us between calls; the first GEMM 1.5 us
+    after its call's end (as measured), S+2.25, and the GEMMs back to back behind it on their stream to
+    S+722.25; the synchronize returns at S+723.25, the tail (55 us) ends at S+778.25 and the step 3 us
+    later, S+781.25: 58.75 us sooner. GPUs twice as fast save more: GPU-bound, though the host-free replay
+    (its tail and gaps gone: the GEMMs back to back from S+1.5 to S+721.5, the step ending at the
+    synchronize's return, S+722.5: 117.5 us sooner) saves more than kernels of no duration (83 us): it
+    read "host-bound" (an attacker's case). A faster host still helps, by its serial tail: said so."""
+    from tracekit.commands.advise import advise
+
+    run = _serial_tail_job(tmp_path)
+    (b,) = tracekit.report(run, "bound", by="rank").to_pylist()
+    assert b["bound"] == "GPU" and b["gpu_busy_ms"] == pytest.approx(1.440, abs=1e-6), b
+    lead = advise(run).to_pylist()[0]
+    assert lead["finding"] == "GPU-bound on the rank (GPUs busy 86 %)" and lead["saving_ms"] is None, lead
+    assert "replayed with their host work and launches twice as fast the job's step ends 0.059 ms sooner, with " \
+        "their kernels and copies twice as fast 0.083 ms sooner" in lead["evidence"], lead
+    assert "a faster host would shorten it less" in lead["change"], lead
+    from tracekit.graph import counterfactual as cf
+
+    sp = cf.split(run)
+    dur, gap = cf.host_faster(sp, [0], 0.5)
+    assert 0.840 - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.05875, abs=1e-9)
+    dur, gap = cf.host_free(sp, [0])
+    assert 0.840 - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.1175, abs=1e-9)

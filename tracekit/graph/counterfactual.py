@@ -337,20 +337,42 @@ def host_free(sp: Split, ranks, durations=None, gaps=None):
     work kept. What the step would be if the host issued its work at once: the bound of any change that
     makes the host faster (CUDA graphs, torch.compile, fewer launches), an upper bound of its saving. (The
     work just before a host idle interval is freed too: it was kept, the edge into an idle node left out.)"""
+    return host_faster(sp, ranks, 0.0, durations, gaps)
+
+
+def host_faster(sp: Split, ranks, factor: float, durations=None, gaps=None):
+    """Durations and gaps with the host work of ``ranks`` taking ``factor`` of its measured time (0: free,
+    host_free; 0.5: a host twice as fast): the CPU threads' time between their nodes (their ops) and the
+    runtime calls (launches) scaled; host idle, blocking waits and the GPU's work kept. A launch keeps its
+    op's latency: from the call's end where the op started after the call returned; where it started
+    before, as long after the call's start as it did (never before the call's start)."""
     g = sp.graph
     dur = g.dur_ns.copy() if durations is None else durations.copy()
     gap = sp.base_gaps() if gaps is None else gaps.copy()
     mine = np.isin(g.rank, np.asarray(sorted(set(int(r) for r in ranks)), dtype=np.int64))
     cpu_edge = (g.edge_kind == "thread") & mine[g.dst] & (g.kind[g.dst] != "transfer")
-    gap[cpu_edge] = np.minimum(gap[cpu_edge], 0)
-    dur[mine & (g.kind == "call")] = 0
-    # a launch of no duration keeps its op's latency: from the call's end where the op started after it
-    # returned; from the call's start where it started before (the gap, negative, was from the end: the
-    # op would start before its call)
+    gap[cpu_edge] = np.where(gap[cpu_edge] > 0, np.rint(gap[cpu_edge] * factor), gap[cpu_edge]).astype(np.int64)
+    call = mine & (g.kind == "call")
+    dur[call] = np.rint(dur[call] * factor).astype(np.int64)
+    # the op of a launch that started before its call returned (the gap, negative, is from the call's end)
+    # keeps its offset from the call's start: the call is shorter by (1 - factor) of its duration
     launch = np.flatnonzero((g.edge_kind == "launch") & mine[g.dst])
     early = launch[gap[launch] < 0]
-    gap[early] = np.maximum(gap[early] + g.dur_ns[g.src[early]], 0)
+    d = g.dur_ns[g.src[early]]
+    gap[early] = np.maximum(gap[early] + d - np.rint(d * factor).astype(np.int64),
+                            -np.rint(d * factor).astype(np.int64))
     return dur, gap
+
+
+def gpu_faster(sp: Split, ranks, factor: float, durations=None) -> np.ndarray:
+    """Durations with the kernels and copies of ``ranks`` taking ``factor`` of their measured time (0: of no
+    duration; 0.5: GPUs twice as fast at them); collectives' transfers and waits kept."""
+    g = sp.graph
+    dur = g.dur_ns.copy() if durations is None else durations.copy()
+    mine = np.isin(g.kind, ("kernel", "memory")) & np.isin(g.rank, np.asarray(sorted(set(int(r) for r in ranks)),
+                                                                              dtype=np.int64))
+    dur[mine] = np.rint(dur[mine] * factor).astype(np.int64)
+    return dur
 
 
 def thread_bound_violations(sp: Split, rep, fixed=()) -> list[tuple[int, int, float, float]]:
