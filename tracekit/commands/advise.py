@@ -280,18 +280,27 @@ def validated_plans(run, ctx) -> list[dict]:
     predicted one, its interval in the evidence. An alternative to the other findings, not added to them."""
     from .whatif_step import better_plans
 
-    rows = better_plans(run, ctx=ctx) if ctx is not None else []
+    skipped: dict = {}
+    rows = better_plans(run, ctx=ctx, skipped=skipped) if ctx is not None else []
     if not rows:
         return []
     b = rows[0]
+    from .whatif_step import SKIPPED, describe
+
+    def listed(plans: list[str]) -> str:
+        return " / ".join(plans[:3]) + (f" / {len(plans) - 3} more" if len(plans) > 3 else "")
+
+    above = sum(len(v) for v in skipped.values())
+    passed = (f"; the sweep ranks {plural(above, 'plan', 'plans')} above it, not proposed: "
+              + "; ".join(f"{len(v)} with {SKIPPED[k]} ({listed(v)})" for k, v in skipped.items()) if above else "")
     mb = f", {plural(b['micro_batches'], 'micro-batch', 'micro-batches')}" if b.get("micro_batches") else ""
     cores = ("; each rank on a core of its own (where a host's ranks share its cores: tracekit whatif RUN "
              "--sweep --cores N)" if ctx.cpu_only and ctx.cores is None else "")
-    return [_finding("another plan", f"{b['plan']}{mb}",
+    return [_finding("another plan", f"{b['plan']}{mb} instead of the run's own {describe(ctx.rp.plan)}",
                      f"whatif predicts a step of {_ms(b['step'].value)} ({_ms(b['step'].lo)} to "
                      f"{_ms(b['step'].hi)}) against {_ms(b['measured_step_ms'])} measured (its own plan "
                      f"predicted at {_ms(b['own_step_ms'])}: the saving is the difference of the two predictions); "
-                     f"{b['basis']}{cores}",
+                     f"{b['basis']}{cores}{passed}",
                      b["saving_ms"], f"record a few steps under {b['plan']}{mb} and compare (tracekit diff); "
                      "an alternative to the other findings, not added to them", "medium (predicted)",
                      "tracekit whatif RUN --sweep")]

@@ -248,7 +248,16 @@ def mark_separable(rows: list[dict]) -> None:
             r["versus_best"] = NOT_SEPARABLE
 
 
-def better_plans(run, *, config: dict | None = None, cores: int | None = None, ctx=None) -> list[dict]:
+SKIPPED = {  # why a plan the sweep ranks above the proposed one is not proposed (better_plans)
+    "law": "a collective the run never ran (timed by another's law or a prior)",
+    "micro_batch": "another micro-batch size (the cost per op of another size is not in the model)",
+    "interval": "an interval that reaches the measured step",
+    "separable": "an interval that overlaps the proposed plan's (which is faster is not known)",
+}
+
+
+def better_plans(run, *, config: dict | None = None, cores: int | None = None, ctx=None,
+                 skipped: dict | None = None) -> list[dict]:
     """Plans for the run's world and batch per step (other micro-batch counts included) whose predicted
     step interval lies wholly below the run's measured step, each of whose collectives the run measured
     (no law borrowed from another collective, no prior) at the run's micro-batch size: rows with plan,
@@ -259,7 +268,8 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     and basis, best first; a plan whose interval overlaps the best one's is left out (not
     separable from it). Empty where the run has no model or plan to predict from, or no plan
     is surely better. ``ctx``: the run's context when the caller has it already (advise), instead of
-    computing it again."""
+    computing it again. ``skipped``, where given, is filled with the plans the sweep ranks above the first
+    row (the run's own plan aside) that are not proposed: {reason (a SKIPPED key): [plan, ...]}."""
     if ctx is None:
         try:
             ctx = w.context(run, config, None, None, cores)
@@ -271,13 +281,18 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     own = explains_own_step(ctx)
     if own is None:
         return []
-    out = []
+    out, why = [], []
+    own_plan = (describe(rp.plan), rp.shape.micro_batch)
     for r in sweep(ctx, rp.world):
-        if r["step"] is None or r["step"].hi >= ctx.meas.step_ms:
+        if r["step"] is None or r["step"].value >= ctx.meas.step_ms:
+            continue
+        if r["step"].hi >= ctx.meas.step_ms:
+            why.append(("interval", r))
             continue
         if r.get("unmeasured_law") or r["micro_batch"] != rp.shape.micro_batch:
             # a collective the run never ran (timed by another's law or a prior), or another micro-batch
             # size (the cost per op of a smaller one is not in the model): predicted, not proposed
+            why.append(("law" if r.get("unmeasured_law") else "micro_batch", r))
             continue
         out.append({"plan": r["plan"], "micro_batch": r["micro_batch"], "micro_batches": r["micro_batches"],
                     "step": r["step"],
@@ -285,7 +300,15 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
                     "basis": r["basis"]})
     # the best of them, and none the model cannot tell from it (their intervals overlap): which of those is
     # faster is not known, and advise proposes the best alone (the sweep marks them: mark_separable)
-    return out[:1] + [r for r in out[1:] if r["step"].lo > out[0]["step"].hi]
+    kept = out[:1] + [r for r in out[1:] if r["step"].lo > out[0]["step"].hi]
+    if skipped is not None and kept:
+        why += [("separable", r) for r in out[1:] if r["step"].lo <= out[0]["step"].hi]
+        for reason, r in why:
+            if r["step"].value < kept[0]["step"].value and (r["plan"], r["micro_batch"]) != own_plan:
+                skipped.setdefault(reason, []).append(r["plan"] + (f" at micro-batch {r['micro_batch']}"
+                                                                   if r["micro_batch"] != rp.shape.micro_batch
+                                                                   else ""))
+    return kept
 
 
 def explains_own_step(ctx) -> float | None:
