@@ -47,9 +47,11 @@ def cli():
     """tracekit: answers about communication from PyTorch Profiler traces of distributed training.
 
     \b
-    Start here:
-      tracekit ingest traces/ -o run/
-      tracekit sql run/ "SELECT name, count(*) FROM events GROUP BY name ORDER BY 2 DESC LIMIT 10"
+    Start here (TRACES: a directory of traces, one per rank; RUN: the run made):
+      tracekit ingest TRACES -o RUN
+      tracekit advise RUN            what to change first, each saving from the trace
+      tracekit report RUN            the reports (tracekit report RUN summary, ...)
+      tracekit sql RUN "SELECT name, count(*) FROM events GROUP BY name ORDER BY 2 DESC LIMIT 10"
     """
 
 
