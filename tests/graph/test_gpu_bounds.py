@@ -99,10 +99,11 @@ def test_a_host_bound_job_is_named_so_first(tmp_path):
     # one thread per rank runs the ops: advise names no autograd thread (it named one on every GPU job)
     assert "the step thread busy with its own ops" in advise(run).to_pylist()[0]["evidence"]
     # ranks 0, 1: ops 10 x 49 + 5 + 10 x 39 + 5 = 890 us busy; the step's window runs to the end of the
-    # last GPU op it launched (allreduce 2, at 1028): 138 us idle
+    # last GPU op it launched (allreduce 2, at 1028), its host idle to the thread's last record (the
+    # ProfilerStep's end, 1010: after it the trace says nothing of the thread): 120 us idle
     assert bound[0]["timeline_ms"] == pytest.approx(1.028, abs=1e-6)
     assert bound[0]["host_busy_ms"] == pytest.approx(0.890, abs=1e-6)
-    assert bound[0]["host_idle_ms"] == pytest.approx(1.028 - 0.890, abs=1e-6)
+    assert bound[0]["host_idle_ms"] == pytest.approx(1.010 - 0.890, abs=1e-6)
     top = advise(run).to_pylist()[0]
     assert top["finding"].startswith("host-bound on every rank (GPUs busy"), top
     assert top["saving_ms"] is not None and 0 < top["saving_ms"] < 1.028
@@ -1324,3 +1325,98 @@ def test_a_gpu_bound_rank_with_a_serial_host_tail_stays_gpu_bound(tmp_path):
     assert 0.840 - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.05875, abs=1e-9)
     dur, gap = cf.host_free(sp, [0])
     assert 0.840 - cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.1175, abs=1e-9)
+
+
+def _paced_by_a_late_gpu_job(tmp_path):
+    """Three ranks, three steps of 500 us (us; S = 500i the step's start), no synchronize: each thread runs
+    aten::mm [S, S+480), launching (at S+1) a GEMM on stream 7, then c10d::allreduce_ [S+480, S+500),
+    launching (at S+481) the all-reduce on the same stream, behind the GEMM. Ranks 0 and 1's GEMMs take 100
+    us, rank 2's 700: stream 7 on ranks 0, 1: GEMMs [2, 102), [722, 822), [1442, 1542), all-reduces [483,
+    722), [983, 1442), [1542, 2162); on rank 2: GEMMs [2, 702), [722, 1422), [1442, 2142), all-reduces
+    [702, 722), [1422, 1442), [2142, 2162) (each 20 us after rank 2 arrives). The threads run ahead; rank
+    2's GPU sets the pace, 720 us a step."""
+    args = {**ARGS}
+    gemm = {0: [(2, 102), (722, 822), (1442, 1542)], 2: [(2, 702), (722, 1422), (1442, 2142)]}
+    nccl = {0: [(483, 722), (983, 1442), (1542, 2162)], 2: [(702, 722), (1422, 1442), (2142, 2162)]}
+    gemm[1], nccl[1] = gemm[0], nccl[0]
+    per = {}
+    for r in range(3):
+        evs = []
+        for i in range(3):
+            s = 500 * i
+            evs += [step(i + 1, s, 500), cpu_op("aten::mm", s, 480)]
+            evs += kernel(GEMM, gemm[r][i][0], gemm[r][i][1] - gemm[r][i][0], stream=7, launch=(s + 1, 1))
+            evs.append(cpu_op("c10d::allreduce_", s + 480, 20))
+            evs += kernel(NCCL, nccl[r][i][0], nccl[r][i][1] - nccl[r][i][0], stream=7, launch=(s + 481, 1), **args)
+        per[r] = evs
+    return _ingest(tmp_path, per)
+
+
+def test_host_bound_ranks_paced_by_a_late_gpu_do_not_lead(tmp_path):
+    """_paced_by_a_late_gpu_job: ranks 0 and 1 read host-bound (their threads in aten::mm all step, their
+    GPUs idle 381 us before each all-reduce's launch), but their host work free saves nothing: rank 2's GPU
+    paces them. Rank 2 at their pace cannot step faster than the threads' 500 us: from the measured 722, 720,
+    720 us steps (mean 720.67) it saves at most 220.67 us. The late rank leads; the host-bound finding,
+    unsized, comes after the sized findings (it led, an attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _paced_by_a_late_gpu_job(tmp_path)
+    rows = advise(run).to_pylist()
+    assert rows[0]["finding"] == "late rank 2 (GPU compute-bound)", rows
+    assert 0.2 < rows[0]["saving_ms"] <= (722 + 720 + 720) / 3e3 - 0.5 + 1e-9, rows[0]
+    (host,) = [f for f in rows if f["finding"].startswith("host-bound")]
+    assert host["saving_ms"] is None and "rank 2 (bound: GPU) sets its pace" in host["evidence"], host
+    assert all(f["saving_ms"] for f in rows[:rows.index(host)]), rows
+
+
+def test_the_hosts_time_after_its_last_record_is_not_host_idle(tmp_path):
+    """_paced_by_a_late_gpu_job, step 3 of ranks 0 and 1: its window runs from its start, 1000, to its GPU's
+    last op's end, 2162 (1.162 ms), but the thread's last record, step 3's aten::allreduce_, ends at 1500:
+    inside its ProfilerStep it ran ops all the time (0.5 ms busy, no idle); the 662 us after it the trace
+    says nothing of the thread (it read 0.662 ms of host idle, 41 % idle over the rank: an attacker's case)."""
+    run = _paced_by_a_late_gpu_job(tmp_path)
+    rows = {(b["rank"], b["step"]): b for b in tracekit.report(run, "bound").to_pylist()}
+    for r in (0, 1):
+        b = rows[(r, 3)]
+        assert b["timeline_ms"] == pytest.approx(1.162, abs=1e-9), b
+        assert b["host_busy_ms"] == pytest.approx(0.5, abs=1e-9) and b["host_idle_ms"] == pytest.approx(0.0, abs=1e-9), b
+
+
+def _postproc_job(tmp_path):
+    """Three ranks, three steps (us): each step, aten::mm [S, S+100) launches (at S+1) a 100 us GEMM on stream
+    7, [S+2, S+102); c10d::allreduce_ [S+100, S+110) launches (at S+101) the all-reduce behind it, which
+    ends 20 us after the last rank arrives; cudaStreamSynchronize from S+110 to 1 us after the all-reduce;
+    the step ends 2 us later, except on rank 2, which runs aten::postproc for 300 us after its synchronize
+    first. Ranks 0, 1: steps [0, 125), [125, 550), [550, 975); rank 2: [0, 425), [425, 850), [850, 1275).
+    All-reduces: [102, 122) on every rank (all arrive at 102); ranks 0, 1 from 227 and 652, rank 2 from 527
+    and 952, ending at 547 and 972."""
+    ends = {1: 122, 2: 547, 3: 972}
+    starts = {0: {1: 0, 2: 125, 3: 550}, 2: {1: 0, 2: 425, 3: 850}}
+    starts[1] = starts[0]
+    per = {}
+    for r in range(3):
+        evs = []
+        for i in (1, 2, 3):
+            s, end = starts[r][i], ends[i]
+            length = end + 1 + (300 if r == 2 else 0) + 2 - s
+            evs += [step(i, s, length), cpu_op("aten::mm", s, 100)]
+            evs += kernel(GEMM, s + 2, 100, stream=7, launch=(s + 1, 1))
+            evs.append(cpu_op("c10d::allreduce_", s + 100, 10))
+            evs += kernel(NCCL, s + 102, end - (s + 102), stream=7, launch=(s + 101, 1), **ARGS)
+            evs.append(cpu_op("cudaStreamSynchronize", s + 110, end + 1 - (s + 110), cat="cuda_runtime"))
+            if r == 2:
+                evs.append(cpu_op("aten::postproc", end + 1, 300))
+        per[r] = evs
+    return _ingest(tmp_path, per)
+
+
+def test_a_late_ranks_op_is_said_per_step_it_ran(tmp_path):
+    """_postproc_job: rank 2 runs aten::postproc, 300 us, every step, after its synchronize: it arrives at
+    steps 2 and 3's all-reduces 300 us after the others. The lead-ups before those two hold two of its three
+    postprocs (step 3's comes after the last collective): 600 us over 2 steps, 0.300 ms a step (it said
+    0.200: the 600 us over all 3 steps, an attacker's case)."""
+    from tracekit.commands.advise import advise
+
+    run = _postproc_job(tmp_path)
+    (late,) = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert "rank 2 spends 0.300 ms a step more on cpu op aten::postproc" in late["change"] + late["evidence"], late

@@ -325,3 +325,96 @@ def test_gloo_ops_run_out_of_their_issue_order_are_not_paired(tmp_path):
     assert [(r["rank"], r["tid"], r["t1_ns"] // 1000) for r in got] == [
         (r, tid, t) for r, a2a in ((0, 200), (1, 410))
         for t, tid in sorted([(105, 7), (125, 8), (a2a + 5, 9), (600, 7)])]
+
+
+def _steps3(evs):
+    return [step(i + 1, 1000 * (i + 1), 1000) for i in range(3)] + evs
+
+
+def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
+    """Two ranks, three steps [1000k, 1000k+1000) (k = 1, 2, 3), one allreduce each: rank 0's kernel from
+    1000k+100, rank 1's 20, 50 and 10 us later, all ending at 1000k+600. Rank 1's trace also holds the tail
+    of the allreduce before its profile began: a kernel [950, 1010) with no launch, before its first runtime
+    call and its first step, whose counterpart on rank 0 ended before rank 0's profile. Aligned by order
+    from each rank's first row of the collective, it paired with rank 0's step-1 allreduce and every
+    instance after it was one off: rank 0 read last three times, waits of 550-1250 us (an attacker's case).
+    Each instance is of one step on both ranks: rank 1 last, by 20, 50 and 10 us; the tail has no partner."""
+    r0 = [e for k in (1, 2, 3) for e in ar(1000 * k + 100, 4096, dur=500)]
+    r1 = kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 950, 60,
+                **{"Collective name": "allreduce", "In msg nelems": 4096, "Out msg nelems": 4096,
+                   "dtype": "Float"})[:1]
+    for k, d in ((1, 20), (2, 50), (3, 10)):
+        r1 += ar(1000 * k + 100 + d, 4096, dur=500 - d)
+    run = ingest(tmp_path, {0: _steps3(r0), 1: _steps3(r1)})
+    got = rows(run, "SELECT ranks, status, last_rank, start_skew_ns, total_wait_ns FROM collective_instances "
+                    "ORDER BY first_start_ns")
+    assert got == [
+        {"ranks": "1", "status": "before window", "last_rank": 1, "start_skew_ns": 0, "total_wait_ns": 0},
+        {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 20000, "total_wait_ns": 20000},
+        {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 50000, "total_wait_ns": 50000},
+        {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 10000, "total_wait_ns": 10000}], got
+    s = {r["rank"]: r for r in rows(run, "SELECT * FROM stragglers")}
+    assert s[1]["times_last"] == 3 and s[1]["caused_wait_ns"] == 80000 and s[0]["own_wait_ns"] == 80000
+
+
+def test_order_matching_pairs_a_later_window_by_its_steps(tmp_path):
+    """Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's), rank 0's steps 1-3, the
+    same allreduce each step (rank 1 50 and 10 us late, kernels ending together): rank 0's step-1 allreduce
+    has no partner; aligned on the first row of the same collective and size, rank 0's step 1 paired with rank
+    1's step 2 (skews of 1050 and 1310 us, an attacker's case)."""
+    r0 = [e for k in (1, 2, 3) for e in ar(1000 * k + 100, 4096, dur=500)]
+    r1 = []
+    for k, d in ((2, 50), (3, 10)):
+        r1 += ar(1000 * k + 100 + d, 4096, dur=500 - d)
+    run = ingest(tmp_path, {0: _steps3(r0), 1: [step(i + 1, 1000 * (i + 1), 1000) for i in (1, 2)] + r1})
+    got = rows(run, "SELECT ranks, status, last_rank, start_skew_ns FROM collective_instances ORDER BY first_start_ns")
+    assert got == [{"ranks": "0", "status": "before window", "last_rank": 0, "start_skew_ns": 0},
+                   {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 50000},
+                   {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 10000}], got
+
+
+def test_groups_that_share_a_name_are_told_apart_by_their_ranks(tmp_path):
+    """Four ranks, a tensor-parallel allreduce in groups [0, 1] and [2, 3], both recorded as process group "1"
+    (a group made by splitting gets the same name on every rank: the name alone does not say which group):
+    ranks 0-2's kernels [100, 200), rank 3's from 140. Two instances: [0, 1] with no skew, [2, 3] with rank 3
+    last by 40 us. They were one instance of 4 ranks in a group of 2 (missing ranks -2), ranks 0 and 1
+    waiting 40 us each for rank 3 (an attacker's case)."""
+    def rank(r, ts):
+        ranks = "[0, 1]" if r < 2 else "[2, 3]"
+        return [step(1, 0, 1000)] + kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts, 200 - ts, launch=(ts - 1, 1),
+            **{"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+               "Group size": 2, "Process Group Name": "1", "Process Group Description": "tp",
+               "Process Group Ranks": ranks})
+
+    run = ingest(tmp_path, {0: rank(0, 100), 1: rank(1, 100), 2: rank(2, 100), 3: rank(3, 140)}, world=4)
+    got = rows(run, "SELECT ranks, ranks_present, status, last_rank, start_skew_ns, total_wait_ns "
+                    "FROM collective_instances ORDER BY ranks")
+    assert got == [
+        {"ranks": "0,1", "ranks_present": 2, "status": "clean", "last_rank": 0, "start_skew_ns": 0, "total_wait_ns": 0},
+        {"ranks": "2,3", "ranks_present": 2, "status": "clean", "last_rank": 3, "start_skew_ns": 40000,
+         "total_wait_ns": 40000}], got
+    s = {r["rank"]: r for r in rows(run, "SELECT * FROM stragglers")}
+    assert s[0]["own_wait_ns"] == 0 and s[1]["own_wait_ns"] == 0 and s[3]["caused_wait_ns"] == 40000
+
+
+def test_a_collective_kernel_of_negative_duration_is_left_out_and_said(tmp_path):
+    """Rank 0's second allreduce kernel records a duration of -100 us (a malformed event): it ran no time
+    that can be known. Both ranks' first allreduce [1150, 1350) is one clean instance with no skew; the
+    second has no trustworthy rank 0 and gives no number (it gave a transfer of -100 us, 130 % exposed, and
+    a 100 us clock offset from the bad end; an attacker's case), and doctor names the event."""
+    r0 = ar(1150, 4096, dur=200) + ar(2150, 4096, dur=-100)
+    r1 = ar(1150, 4096, dur=200) + ar(2150, 4096, dur=200)
+    run = ingest(tmp_path, {0: _steps3(r0), 1: _steps3(r1)})
+    got = rows(run, "SELECT ranks, status, start_skew_ns, end_skew_ns, transfer_ns FROM collective_instances "
+                    "ORDER BY first_start_ns")
+    assert got[0] == {"ranks": "0,1", "status": "clean", "start_skew_ns": 0, "end_skew_ns": 0,
+                      "transfer_ns": 200000}, got
+    assert all(r["status"] != "clean" for r in got[1:]) and all((r["transfer_ns"] or 0) >= 0 for r in got), got
+    assert rows(run, "SELECT count(*) AS n FROM collectives WHERE rank = 0") == [{"n": 1}]
+    assert {r["rank"]: r["own_wait_ns"] for r in rows(run, "SELECT * FROM stragglers")} == {0: 0, 1: 0}
+    doc = [r for r in tracekit.report(run, "doctor").to_pylist() if "negative" in r["finding"]]
+    assert doc and doc[0]["severity"] == "warning" and doc[0]["ranks"] == "0", doc
+    # rank 0's one allreduce of known length, 200 us, none of it under compute: 100 % exposed (it read 130 %)
+    (e,) = [r for r in tracekit.report(run, "exposed", by="rank").to_pylist() if r["key"] == "0"]
+    assert e["kernel_ms"] == pytest.approx(0.2) and e["exposed_ms"] == pytest.approx(0.2), e

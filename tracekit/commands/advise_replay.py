@@ -84,7 +84,11 @@ def _why(run, late: list[int], excess: dict) -> tuple[str, dict]:
         top = why_late_cause(rows, r, 0.25 * excess[r] * steps)
         if top:
             none = "" if top["others_ms"] else " (the others run none of it: a different kernel or op in its place?)"
-            said.append(f"rank {r} spends {top['diff_ms'] / steps:,.3f} ms a step more on {top['kind']} "
+            # per step: the lead-ups hold the op in at most as many steps as the rank arrived last at
+            # collectives (an op after a step's last collective falls in the next step's lead-up: the last
+            # step's in none; 0.200 of 0.300 ms a step over 3 steps, an attacker's case)
+            per_step = top["diff_ms"] / max(1, min(steps, top["late_instances"] or steps))
+            said.append(f"rank {r} spends {per_step:,.3f} ms a step more on {top['kind']} "
                         f"{top['name']} than the others before its launches{none} (tracekit report RUN why_late)")
             if top["kind"] == "cpu op" and top["diff_ms"] >= 0.5 * excess[r] * steps and not _comm_op(top["name"]):
                 inside[r] = top["name"]
@@ -429,10 +433,11 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound
     # says no more when it names only late ranks
     # (on CPU training the host is the compute: its bound is no cure, the late ranks are)
-    # (or where the bound finding sizes nothing, GPU-bound: four ranks' GPUs busy 83 % read GPU-bound first,
-    # unsized, above the late rank they waited 17 % of the step for, whose fix saves it)
+    # (or where the bound finding sizes nothing: four ranks' GPUs busy 83 % read GPU-bound first, unsized,
+    # above the late rank they waited 17 % of the step for, whose fix saves it; two host-bound ranks whose
+    # host work free saves nothing, a third's slower GPU setting their pace, read host-bound first)
     waits = any(o["bound"] == "waiting" or o["gpu_busy_ms"] is None for o in per.values()) \
-        or bool(bound and bound[0]["saving_ms"] is None and bound[0]["bound"] == "GPU")
+        or bool(bound and bound[0]["saving_ms"] is None)
     if late and waits and 2 * len(late[0]["ranks"]) <= len(per) and late[0]["saving_ms"] >= LEAD_SHARE * step:
         lead, rest = late, [f for f in rest if f is not late[0]]
         if bound and not set(bound[0].pop("ranks")) <= set(late[0].pop("ranks")):

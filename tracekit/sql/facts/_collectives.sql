@@ -9,7 +9,8 @@ WITH ck AS (
            e.pg_desc, e.pg_ranks, e.seq, e.comms_id, e.src_rank, e.dst_rank,
            g.launch_ts_ns, g.launch_pid, g.launch_tid, g.comm_library, g.comm_kind, g.comm_collective
     FROM events e JOIN gpu_kernels g ON g.rank = e.rank AND g.event_index = e.event_index
-    WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm'),
+    -- (a kernel of negative duration ran no time that can be known: no collective's row, doctor names it)
+    WHERE e.ph = 'X' AND e.cat = 'kernel' AND g.kind = 'comm' AND g.dur_ns >= 0),
 -- tk_collective (two regular expressions) once per distinct name, not once per row that names it
 coll_of AS MATERIALIZED (
     SELECT s, tk_collective(s) AS c

@@ -15,6 +15,7 @@
 -- @column tail_kernels: GPU activities launched at or after the end of the rank's last ProfilerStep, count (0 when the rank has no step)
 -- @column first_kernel_ts_ns: start of the rank's first GPU activity, ns (trace clock; NULL: none)
 -- @column graph_launches: cudaGraphLaunch calls (complete events), count
+-- @column negative_gpu: GPU activities (kernels, copies, sets) whose recorded duration is negative, count
 CREATE OR REPLACE VIEW rank_checks AS
 WITH last_step AS (SELECT rank, max(end_ns) AS last_end FROM steps GROUP BY rank),
 k AS (
@@ -27,6 +28,7 @@ k AS (
            CAST(sum(g.dur_ns) FILTER (WHERE g.launch_status = 'before window' AND g.kind = 'comm') AS BIGINT)
                AS early_comm_ns,
            count(*) FILTER (WHERE g.launch_ts_ns >= l.last_end) AS tail_kernels,
+           count(*) FILTER (WHERE g.dur_ns < 0) AS negative_gpu,
            min(g.ts_ns) AS first_kernel_ts_ns
     FROM gpu_kernels g LEFT JOIN last_step l USING (rank) GROUP BY g.rank),
 graphs AS (SELECT rank, count(*) AS graph_launches FROM events WHERE ph = 'X' AND name = 'cudaGraphLaunch'
@@ -34,5 +36,5 @@ graphs AS (SELECT rank, count(*) AS graph_launches FROM events WHERE ph = 'X' AN
 SELECT rank, coalesce(k.kernels, 0) AS kernels, coalesce(k.comm_kernels, 0) AS comm_kernels,
        coalesce(k.no_launch_kernels, 0) AS no_launch_kernels, coalesce(k.early_kernels, 0) AS early_kernels,
        k.early_ns, k.early_comm_ns, coalesce(k.tail_kernels, 0) AS tail_kernels, k.first_kernel_ts_ns,
-       coalesce(graphs.graph_launches, 0) AS graph_launches
+       coalesce(graphs.graph_launches, 0) AS graph_launches, coalesce(k.negative_gpu, 0) AS negative_gpu
 FROM k FULL OUTER JOIN graphs USING (rank);

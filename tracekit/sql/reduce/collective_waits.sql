@@ -44,6 +44,15 @@ WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: 
     FROM (SELECT *, CASE WHEN collective IN ('send', 'recv') AND group_size = 2
                          THEN list_filter(TRY_CAST(pg_ranks AS BIGINT[]), lambda x: x <> rank)[1] END AS other
           FROM _collectives_aligned) c),
+-- a process group name that ranks record with different members: groups made by splitting (each rank
+-- creates only its own) can share a name; the name alone then does not say which group, the ranks do
+shared_names AS (
+    SELECT pg_name FROM _collectives_aligned WHERE pg_name IS NOT NULL AND pg_ranks IS NOT NULL
+    GROUP BY pg_name HAVING count(DISTINCT pg_ranks) > 1),
+named AS (
+    SELECT p.* REPLACE (CASE WHEN s.pg_name IS NOT NULL THEN p.pg_name || ' ranks ' || coalesce(p.pg_ranks, '?')
+                             ELSE p.pg_name END AS pg_name)
+    FROM peers p LEFT JOIN shared_names s ON s.pg_name = p.pg_name),
 keyed AS (
     SELECT c.* EXCLUDE (other),
            CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,
@@ -54,7 +63,7 @@ keyed AS (
            END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
                 WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
-    FROM peers c),
+    FROM named c),
 pos AS (
     SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
     FROM keyed WHERE match_method = 'order'),
@@ -62,11 +71,17 @@ sig AS (  -- what two ranks must agree on: the collective, and the size unless s
     SELECT pos.*, match_collective || CASE WHEN collective IN ('alltoall', 'alltoallv') THEN ''
                                           ELSE '/' || coalesce(CAST(bytes AS VARCHAR), '?') END AS s
     FROM pos),
-anchor AS (  -- the first row of the rank whose rows in the group start last
-    SELECT grp, arg_max(s, first_ts) AS s
-    FROM (SELECT grp, rank, arg_min(s, n) AS s, min(ts_ns) AS first_ts FROM sig GROUP BY grp, rank)
+anchor AS (  -- the first row of the rank whose rows in the group start last, and its step
+    SELECT grp, arg_max(f.s, first_ts) AS s, arg_max(f.step, first_ts) AS step
+    FROM (SELECT grp, rank, arg_min({'s': s, 'step': step}, n) AS f, min(ts_ns) AS first_ts FROM sig GROUP BY grp, rank)
     GROUP BY grp),
-offs AS (SELECT sig.grp, sig.rank, min(sig.n) - 1 AS off FROM sig JOIN anchor a ON a.grp = sig.grp AND a.s = sig.s
+-- each rank's first row of the anchor's collective and size in the anchor's step or a later one (a row in
+-- no step, a kernel left from before the profile, or in a step the anchor's rank did not record is no
+-- partner of it); where the steps do not say (the anchor in no step; none of the rank's rows in its step
+-- or later: numbered apart), its first row of that collective and size
+offs AS (SELECT sig.grp, sig.rank,
+                coalesce(min(sig.n) FILTER (WHERE a.step IS NULL OR sig.step >= a.step), min(sig.n)) - 1 AS off
+         FROM sig JOIN anchor a ON a.grp = sig.grp AND a.s = sig.s
          GROUP BY ALL),
 aligned AS (SELECT sig.*, sig.n - o.off AS an FROM sig LEFT JOIN offs o ON o.grp = sig.grp AND o.rank = sig.rank),
 bad AS (

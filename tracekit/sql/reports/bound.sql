@@ -85,8 +85,14 @@ per_window AS (  -- each kind's time within each step's window (one join of the 
            coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'blocked'), 0)
                AS blocked_ns,
            coalesce(sum(least(x.end_ns, w.end_ns) - greatest(x.ts_ns, w.ts_ns)) FILTER (WHERE x.kind = 'queued'), 0)
-               AS queued_ns
+               AS queued_ns,
+           -- the window up to the host's last record (its last op's or ProfilerStep's end): past it (the
+           -- last step's window runs on to its GPU's last op) the trace says nothing of the host threads
+           least(w.end_ns, greatest(r.last_ns, w.ts_ns)) - w.ts_ns AS recorded_ns
     FROM step_windows w LEFT JOIN spans x ON x.rank = w.rank AND x.end_ns > w.ts_ns AND x.ts_ns < w.end_ns
+    LEFT JOIN (SELECT rank, max(end_ns) AS last_ns FROM (SELECT rank, end_ns FROM top
+                                                         UNION ALL SELECT rank, ts_ns + dur_ns FROM steps)
+               GROUP BY rank) r ON r.rank = w.rank
     GROUP BY ALL),
 m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
         -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
@@ -95,7 +101,7 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.busy_ns ELSE t.ops_ns - t.blocked_ns END AS host_ns,
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN 0 ELSE t.blocked_ns END AS blocked_ns,
            CASE WHEN g.rank IS NULL AND p.busy_ns > 0 THEN p.starved_ns
-                ELSE greatest(p.window_ns - t.ops_ns, 0) END AS idle_ns,
+                ELSE greatest(coalesce(t.recorded_ns, p.window_ns) - t.ops_ns, 0) END AS idle_ns,
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
            CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns,
            coalesce(s.dur_ns, p.window_ns) AS span_ns

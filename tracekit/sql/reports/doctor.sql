@@ -139,6 +139,13 @@ findings AS (
            'size from the library''s own counters or logs'
     FROM libs LEFT JOIN lib_names USING (library) HAVING count(*) > 0
     UNION ALL
+    SELECT 'negative durations', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
+           format('{:,} GPU {} a negative duration (a malformed event): left out of the collectives, their '
+                  'matching and clock alignment, and of every interval', sum(negative_gpu),
+                  tk_word(sum(negative_gpu), 'activity records', 'activities record')),
+           're-record the trace (a profiler or clock fault); the other events are read as recorded'
+    FROM rank_checks WHERE negative_gpu > 0 HAVING count(*) > 0
+    UNION ALL
     SELECT 'kernels without launch', 'warning', string_agg(CAST(rank AS VARCHAR), ',' ORDER BY rank),
            format('{:,} of {} {} no CPU launch event inside the profiled window (dropped CPU events)',
                   sum(no_launch), tk_plural(sum(n), 'GPU kernel', 'GPU kernels'), tk_word(sum(no_launch), 'has', 'have')),
