@@ -1379,7 +1379,8 @@ def test_the_hosts_time_after_its_last_record_is_not_host_idle(tmp_path):
     for r in (0, 1):
         b = rows[(r, 3)]
         assert b["timeline_ms"] == pytest.approx(1.162, abs=1e-9), b
-        assert b["host_busy_ms"] == pytest.approx(0.5, abs=1e-9) and b["host_idle_ms"] == pytest.approx(0.0, abs=1e-9), b
+        assert b["host_busy_ms"] == pytest.approx(0.5, abs=1e-9), b
+        assert b["host_idle_ms"] == pytest.approx(0.0, abs=1e-9), b
 
 
 def _postproc_job(tmp_path):
