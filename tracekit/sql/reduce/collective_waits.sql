@@ -48,21 +48,23 @@ WITH peers AS (  -- a send or recv that names no peer, in a group of two ranks: 
 -- creates only its own) can share a name; the name alone then does not say which group, the ranks do
 shared_names AS (
     SELECT pg_name FROM _collectives_aligned WHERE pg_name IS NOT NULL AND pg_ranks IS NOT NULL
-    GROUP BY pg_name HAVING count(DISTINCT pg_ranks) > 1),
+    GROUP BY pg_name HAVING min(pg_ranks) <> max(pg_ranks)),
+-- (a semi join's mark, not a join that rewrites the name: that copied every column, 0.1 s at 4,096 ranks)
 named AS (
-    SELECT p.* REPLACE (CASE WHEN s.pg_name IS NOT NULL THEN p.pg_name || ' ranks ' || coalesce(p.pg_ranks, '?')
-                             ELSE p.pg_name END AS pg_name)
-    FROM peers p LEFT JOIN shared_names s ON s.pg_name = p.pg_name),
+    SELECT *, CASE WHEN pg_name IN (SELECT pg_name FROM shared_names) THEN ' ranks ' || coalesce(pg_ranks, '?')
+                   ELSE '' END AS pg_part
+    FROM peers),
 keyed AS (
-    SELECT c.* EXCLUDE (other),
+    SELECT c.* EXCLUDE (other, pg_part),
            CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,
            CASE WHEN collective IN ('send', 'recv') AND src_rank IS NOT NULL AND dst_rank IS NOT NULL
-                THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_name, '')
-                ELSE coalesce('pg ' || pg_name, 'ranks ' || pg_ranks,
+                THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_name || pg_part, '')
+                ELSE coalesce('pg ' || pg_name || pg_part, 'ranks ' || pg_ranks,
                               CASE WHEN meta_source = 'gloo op' THEN 'default group' ELSE 'stream ' || stream END)
            END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
-                WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
+                WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method,
+           pg_name || pg_part AS pg_key
     FROM named c),
 pos AS (
     SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
@@ -99,7 +101,7 @@ k AS (
     SELECT * FROM ordered
     UNION ALL BY NAME
     SELECT *, CASE WHEN match_method = 'comms_id' THEN 'id:' || comms_id
-                   ELSE 'pg:' || pg_name || '/seq:' || seq END AS instance_key,
+                   ELSE 'pg:' || pg_key || '/seq:' || seq END AS instance_key,
            CAST(NULL AS VARCHAR) AS order_status
     FROM keyed WHERE match_method <> 'order'),
 -- each instance's last start and the ranks that started last and first (ties: the lowest rank), once per
