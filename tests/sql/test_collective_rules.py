@@ -357,11 +357,12 @@ def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
     assert s[1]["times_last"] == 3 and s[1]["caused_wait_ns"] == 80000 and s[0]["own_wait_ns"] == 80000
 
 
-def test_order_matching_pairs_a_later_window_by_its_steps(tmp_path):
+def test_order_matching_pairs_a_later_window_by_time_on_one_host(tmp_path):
     """Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's), rank 0's steps 1-3, the
-    same allreduce each step (rank 1 50 and 10 us late, kernels ending together): rank 0's step-1 allreduce
-    has no partner; aligned on the first row of the same collective and size, rank 0's step 1 paired with rank
-    1's step 2 (skews of 1050 and 1310 us, an attacker's case)."""
+    same allreduce each step (rank 1 50 and 10 us late, kernels ending together): rank 0's step-1 allreduce,
+    [1100, 1600), ended before rank 1's first began (2150): no partner of it; aligned on the first row of the
+    same collective and size, rank 0's step 1 paired with rank 1's step 2 (skews of 1050 and 1310 us, an
+    attacker's case)."""
     r0 = [e for k in (1, 2, 3) for e in ar(1000 * k + 100, 4096, dur=500)]
     r1 = []
     for k, d in ((2, 50), (3, 10)):
@@ -418,3 +419,19 @@ def test_a_collective_kernel_of_negative_duration_is_left_out_and_said(tmp_path)
     # rank 0's one allreduce of known length, 200 us, none of it under compute: 100 % exposed (it read 130 %)
     (e,) = [r for r in tracekit.report(run, "exposed", by="rank").to_pylist() if r["key"] == "0"]
     assert e["kernel_ms"] == pytest.approx(0.2) and e["exposed_ms"] == pytest.approx(0.2), e
+
+
+def test_a_groups_ranks_written_with_other_spacing_are_one_group(tmp_path):
+    """One group "0" of ranks 0 and 1, rank 1 writing its ranks "[0,1]", rank 0 "[0, 1]"; the allreduce at
+    100 and 130 on both ranks ending at 200: one instance, rank 1 last by 30 us (split by the text, each rank
+    a single-rank instance: an attacker's case)."""
+    def rank(r):
+        return [step(1, 0, 1000)] + kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100 + 30 * r, 100 - 30 * r, launch=(99 + 30 * r, 1),
+            **{"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float",
+               "Group size": 2, "Process Group Name": "0", "Process Group Description": "default_pg",
+               "Process Group Ranks": "[0, 1]" if r == 0 else "[0,1]"})
+
+    run = ingest(tmp_path, {0: rank(0), 1: rank(1)})
+    assert rows(run, "SELECT ranks, status, last_rank, start_skew_ns FROM collective_instances") == [
+        {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 30000}]
