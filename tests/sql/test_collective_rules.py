@@ -332,7 +332,7 @@ def _steps3(evs):
 
 
 def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
-    """Two ranks, three steps [1000k, 1000k+1000) (k = 1, 2, 3), one allreduce each: rank 0's kernel from
+    """Two ranks on one host (one clock), three steps [1000k, 1000k+1000) (k = 1, 2, 3), one allreduce each: rank 0's kernel from
     1000k+100, rank 1's 20, 50 and 10 us later, all ending at 1000k+600. Rank 1's trace also holds the tail
     of the allreduce before its profile began: a kernel [950, 1010) with no launch, before its first runtime
     call and its first step, whose counterpart on rank 0 ended before rank 0's profile. Aligned by order
@@ -345,7 +345,7 @@ def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
                    "dtype": "Float"})[:1]
     for k, d in ((1, 20), (2, 50), (3, 10)):
         r1 += ar(1000 * k + 100 + d, 4096, dur=500 - d)
-    run = ingest(tmp_path, {0: _steps3(r0), 1: _steps3(r1)})
+    run = ingest(tmp_path, {0: _steps3(r0), 1: _steps3(r1)}, hostname="node0")  # one host, one clock
     got = rows(run, "SELECT ranks, status, last_rank, start_skew_ns, total_wait_ns FROM collective_instances "
                     "ORDER BY first_start_ns")
     assert got == [
@@ -358,7 +358,7 @@ def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
 
 
 def test_order_matching_pairs_a_later_window_by_time_on_one_host(tmp_path):
-    """Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's), rank 0's steps 1-3, the
+    """Two ranks on one host. Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's), rank 0's steps 1-3, the
     same allreduce each step (rank 1 50 and 10 us late, kernels ending together): rank 0's step-1 allreduce,
     [1100, 1600), ended before rank 1's first began (2150): no partner of it; aligned on the first row of the
     same collective and size, rank 0's step 1 paired with rank 1's step 2 (skews of 1050 and 1310 us, an
@@ -367,7 +367,8 @@ def test_order_matching_pairs_a_later_window_by_time_on_one_host(tmp_path):
     r1 = []
     for k, d in ((2, 50), (3, 10)):
         r1 += ar(1000 * k + 100 + d, 4096, dur=500 - d)
-    run = ingest(tmp_path, {0: _steps3(r0), 1: [step(i + 1, 1000 * (i + 1), 1000) for i in (1, 2)] + r1})
+    run = ingest(tmp_path, {0: _steps3(r0), 1: [step(i + 1, 1000 * (i + 1), 1000) for i in (1, 2)] + r1},
+                 hostname="node0")
     got = rows(run, "SELECT ranks, status, last_rank, start_skew_ns FROM collective_instances ORDER BY first_start_ns")
     assert got == [{"ranks": "0", "status": "before window", "last_rank": 0, "start_skew_ns": 0},
                    {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 50000},
@@ -435,3 +436,20 @@ def test_a_groups_ranks_written_with_other_spacing_are_one_group(tmp_path):
     run = ingest(tmp_path, {0: rank(0), 1: rank(1)})
     assert rows(run, "SELECT ranks, status, last_rank, start_skew_ns FROM collective_instances") == [
         {"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 30000}]
+
+
+def test_a_broadcasts_root_may_finish_before_its_peer_starts(tmp_path):
+    """Two ranks on one host, steps 1-3 [1000k, 1000k+1000), a 4 KB broadcast each step from rank 0: its kernel
+    [1000k+100, 1000k+110) ends before rank 1's [1000k+500, 1000k+510) begins (an eager message into the
+    peer's posted buffer). Instance k is step k on both ranks, rank 1 last by 400 us; the rule that a
+    partner does not end before the anchor's row begins holds for all-reduce, all-gather and reduce-scatter
+    only (it paired every broadcast one step off: an attacker's case)."""
+    def bcast(ts):
+        return kernel("ncclDevKernel_Broadcast_RING_LL", ts, 10, launch=(ts - 1, 1),
+                      **{"Collective name": "broadcast", "In msg nelems": 1024, "Out msg nelems": 1024,
+                         "dtype": "Float"})
+
+    run = ingest(tmp_path, {r: _steps3([e for k in (1, 2, 3) for e in bcast(1000 * k + (100 if r == 0 else 500))])
+                            for r in (0, 1)}, hostname="node0")
+    got = rows(run, "SELECT ranks, status, last_rank, start_skew_ns FROM collective_instances ORDER BY first_start_ns")
+    assert got == [{"ranks": "0,1", "status": "clean", "last_rank": 1, "start_skew_ns": 400000}] * 3, got

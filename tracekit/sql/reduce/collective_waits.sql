@@ -12,7 +12,7 @@
 -- send and recv are one point-to-point operation (match collective sendrecv); alltoall sizes may differ
 -- across ranks (uneven splits) and are not compared.
 -- @stage reduce
--- @uses _collectives_aligned
+-- @uses _collectives_aligned, traces
 -- @column instance_key: the collective instance's matching key (id:..., pg:NAME/seq:N, GROUP/#N, or GROUP/rank R/#N for rows left without partner)
 -- @column match_method: comms_id, pg_seq or order
 -- @column rank: global rank
@@ -77,17 +77,27 @@ sig AS (  -- what two ranks must agree on: the collective, and the size unless s
     SELECT pos.*, match_collective || CASE WHEN collective IN ('alltoall', 'alltoallv') THEN ''
                                           ELSE '/' || coalesce(CAST(bytes AS VARCHAR), '?') END AS s
     FROM pos),
-anchor AS (  -- the first row of the rank whose rows in the group start last: its collective and size, start, host
-    SELECT grp, arg_max({'s': s, 'ts': ts_ns, 'host': host}, ts_ns) AS f FROM sig WHERE n = 1 GROUP BY grp),
--- each rank's first row of that collective and size; on the anchor's host (one clock) not one that ended
--- before the anchor's row began: a collective's kernels (Gloo ops) all end after its last rank arrives, so
--- such a row is not its partner (the tail of a collective launched before the profile, whose counterpart
--- ended before the other rank's profile began; a step the anchor's rank did not record: every instance
--- after it paired one off, 550-1250 us of invented waiting). Across hosts the clocks may disagree: the
--- first row. (Point-to-point: a send may end before its receive begins.)
+anchor AS (  -- the first row of the rank whose rows in the group start last: its collective and size, start
+    SELECT grp, arg_max({'s': s, 'ts': ts_ns}, ts_ns) AS f FROM sig WHERE n = 1 GROUP BY grp),
+-- groups whose ranks all ran on one host that the traces (or --hosts) name: one clock. (Unknown or assumed
+-- hosts may be several, their clocks hundreds of us apart; across hosts the clock estimate reads these
+-- very pairings.)
+one_clock AS (
+    SELECT d.grp FROM (SELECT DISTINCT grp, rank FROM sig) d
+    LEFT JOIN (SELECT rank, host FROM traces WHERE host IS NOT NULL AND host_source <> 'unknown'
+                                             AND NOT starts_with(host_source, 'assumed')) h USING (rank)
+    GROUP BY d.grp HAVING count(h.host) = count(*) AND count(DISTINCT h.host) = 1),
+-- each rank's first row of that collective and size; in a group on one clock, of an all-reduce, all-gather
+-- or reduce-scatter (every rank needs every rank's data, so every rank's kernel ends after the last one
+-- starts), not a row that ended before the anchor's began: no partner of it (the tail of a collective
+-- launched before the profile, whose counterpart ended before the other rank's profile began; a step the
+-- anchor's rank did not record: every instance after it paired one off, 550-1250 us of invented waiting).
+-- A broadcast's root or a reduce's leaf may finish before its peer starts (an eager message into a posted
+-- buffer), a send before its receive: their first row, as across hosts; and where no row is left.
 offs AS (SELECT sig.grp, sig.rank,
-                coalesce(min(sig.n) FILTER (WHERE sig.match_collective = 'sendrecv' OR sig.host IS DISTINCT FROM a.f.host
-                                                 OR sig.end_ns >= a.f.ts),
+                coalesce(min(sig.n) FILTER (WHERE sig.end_ns >= a.f.ts
+                                                  OR sig.collective NOT IN ('allreduce', 'allgather', 'reduce_scatter')
+                                                  OR sig.grp NOT IN (SELECT grp FROM one_clock)),
                          min(sig.n)) - 1 AS off
          FROM sig JOIN anchor a ON a.grp = sig.grp AND a.f.s = sig.s
          GROUP BY ALL),
