@@ -332,7 +332,8 @@ def _steps3(evs):
 
 
 def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
-    """Two ranks on one host (one clock), three steps [1000k, 1000k+1000) (k = 1, 2, 3), one allreduce each: rank 0's kernel from
+    """Two ranks on one host (one clock), three steps [1000k, 1000k+1000) (k = 1, 2, 3), one allreduce each:
+    rank 0's kernel from
     1000k+100, rank 1's 20, 50 and 10 us later, all ending at 1000k+600. Rank 1's trace also holds the tail
     of the allreduce before its profile began: a kernel [950, 1010) with no launch, before its first runtime
     call and its first step, whose counterpart on rank 0 ended before rank 0's profile. Aligned by order
@@ -358,7 +359,8 @@ def test_order_matching_skips_a_kernel_left_from_before_the_profile(tmp_path):
 
 
 def test_order_matching_pairs_a_later_window_by_time_on_one_host(tmp_path):
-    """Two ranks on one host. Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's), rank 0's steps 1-3, the
+    """Two ranks on one host. Rank 1's profile holds steps 2 and 3 only (its first allreduce is step 2's),
+    rank 0's steps 1-3, the
     same allreduce each step (rank 1 50 and 10 us late, kernels ending together): rank 0's step-1 allreduce,
     [1100, 1600), ended before rank 1's first began (2150): no partner of it; aligned on the first row of the
     same collective and size, rank 0's step 1 paired with rank 1's step 2 (skews of 1050 and 1310 us, an
