@@ -252,7 +252,6 @@ SKIPPED = {  # why a plan the sweep ranks above the proposed one is not proposed
     "law": "a collective the run never ran (timed by another's law or a prior)",
     "micro_batch": "another micro-batch size (the cost per op of another size is not in the model)",
     "interval": "an interval that reaches the measured step",
-    "separable": "an interval that overlaps the proposed plan's (which is faster is not known)",
 }
 
 
@@ -301,8 +300,7 @@ def better_plans(run, *, config: dict | None = None, cores: int | None = None, c
     # the best of them, and none the model cannot tell from it (their intervals overlap): which of those is
     # faster is not known, and advise proposes the best alone (the sweep marks them: mark_separable)
     kept = out[:1] + [r for r in out[1:] if r["step"].lo > out[0]["step"].hi]
-    if skipped is not None and kept:
-        why += [("separable", r) for r in out[1:] if r["step"].lo <= out[0]["step"].hi]
+    if skipped is not None and kept:  # (those not separable from the best rank below it: none is above it)
         for reason, r in why:
             if r["step"].value < kept[0]["step"].value and (r["plan"], r["micro_batch"]) != own_plan:
                 skipped.setdefault(reason, []).append(r["plan"] + (f" at micro-batch {r['micro_batch']}"
