@@ -136,3 +136,14 @@ def test_advise_note_follows_its_findings_in_one_stream(tmp_path):
     text = p.stdout
     assert text.index("advise — ranked findings") < text.index("host-bound on every rank") \
         < text.index("each saving is the replay as is minus"), text
+
+
+def test_identifiers_print_without_thousands_separators():
+    """A step, a rank or a stream is a name, not a quantity: ProfilerStep#1009 prints as 1009 (as the trace and
+    advise write it; it printed 1,009), a quantity keeps its separators (1,234.500 ms; 12,345 events)."""
+    import pyarrow as pa
+
+    from tracekit.render import _cells
+
+    t = pa.table({"rank": [3], "step": [1009], "stream": [1234], "timeline_ms": [1234.5], "events": [12345]})
+    assert _cells(t) == [["3", "1009", "1234", "1,234.500", "12,345"]]

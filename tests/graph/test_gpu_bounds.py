@@ -1195,7 +1195,10 @@ def test_a_gpu_busy_most_of_the_step_but_paced_by_its_launches_is_host_bound(tmp
 
     run = _launch_paced_job(tmp_path)
     lead = advise(run).to_pylist()[0]
-    assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %)", lead
+    # bound, the report its evidence names, reads GPU: the title and the evidence say so (a fresh user read
+    # "host-bound" against bound's "GPU" as a contradiction)
+    assert lead["finding"] == "host-bound on the rank (GPUs busy 90 %, paced by the host)", lead
+    assert "tracekit report RUN bound reads GPU-bound" in lead["evidence"], lead
     assert "its host paces more of the step than its GPU: replayed with their host work and launches twice as " \
         "fast the job's step ends 0.041 ms sooner, with their kernels and copies twice as fast 0.004 ms sooner" \
         in lead["evidence"], lead

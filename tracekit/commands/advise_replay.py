@@ -266,9 +266,10 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         host2, gpu2 = _twice_as_fast(sp, ranks, step)
         both = (f"replayed with their host work and launches twice as fast the job's step ends {max(host2, 0.0):,.3f} "
                 f"ms sooner, with their kernels and copies twice as fast {max(gpu2, 0.0):,.3f} ms sooner")
-        if host2 > max(gpu2, 0.0005):
-            evidence += f"; yet its host paces more of the step than its GPU: {both}"
-            kind = "host"
+        if host2 > max(gpu2, 0.0005):  # (bound, the report the evidence names, reads GPU: said so, first)
+            evidence += (f"; tracekit report RUN bound reads GPU-bound (its kernels fill 80 % of the step), yet its "
+                         f"host paces more of the step than its GPU: {both}")
+            kind, gpus = "host", gpus + ", paced by the host"
         else:
             evidence += f"; {both}"
     name, change = BOUND[kind]

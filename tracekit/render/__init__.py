@@ -58,13 +58,22 @@ def _cell(v) -> str:
     return str(v)
 
 
+# columns that name a thing by its number, not a quantity: no thousands separators (step 1009, not 1,009, as
+# advise and the traces write it)
+ID_COLUMNS = frozenset({"rank", "step", "iteration", "last_rank", "first_rank", "src_rank", "dst_rank", "pid",
+                        "tid", "stream", "device", "seq", "correlation", "event_index"})
+
+
 def _cells(table: pa.Table) -> list[list[str]]:
     """Each row's cells as text (_cell), except that a microseconds column (``*_us``: the traces' own
-    resolution) whose every value is a whole number prints as integers (41,730, not 41,730.000)."""
+    resolution) whose every value is a whole number prints as integers (41,730, not 41,730.000), and an
+    identifier's integers (ID_COLUMNS) print as they are."""
     whole_us = {f.name for f in table.schema if f.name.endswith("_us") and pa.types.is_floating(f.type)
                 and all(v is None or (math.isfinite(v) and v == int(v)) for v in table.column(f.name).to_pylist())}
     columns = table.column_names
-    return [[_cell(int(row[c]) if c in whole_us and row[c] is not None else row[c]) for c in columns]
+    ids = {f.name for f in table.schema if f.name in ID_COLUMNS and pa.types.is_integer(f.type)}
+    return [[str(row[c]) if c in ids and row[c] is not None else
+             _cell(int(row[c]) if c in whole_us and row[c] is not None else row[c]) for c in columns]
             for row in table.to_pylist()]
 
 
