@@ -278,14 +278,13 @@ def validated_plans(run, ctx) -> list[dict]:
     run's measured step (whatif_step.better_plans; ``ctx``: the run's whatif context, None where the model
     does not cover the run): the best one, its saving the measured step minus the
     predicted one, its interval in the evidence. An alternative to the other findings, not added to them."""
-    from .whatif_step import better_plans
+    from .whatif_step import SKIPPED, better_plans, describe
 
     skipped: dict = {}
     rows = better_plans(run, ctx=ctx, skipped=skipped) if ctx is not None else []
     if not rows:
         return []
     b = rows[0]
-    from .whatif_step import SKIPPED, describe
 
     def listed(plans: list[str]) -> str:
         return " / ".join(plans[:3]) + (f" / {len(plans) - 3} more" if len(plans) > 3 else "")

@@ -12,6 +12,8 @@
 -- tk_busbw_factor(collective, n): nccl-tests' bus-bandwidth factor for a group of n ranks (point-to-point: 1),
 -- from the table tk_busbw_factors (tracekit/comms/bandwidth.py); NULL for a collective it does not list.
 -- tk_aligned(ts, offset_ns, drift_ppm, ref_ns): a raw timestamp on the aligned clock (see clock_offsets), ns.
+-- tk_host_named(host, host_source): the rank's host is named (by its trace, its file name or --hosts), not
+-- assumed from deviceProperties nor unknown (tracekit/hosts.py writes the sources).
 CREATE OR REPLACE MACRO tk_comm_kernel(name) AS
     (SELECT {'library': c.library, 'kind': c.kind, 'collective': c.collective}
      FROM tk_comm_kernels c WHERE name ILIKE c.pattern ORDER BY c.rule_order LIMIT 1);
@@ -102,3 +104,6 @@ CREATE OR REPLACE MACRO tk_lane(k) AS CAST(1 AS HUGEINT) << (42 * k);
 CREATE OR REPLACE MACRO tk_lane_count(packed, k) AS
     CAST(((packed + (CAST(1 AS HUGEINT) << 41) * (1 + tk_lane(1) + tk_lane(2))) >> (42 * k)) & (tk_lane(1) - 1) AS BIGINT)
     - (CAST(1 AS BIGINT) << 41);
+
+CREATE OR REPLACE MACRO tk_host_named(host, host_source) AS
+    host IS NOT NULL AND coalesce(NOT starts_with(host_source, 'assumed'), true);

@@ -54,21 +54,20 @@ shared_names AS (  -- (spaces taken out only where the text differs: on every ro
     SELECT pg_name FROM _collectives_aligned WHERE pg_name IN (SELECT pg_name FROM text_differs)
     GROUP BY pg_name HAVING min(replace(pg_ranks, ' ', '')) <> max(replace(pg_ranks, ' ', ''))),
 -- (a semi join's mark, not a join that rewrites the name: that copied every column, 0.1 s at 4,096 ranks)
-named AS (
-    SELECT *, CASE WHEN pg_name IN (SELECT pg_name FROM shared_names)
-                   THEN ' ranks ' || coalesce(replace(pg_ranks, ' ', ''), '?') ELSE '' END AS pg_part
+named AS (  -- pg_key: the group's name, with its ranks where the name is shared
+    SELECT *, pg_name || CASE WHEN pg_name IN (SELECT pg_name FROM shared_names)
+                              THEN ' ranks ' || coalesce(replace(pg_ranks, ' ', ''), '?') ELSE '' END AS pg_key
     FROM peers),
 keyed AS (
-    SELECT c.* EXCLUDE (other, pg_part),
+    SELECT c.* EXCLUDE (other),
            CASE WHEN collective IN ('send', 'recv') THEN 'sendrecv' ELSE collective END AS match_collective,
            CASE WHEN collective IN ('send', 'recv') AND src_rank IS NOT NULL AND dst_rank IS NOT NULL
-                THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_name || pg_part, '')
-                ELSE coalesce('pg ' || pg_name || pg_part, 'ranks ' || pg_ranks,
+                THEN 'p2p ' || src_rank || '->' || dst_rank || coalesce(' pg ' || pg_key, '')
+                ELSE coalesce('pg ' || pg_key, 'ranks ' || pg_ranks,
                               CASE WHEN meta_source = 'gloo op' THEN 'default group' ELSE 'stream ' || stream END)
            END AS grp,
            CASE WHEN comms_id IS NOT NULL THEN 'comms_id'
-                WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method,
-           pg_name || pg_part AS pg_key
+                WHEN seq IS NOT NULL AND pg_name IS NOT NULL THEN 'pg_seq' ELSE 'order' END AS match_method
     FROM named c),
 pos AS (
     SELECT *, row_number() OVER (PARTITION BY rank, grp ORDER BY ts_ns, event_index) AS n
@@ -84,8 +83,7 @@ anchor AS (  -- the first row of the rank whose rows in the group start last: it
 -- very pairings.)
 one_clock AS (
     SELECT d.grp FROM (SELECT DISTINCT grp, rank FROM sig) d
-    LEFT JOIN (SELECT rank, host FROM traces WHERE host IS NOT NULL AND host_source <> 'unknown'
-                                             AND NOT starts_with(host_source, 'assumed')) h USING (rank)
+    LEFT JOIN (SELECT rank, host FROM traces WHERE tk_host_named(host, host_source)) h USING (rank)
     GROUP BY d.grp HAVING count(h.host) = count(*) AND count(DISTINCT h.host) = 1),
 -- each rank's first row of that collective and size; in a group on one clock, of an all-reduce, all-gather
 -- or reduce-scatter (every rank needs every rank's data, so every rank's kernel ends after the last one

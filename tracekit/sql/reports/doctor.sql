@@ -66,7 +66,7 @@ tail AS (  -- GPU time after the last ProfilerStep's span: the profile stopped i
 graphs AS (SELECT rank, graph_launches AS n FROM rank_checks WHERE graph_launches > 0),
 guessed AS (  -- hosts that no trace and no --hosts named: assumed from deviceProperties, or unknown
     SELECT rank, host_source FROM traces
-    WHERE (host_source LIKE 'assumed%' OR host IS NULL) AND (SELECT count(*) FROM tr) > 1),
+    WHERE NOT tk_host_named(host, host_source) AND (SELECT count(*) FROM tr) > 1),
 offsets AS (SELECT * FROM clock_offsets WHERE host IS NOT NULL),
 -- a multi-rank job whose GPU ranks run no kernel the catalogue knows: what looks like communication
 no_comm AS (
