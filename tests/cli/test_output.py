@@ -147,3 +147,17 @@ def test_identifiers_print_without_thousands_separators():
 
     t = pa.table({"rank": [3], "step": [1009], "stream": [1234], "timeline_ms": [1234.5], "events": [12345]})
     assert _cells(t) == [["3", "1009", "1234", "1,234.500", "12,345"]]
+
+
+def test_streamed_markdown_prints_identifiers_as_the_table_does(tmp_path):
+    """`--format markdown` writes a query's rows batch by batch (render/stream.py): step 1009 and stream 1234
+    print as the trace writes them (they printed 1,009 and 1,234 there while the table printed 1009), a
+    quantity keeps its separators (1,234.500 ms; 12,345 events)."""
+    import pyarrow as pa
+
+    from tracekit.render.stream import write_batches
+
+    t = pa.table({"rank": [3], "step": [1009], "stream": [1234], "timeline_ms": [1234.5], "events": [12345]})
+    out = tmp_path / "t.md"
+    assert write_batches(t.schema, t.to_batches(), "markdown", str(out)) == 1
+    assert out.read_text().splitlines()[2] == "| 3 | 1009 | 1234 | 1,234.500 | 12,345 |"

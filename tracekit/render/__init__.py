@@ -71,10 +71,15 @@ def _cells(table: pa.Table) -> list[list[str]]:
     whole_us = {f.name for f in table.schema if f.name.endswith("_us") and pa.types.is_floating(f.type)
                 and all(v is None or (math.isfinite(v) and v == int(v)) for v in table.column(f.name).to_pylist())}
     columns = table.column_names
-    ids = {f.name for f in table.schema if f.name in ID_COLUMNS and pa.types.is_integer(f.type)}
+    ids = id_columns(table.schema)
     return [[str(row[c]) if c in ids and row[c] is not None else
              _cell(int(row[c]) if c in whole_us and row[c] is not None else row[c]) for c in columns]
             for row in table.to_pylist()]
+
+
+def id_columns(schema: pa.Schema) -> set[str]:
+    """The integer columns of ``schema`` that name a thing (ID_COLUMNS): printed as they are, no separators."""
+    return {f.name for f in schema if f.name in ID_COLUMNS and pa.types.is_integer(f.type)}
 
 
 def _jsonable(v):

@@ -84,13 +84,15 @@ def _json(schema, batches, f, clean) -> int:
 
 
 def _markdown(schema, batches, f, clean) -> int:
-    from . import _cell
+    from . import _cell, id_columns
 
     f.write("| " + " | ".join(clean(c) for c in schema.names) + " |\n|" + "|".join("---" for _ in schema.names) + "|\n")
+    ids = id_columns(schema)  # a step or a rank prints as the table does: 1009, not 1,009
     n = 0
     for b in batches:
         for row in b.to_pylist():
-            f.write("| " + " | ".join(clean(_cell(row[c])).replace("|", "\\|") for c in schema.names) + " |\n")
+            cells = (str(row[c]) if c in ids and row[c] is not None else _cell(row[c]) for c in schema.names)
+            f.write("| " + " | ".join(clean(v).replace("|", "\\|") for v in cells) + " |\n")
             n += 1
     return n
 
