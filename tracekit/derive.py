@@ -76,7 +76,7 @@ def derive_rank(events_parquet: str | list[str], rank: int, trace: dict, process
         def fail(name, exc):  # the events are written; their facts could not be: say which
             return TracekitError(f"{trace.get('path')}: could not derive its {name.lstrip('_')} (rank {rank}): "
                                  f"{str(exc).splitlines()[0]}; this is likely a tracekit bug: report it with the "
-                                 "file, or leave it out (`tracekit ingest --on-error skip` ingests the other files)")
+                                 "file")
 
         def parquet_of(name):
             return os.path.join(out_dir, name + ".parquet")

@@ -127,19 +127,38 @@ def test_doctor_in_a_terminal_prints_one_block_per_finding(tmp_path):
 
 def test_every_file_left_out_says_why_each_was(tmp_path):
     """With --on-error skip and no file that parses, the error gives each file's reason (it said 'see the
-    reasons above' with nothing above it); without it, the advice to leave the file out comes once."""
+    reasons above' with nothing above it) and exits 2, as without the option (README: 2 is a file that is not
+    a readable trace; it exited 1); without it, the advice to leave the file out comes once."""
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "a.json").write_text("")
     (bad / "b.json").write_text("hi\n")
     code, out, err = tk("ingest", "bad", "-o", "run", "--on-error", "skip", cwd=tmp_path,
                         env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
-    assert code != 0 and out == ""
+    assert code == 2 and out == ""
     assert err.startswith("error: no trace could be ingested: every file was left out (2): "), err
     assert f"{bad / 'a.json'}: the file is empty" in err and f"{bad / 'b.json'} (byte 0 of the JSON text)" in err
     assert "--on-error" not in err
     code, out, err = tk("ingest", "bad", "-o", "run", cwd=tmp_path, env={"TRACEKIT_CACHE": str(tmp_path / "cache")})
     assert code == 2 and err.count("--on-error skip") == 1, err
+
+
+def test_one_unreadable_file_is_not_told_to_leave_itself_out(tmp_path):
+    """One trace, its gzip stream cut: the error says where and to re-copy it, and no more: '--on-error skip
+    ingests the other files' named files there are none of (and, among several files, the advice came twice:
+    the file's own and the ingest's, 'Re-copy the file.; or leave this file out ...')."""
+    data = gzip.compress(b'{"traceEvents": []}')
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "rank0.json.gz").write_bytes(data[: len(data) // 2])
+    env = {"TRACEKIT_CACHE": str(tmp_path / "cache")}
+    code, out, err = tk("ingest", "one/rank0.json.gz", "-o", "run", cwd=tmp_path, env=env)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {tmp_path / 'one' / 'rank0.json.gz'}: the gzip stream is truncated"), err
+    assert err.rstrip().endswith("Re-copy the file.") and "--on-error" not in err, err
+    write_trace(tmp_path / "one" / "rank1.json", [{"ph": "X", "name": "op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}],
+                header=dist(1))
+    code, out, err = tk("ingest", "one", "-o", "run", cwd=tmp_path, env=env)
+    assert code == 2 and err.count("--on-error skip") == 1 and ".;" not in err, err
 
 
 @pytest.mark.parametrize("typed, meant", [("stragglrs", "stragglers"), ("critical-path", "critical_path"),

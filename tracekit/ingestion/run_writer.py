@@ -255,7 +255,8 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
             elif isinstance(exc, TracekitError) and on_error == "skip":
                 failures.append({"path": path, "bytes": _or_none(os.path.getsize, path),
                                  "stat": _or_none(stat_now, path),  # (before the hash: the file it hashes)
-                                 "sha256": _or_none(sha256_of, path), "reason": str(exc)})
+                                 "sha256": _or_none(sha256_of, path), "reason": str(exc),
+                                 "exit_code": exc.exit_code})
                 for written in written_parts(part):
                     if os.path.exists(written):
                         os.remove(written)
@@ -263,8 +264,8 @@ def _ingest_all(files, tmp, execute, jobs, on_error, given, show_progress, sched
             else:
                 if isinstance(exc, TracekitError) and len(tasks) > 1:  # what --on-error skip would have passed
                     # (said for ingest's option: a command given the traces, `report DIR`, has none)
-                    exc.args = (f"{exc}; or leave this file out: `tracekit ingest TRACES --on-error skip -o RUN` "
-                                "ingests the others, then name RUN instead of the traces",)
+                    exc.args = (f"{str(exc).rstrip('.')}; or leave this file out: `tracekit ingest TRACES "
+                                "--on-error skip -o RUN` ingests the others, then name RUN instead of the traces",)
                 raise exc
             prog.file_done(_or_none(os.path.getsize, path) or 0)
 
@@ -288,8 +289,12 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
     if not results:
         said = "; ".join(f"{f['reason']}" for f in failures[:3])
         more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
-        raise TracekitError(f"no trace could be ingested: every file was left out ({len(failures)}): {said}{more}"
+        err = TracekitError(f"no trace could be ingested: every file was left out ({len(failures)}): {said}{more}"
                             if failures else "no trace could be ingested")
+        codes = {f.get("exit_code") for f in failures}
+        if len(codes) == 1 and None not in codes:  # the files' own error's status (2: none is a readable trace),
+            err.exit_code = codes.pop()           # as without --on-error skip
+        raise err
     for task, res in results:
         rank = res.rank
         if rank < 0:
@@ -322,7 +327,8 @@ def _finish(tmp: str, results, failures, executor: dict, options: dict | None = 
                 derive_rank(rank_parts(tmp, res.rank), res.rank, res.trace, res.process_groups, one)
                 place_facts(one, tmp, res.rank, FACTS)
     reduce_run(tmp, align=options["align"], timings=timings)
-    write_run_manifest(tmp, [input_entry(r.trace, r.stat, r.worker) for _, r in results], failures, executor, options)
+    left_out = [{k: v for k, v in f.items() if k != "exit_code"} for f in failures]  # (the status: for the error)
+    write_run_manifest(tmp, [input_entry(r.trace, r.stat, r.worker) for _, r in results], left_out, executor, options)
 
 
 def input_entry(trace: dict, stat: dict | None, worker: str) -> dict:

@@ -107,8 +107,7 @@ class TraceSource:
             self.stat = file_stat(st, read_at)
         except OSError as exc:
             raise TraceFormatError(f"{path}: cannot read it ({exc.strerror}); check that it exists and that "
-                                   "you may read it, or leave it out (`tracekit ingest --on-error skip` ingests "
-                                   "the other files)") from None
+                                   "you may read it") from None
         head = self._hashing.raw.peek(2)[:2] if hasattr(self._hashing.raw, "peek") else b""
         self.compressed = head == b"\x1f\x8b"
         self._stream = None  # opened by the first read: a reader thread (ISA-L) starts only when needed
@@ -123,13 +122,12 @@ class TraceSource:
         except EOFError:
             raise TraceFormatError(
                 f"{self.path}: the gzip stream is truncated at byte {self.file_bytes:,} (the file ends before "
-                "its compressed stream does: it was cut off while being written or copied). Re-copy the file, "
-                "or leave it out (`tracekit ingest --on-error skip` ingests the other files)."
+                "its compressed stream does: it was cut off while being written or copied). Re-copy the file."
             ) from None
         except (gzip.BadGzipFile, zlib.error, OSError, *_ISAL_ERRORS) as exc:
             raise TraceFormatError(
                 f"{self.path}: the gzip data is corrupt after {self.json_bytes:,} bytes of JSON ({exc}). "
-                "Re-copy the file, or leave it out (`tracekit ingest --on-error skip` ingests the other files)."
+                "Re-copy the file."
             ) from None
         self.json_bytes += len(data)
         return data
