@@ -1468,3 +1468,43 @@ def test_a_side_copy_the_other_ranks_collective_did_not_wait_for_does_not_hold_t
     late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
     assert [f["finding"] for f in late] == ["late rank 2 (GPU compute-bound)"], late
     assert late[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
+
+
+def _run_ahead_job(tmp_path):
+    """Two ranks, three steps whose ProfilerSteps last 100 us each ([0, 100), [100, 200), [200, 300)): no
+    synchronize, so the threads run ahead of their GPUs. Each step aten::mm [S, S+10) launches (at S+5) a
+    gemm on stream 7, 200 us (rank 1: 400), and c10d::allreduce_ [S+20, S+25) launches (at S+21) the
+    all-reduce behind it on stream 7, which ends 50 us after the last rank's arrival. GPUs (us): rank 1's
+    gemms [10, 410), [460, 860), [910, 1310), its all-reduces [410, 460), [860, 910), [1310, 1360); rank 0's
+    gemms [10, 210), [460, 660), [910, 1110), its all-reduces from their ends to rank 1's ends."""
+    per = {}
+    for r in range(2):
+        g = 400 if r == 1 else 200
+        evs = per[r] = []
+        start = 10
+        for i in range(3):
+            s = 100 * i
+            arrive = start + 400  # rank 1's, the last
+            evs += [step(i + 1, s, 100), cpu_op("aten::mm", s, 10)]
+            evs += kernel(GEMM, start, g, stream=7, launch=(s + 5, 1))
+            evs.append(cpu_op("c10d::allreduce_", s + 20, 5))
+            evs += kernel(NCCL, start + g, arrive + 50 - (start + g), stream=7, launch=(s + 21, 1),
+                          **{**ARGS, "Group size": 2, "Process Group Ranks": "[0, 1]"})
+            start = arrive + 50
+    return _ingest(tmp_path, per)
+
+
+def test_percents_are_of_the_step_the_savings_are_of_where_threads_run_ahead(tmp_path):
+    """_run_ahead_job: the step as the GPUs run it is 460, 450 and 450 us (from the first ProfilerStep's start,
+    then from one step's last work to the next one's): a mean of 453.33 us. With rank 1's gemm at rank 0's
+    200 us the all-reduces end at 260, 510 and 760 (each gemm queued behind the previous all-reduce): 253.33
+    us, 200 saved a step: 44.1 % of the step. Taken of the 100 us ProfilerSteps it read 200 %."""
+    from tracekit.commands.advise import advise
+    from tracekit.table_meta import note_of
+
+    table = advise(_run_ahead_job(tmp_path))
+    late = [f for f in table.to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 1 (GPU compute-bound)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
+    assert late[0]["saving_pct"] == pytest.approx(100 * 200 / (1360 / 3), abs=1e-3)
+    assert "percents are of the replayed step as is, 0.453 ms" in note_of(table), note_of(table)

@@ -406,7 +406,7 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     """The findings sized by replay (the bound first), a note, and what they cover ({"ranks": the late ranks
     named, "groups": the (group label, collective) pairs whose exposed transfer is sized}: advise lists what
     the replay leaves out without a saving). Each saving is the replay as is minus the replay with the cause
-    removed (advise takes its percents of the job's step, sql/views/job_steps.sql)."""
+    removed; covered["step_ms"] is the replayed step as is, which advise takes its percents of."""
     from ..graph.shared import too_big
 
     big = too_big(run)
@@ -417,7 +417,7 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     sp = split(run)
     base = sp.replay()
     # savings: the replay as is minus the replay changed (where the graph does not give back the measured
-    # step, its error would otherwise count as a saving); percents: of the job's step (advise, job_steps)
+    # step, its error would otherwise count as a saving); percents: of this step too (advise)
     step = cf.job_step_ms(base)
     late = late_finding(run, sp, step)
     bound, kind, per = bound_finding(run, sp, step)
@@ -428,7 +428,7 @@ def findings(run, rp) -> tuple[list[dict], str, dict]:
     rest = late + comm_group_findings(sp, rp, step, exposed)
     # (the groups' rows go on to advise's unsized findings: the query once)
     covered = {"ranks": set(late[0]["ranks"]) if late else set(), "groups": {f["group"] for f in rest if "group" in f},
-               "comm": comm}
+               "comm": comm, "step_ms": step}
     rest.sort(key=lambda f: -(f["saving_ms"] or 0))
     # the bound leads; where ranks wait for a few late ones (half the ranks or fewer: stragglers), or on CPU
     # training, and fixing them saves 5 % of the step or more, the late ranks are the story, and the bound
