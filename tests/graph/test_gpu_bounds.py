@@ -1508,3 +1508,47 @@ def test_percents_are_of_the_step_the_savings_are_of_where_threads_run_ahead(tmp
     assert late[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
     assert late[0]["saving_pct"] == pytest.approx(100 * 200 / (1360 / 3), abs=1e-3)
     assert "percents are of the replayed step as is, 0.453 ms" in note_of(table), note_of(table)
+
+
+def _idle_start_job(tmp_path):
+    """Three ranks, three steps of 770 us (us; S the step's start). Rank 1's thread runs no op for the first
+    300 us of each step (a data loader it waits for, unrecorded), then aten::mm [S+300, S+700) launches (at
+    S+305) a gemm [S+310, S+690); ranks 0 and 2 run aten::mm [S, S+400), launching (at S+5) a gemm [S+10,
+    S+390). c10d::allreduce_ [A, A+10) launches (at A+5, stream 7) the all-reduce, A = S+700 on rank 1 and
+    S+400 elsewhere; it ends at S+760, 50 us after rank 1's arrival at S+710; cudaStreamSynchronize from
+    A+10 to S+765; the step ends at S+770."""
+    per = {}
+    for r in range(3):
+        idle = 300 if r == 1 else 0
+        evs = per[r] = []
+        for i in range(3):
+            s = 770 * i
+            a = s + idle + 400
+            evs += [step(i + 1, s, 770), cpu_op("aten::mm", s + idle, 400)]
+            evs += kernel(GEMM, s + idle + 10, 380, stream=7, launch=(s + idle + 5, 1))
+            evs.append(cpu_op("c10d::allreduce_", a, 10))
+            evs += kernel(NCCL, a + 10, s + 760 - (a + 10), stream=7, launch=(a + 5, 1), **ARGS)
+            evs.append(cpu_op("cudaStreamSynchronize", a + 10, s + 765 - (a + 10), cat="cuda_runtime"))
+    return _ingest(tmp_path, per)
+
+
+def test_a_gpu_starved_while_its_thread_idles_is_host_idle(tmp_path):
+    """_idle_start_job, rank 1 each step: its thread in ops [S+300, S+765) (mm, the all-reduce's call, the
+    synchronize, 55 us of it blocked): busy 410 us, idle 305 (the first 300, the last 5). Its GPU runs 430 us
+    (gemm 380, all-reduce 50), never waits (it arrives last) and starves 340 us with nothing queued: [S,
+    S+310) (300 us with its thread in no op, 10 in mm), [S+690, S+710) (in mm, then the all-reduce's call),
+    [S+760, S+770) (5 in the synchronize, 5 in no op): 305 us idle against 35 busy. bound: host idle (it read
+    host: busy 410 >= idle 305 over the whole step), as advise's late rank says; ranks 0 and 2 wait 300 us at
+    the all-reduce and starve 30: waiting."""
+    from tracekit.commands.advise import advise
+
+    run = _idle_start_job(tmp_path)
+    rows = tracekit.report(run, "bound").to_pylist()
+    assert {(r["rank"], r["step"]): r["bound"] for r in rows} == {
+        (r, s): "host idle" if r == 1 else "waiting" for r in range(3) for s in (1, 2, 3)}, rows
+    one = [r for r in rows if r["rank"] == 1]
+    assert [(r["host_busy_ms"], r["host_idle_ms"], r["gpu_busy_ms"]) for r in one] == \
+        [pytest.approx((0.410, 0.305, 0.430), abs=1e-9)] * 3, one
+    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 1 (host idle)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.300, abs=1e-6)

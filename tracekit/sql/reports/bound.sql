@@ -12,7 +12,8 @@
 -- (idle with nothing queued) 10 % of the window or more (a GPU never starved is fed ahead: threads
 -- blocked in launch calls on a full queue are in their ops all step); else its idle time
 -- says why: waiting for another rank at a collective where that is at least its starved time (nothing
--- queued), else its host, busy (host) or idle (host idle), whichever the thread was more. On a CPU-only rank the thread runs the step: host where its own work is at least
+-- queued), else its host, busy (host) or idle (host idle), whichever the thread was more, except that
+-- a GPU that starved (nothing queued) twice as long with the threads in no op as in their ops is host idle. On a CPU-only rank the thread runs the step: host where its own work is at least
 -- its waiting and its idle, else the larger of those.
 -- @stage report
 -- @summary per rank and step (--by rank: over its steps): what bounds it (host, host idle, GPU, waiting), each part's share
@@ -24,7 +25,7 @@
 -- @column step: ProfilerStep number (NULL with --by rank)
 -- @column steps: ProfilerSteps in the trace, count: those the row sums (one per row with --by step)
 -- @column timeline_ms: the time the row covers on the rank's timeline: the step's whole window (step_windows: its CPU start to the next step's; the last step's to its CPU end or its last GPU op's end, the later); with --by rank, its steps' windows summed, ms
--- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), host (its threads busy with their own ops 80 % of its ProfilerStep and its GPU starved 10 % of the window; or, where its GPU's idle is neither waiting nor queued, busy at least as long as idle: it issues the work slower than the GPU runs it), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already queued: gpu_queued_ms half its starved time or more), host idle (the step thread runs no recorded op)
+-- @column bound: what sets the step's pace (the rule above): GPU (its kernels fill 80 % of the window), host (its threads busy with their own ops 80 % of its ProfilerStep and its GPU starved 10 % of the window; or, where its GPU's idle is neither waiting nor queued, busy at least as long as idle: it issues the work slower than the GPU runs it, unless its GPU starved twice as long while its threads were in no op as while in their ops), waiting (for another rank at a collective), dependency (its GPU idle mostly with its next op already queued: gpu_queued_ms half its starved time or more), host idle (the host threads run no recorded op for longer than they run ops, or for most of the time their GPU starved)
 -- @column host_busy_ms: a GPU rank: its host threads (the step thread and every thread that launched GPU work: the autograd thread) inside their ops (their union; a user annotation's range counts, except where the autograd thread starts an op inside it: the thread waits there), less the time the step thread was blocked (host_blocked_ms); a CPU-only rank: its CPU ops and Gloo transfers (step_breakdown parts compute, memory, comm; without a Gloo collective, its threads' ops), within the window, ms
 -- @column host_blocked_ms: a GPU rank's step thread blocked: synchronize calls, copies that waited for their GPU op (_graph_calls.wait_index), c10d/aten wait ops (their union), within the window; 0 on a CPU-only rank (its waiting is wait_ms), ms
 -- @column host_idle_ms: a GPU rank: its host threads inside no op (asleep, data loading, unrecorded code); a CPU-only rank: nothing running (step_breakdown idle 'starved'; without a Gloo collective, its threads inside no op), within the window, ms
@@ -74,6 +75,9 @@ parts AS (
            coalesce(sum(ns) FILTER (WHERE part = 'idle' AND detail = 'starved'), 0) AS starved_ns
     FROM step_breakdown WHERE step <> -1 GROUP BY ALL),
 gpu AS (SELECT DISTINCT rank FROM gpu_kernels),
+last_record AS (  -- the host's last record: its last op's or ProfilerStep's end
+    SELECT rank, max(end_ns) AS last_ns FROM (SELECT rank, end_ns FROM top UNION ALL SELECT rank, ts_ns + dur_ns FROM steps)
+    GROUP BY rank),
 spans AS (  -- the three kinds of time each step window holds: the threads' ops, their blocking, queued GPU idle
     SELECT rank, 'ops' AS kind, ts_ns, end_ns FROM top
     UNION ALL SELECT rank, 'blocked', ts_ns, end_ns FROM blocked
@@ -90,9 +94,28 @@ per_window AS (  -- each kind's time within each step's window (one join of the 
            -- last step's window runs on to its GPU's last op) the trace says nothing of the host threads
            least(w.end_ns, greatest(r.last_ns, w.ts_ns)) - w.ts_ns AS recorded_ns
     FROM step_windows w LEFT JOIN spans x ON x.rank = w.rank AND x.end_ns > w.ts_ns AND x.ts_ns < w.end_ns
-    LEFT JOIN (SELECT rank, max(end_ns) AS last_ns FROM (SELECT rank, end_ns FROM top
-                                                         UNION ALL SELECT rank, ts_ns + dur_ns FROM steps)
-               GROUP BY rank) r ON r.rank = w.rank
+    LEFT JOIN last_record r ON r.rank = w.rank
+    GROUP BY ALL),
+-- what the host threads did while the GPU starved (no op of any length on any stream, nothing queued): a
+-- sweep over the threads' work, the GPU's ops and its queued idle, each segment between two of their
+-- endpoints (or a window's start) with how many of each run over it
+edges AS (
+    SELECT rank, ts_ns AS t, 1 AS dh, 0 AS dg, 0 AS dq FROM top UNION ALL SELECT rank, end_ns, -1, 0, 0 FROM top
+    UNION ALL SELECT rank, ts_ns, 0, 1, 0 FROM gpu_kernels WHERE dur_ns > 0
+    UNION ALL SELECT rank, end_ns, 0, -1, 0 FROM gpu_kernels WHERE dur_ns > 0
+    UNION ALL SELECT rank, ts_ns, 0, 0, 1 FROM _gpu_queued UNION ALL SELECT rank, end_ns, 0, 0, -1 FROM _gpu_queued
+    UNION ALL SELECT rank, ts_ns, 0, 0, 0 FROM step_windows WHERE rank IN (SELECT rank FROM gpu)),
+segments AS (
+    SELECT rank, t, lead(t) OVER w AS next_t, sum(dh) OVER w AS h, sum(dg) OVER w AS g, sum(dq) OVER w AS q
+    FROM edges WINDOW w AS (PARTITION BY rank ORDER BY t, dh + dg + dq ROWS UNBOUNDED PRECEDING)),
+starved_host AS (  -- per window: that starved time with the threads in their ops, and in none (up to their last
+                   -- record: past it the trace says nothing of them)
+    SELECT w.rank, w.step,
+           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t) FILTER (WHERE x.h > 0) AS busy_ns,
+           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t) FILTER (WHERE x.h <= 0) AS idle_ns
+    FROM segments x JOIN step_windows w ON w.rank = x.rank AND x.t >= w.ts_ns AND x.t < w.end_ns
+    JOIN last_record r ON r.rank = x.rank
+    WHERE x.g <= 0 AND x.q <= 0 AND x.next_t > x.t AND x.t < r.last_ns
     GROUP BY ALL),
 m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
         -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
@@ -104,8 +127,10 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
                 ELSE greatest(coalesce(t.recorded_ns, p.window_ns) - t.ops_ns, 0) END AS idle_ns,
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
            CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns,
-           coalesce(s.dur_ns, p.window_ns) AS span_ns
+           coalesce(s.dur_ns, p.window_ns) AS span_ns,
+           coalesce(sh.busy_ns, 0) AS starved_busy_ns, coalesce(sh.idle_ns, 0) AS starved_idle_ns
     FROM parts p JOIN per_window t USING (rank, step)
+    LEFT JOIN starved_host sh USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank
     LEFT JOIN (SELECT rank, step, max(dur_ns) AS dur_ns FROM steps GROUP BY ALL) s ON s.rank = p.rank AND s.step = p.step),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
@@ -113,7 +138,8 @@ matched AS (  -- per rank: its collectives, and those in a clean instance (the o
 r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
-           sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, sum(span_ns) AS span_ns, count(*) AS steps
+           sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, sum(span_ns) AS span_ns, count(*) AS steps,
+           sum(starved_busy_ns) AS starved_busy_ns, sum(starved_idle_ns) AS starved_idle_ns
     FROM m GROUP BY ALL)
 SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
@@ -127,7 +153,12 @@ SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
                 WHEN wait_ns >= starved_ns THEN 'waiting'
                 -- idle mostly with its next op launched already: the host is ahead, the GPU waits on its own
                 WHEN queued_ns >= starved_ns - queued_ns THEN 'dependency'
-                WHEN host_ns >= idle_ns THEN 'host'
+                -- busy at least as long as idle, unless its GPU starved (nothing queued) mostly while its
+                -- threads were in no op: twice as long as while in their ops (a rank idle 300 us at each
+                -- step's start and busy 654 us after, its GPU starved 300 us in that idle and 84 us else,
+                -- read host by the step's busy and idle: an attacker's; HTA's trace_filter example starves
+                -- 78-114 ms in ops and 76-99 ms out of them a step: host, as before)
+                WHEN host_ns >= idle_ns AND starved_idle_ns < 2 * starved_busy_ns THEN 'host'
                 ELSE 'host idle' END
        ELSE  -- a CPU-only rank: its thread computes, waits at collectives or idles
            CASE WHEN host_ns >= greatest(wait_ns, idle_ns) THEN 'host'
