@@ -1552,3 +1552,48 @@ def test_a_gpu_starved_while_its_thread_idles_is_host_idle(tmp_path):
     late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
     assert [f["finding"] for f in late] == ["late rank 1 (host idle)"], late
     assert late[0]["saving_ms"] == pytest.approx(0.300, abs=1e-6)
+
+
+def _stall_run_ahead_job(tmp_path):
+    """Three ranks, five steps, the first two before the profile (no ProfilerStep), no synchronize: the
+    threads never block (us). Each step, rank 1's thread first runs no op for 300 us; then every rank runs
+    aten::mm for 100 us from t, launching (at t+5) a 50 us gemm on stream 7, and c10d::allreduce_ [t+100,
+    t+110), launching (at t+105) the all-reduce behind it on stream 7, which ends 50 us after rank 1's arrival.
+    Step k starts at 410(k-1) on rank 1 and at 110(k-1) elsewhere. Rank 1: gemm [410k-104, 410k-54), its
+    all-reduce [410k-4, 410k+46); ranks 0 and 2: the first gemm [6, 56), the first all-reduce [106, 456), then
+    each gemm queued behind the all-reduce before it: [410k-364, 410k-314), all-reduce [410k-314, 410k+46)."""
+    args = {**ARGS, "Process Group Ranks": "[0, 1, 2]"}
+    per = {}
+    for r in range(3):
+        evs = per[r] = []
+        for k in range(1, 6):
+            t = 410 * (k - 1) + 300 if r == 1 else 110 * (k - 1)
+            if k >= 3:
+                evs.append(step(k, 410 * (k - 1) if r == 1 else 110 * (k - 1), 410 if r == 1 else 110))
+            evs.append(cpu_op("aten::mm", t, 100))
+            gemm = t + 6 if r == 1 or k == 1 else 410 * (k - 1) + 46
+            evs += kernel(GEMM, gemm, 50, stream=7, launch=(t + 5, 1))
+            evs.append(cpu_op("c10d::allreduce_", t + 100, 10))
+            start = t + 106 if r == 1 or k == 1 else gemm + 50
+            evs += kernel(NCCL, start, 410 * k + 46 - start, stream=7, launch=(t + 105, 1), **args)
+    return _ingest(tmp_path, per)
+
+
+def test_a_late_first_step_left_by_a_stall_in_every_step_is_not_the_cause(tmp_path):
+    """_stall_run_ahead_job: rank 1's profiled steps start at 820, 1230, 1640, the others' at 220, 330, 440:
+    its first profiled step starts 600 us after the median rank's (the two steps before the profile, 300 us
+    each), once, not per step; its cause is its 300 us of host idle each step. Without it in the profiled
+    steps (the steps before unchanged: it still starts step 3 at 820) each step is rank 1's 110 us thread:
+    all-reduces end at 976, 1086, 1196 against 1276, 1686, 2096: 456 + 410 + 410 -> 156 + 110 + 110 us, 300 us
+    a step saved. It said 'starts late +0.600 ms' per step and, first, that the delay comes before the step
+    (data loading before it, profile more steps: an attacker's job)."""
+    from tracekit.commands.advise import advise
+
+    run = _stall_run_ahead_job(tmp_path)
+    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
+    assert [f["finding"] for f in late] == ["late rank 1 (host idle)"], late
+    assert late[0]["saving_ms"] == pytest.approx(0.300, abs=1e-6)
+    assert ("rank 1: host idle +0.300 ms, its first profiled step starts 0.600 ms after the median rank's (once, "
+            "not per step") in late[0]["evidence"], late[0]["evidence"]
+    assert late[0]["change"].startswith("find what rank 1 waits for on the CPU"), late[0]["change"]
+    assert "before the step" not in late[0]["change"], late[0]["change"]
