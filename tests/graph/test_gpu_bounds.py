@@ -1426,50 +1426,6 @@ def test_a_late_ranks_op_is_said_per_step_it_ran(tmp_path):
     assert "rank 2 spends 0.300 ms a step more on cpu op aten::postproc" in late["change"] + late["evidence"], late
 
 
-def _side_copy_job(tmp_path):
-    """Three ranks, three steps of 520 us (us; S the step's start). aten::copy_ [S, S+3) launches (at S+1) a
-    300 us elementwise copy on stream 8, [S+5, S+305), every rank alike; aten::mm [S+4, S+8) launches (at S+5)
-    a gemm on stream 7, [S+10, S+10+G), G 200 us (rank 2: 400); cudaStreamWaitEvent [S+20, S+21) makes the
-    all-reduce (c10d::allreduce_ [S+30, S+35), launched at S+31, stream 20) wait for the gemm only: on ranks
-    0 and 1 it starts at S+210, while the copy still runs; rank 2 arrives last, at S+410, after its copy
-    ended; the transfer ends at S+510 on every rank; cudaStreamSynchronize [S+40, S+515); the step ends at
-    S+520."""
-    per = {}
-    for r in range(3):
-        g = 400 if r == 2 else 200
-        evs = per[r] = []
-        for i in range(3):
-            s = 520 * i
-            evs += [step(i + 1, s, 520), cpu_op("aten::copy_", s, 3)]
-            evs += kernel("vectorized_elementwise_kernel", s + 5, 300, stream=8, launch=(s + 1, 1))
-            evs.append(cpu_op("aten::mm", s + 4, 4))
-            evs += kernel(GEMM, s + 10, g, stream=7, launch=(s + 5, 1))
-            evs.append(cpu_op("cudaStreamWaitEvent", s + 20, 1, cat="cuda_runtime"))
-            evs.append(cpu_op("c10d::allreduce_", s + 30, 5))
-            evs += kernel(NCCL, s + 10 + g, 510 - 10 - g, stream=20, launch=(s + 31, 1), **ARGS)
-            evs.append(cpu_op("cudaStreamSynchronize", s + 40, 475, cat="cuda_runtime"))
-    return _ingest(tmp_path, per)
-
-
-def test_a_side_copy_the_other_ranks_collective_did_not_wait_for_does_not_hold_the_late_rank(tmp_path):
-    """_side_copy_job: with rank 2's gemm at the others' 200 us, every rank arrives at S+210, the transfer ends
-    at S+310, the synchronize at S+315 and the step at S+320: 200 us saved of 520. The trace does not say
-    which stream the all-reduce's event was recorded on; on rank 2 alone both the gemm and the copy ended
-    before it began, but on ranks 0 and 1 it began while the copy ran: it waits for the gemm, not the copy
-    (the copy held rank 2's all-reduce to S+305: 105 us saved, an attacker's case)."""
-    from tracekit.commands.advise import advise
-    from tracekit.graph import counterfactual as cf
-
-    run = _side_copy_job(tmp_path)
-    sp = cf.split(run)
-    assert cf.job_step_ms(sp.replay()) == pytest.approx(0.520, abs=1e-6)
-    dur, gap = cf.ranks_at_pace(sp, [2])
-    assert cf.job_step_ms(sp.replay(durations=dur, gaps=gap)) == pytest.approx(0.320, abs=1e-6)
-    late = [f for f in advise(run).to_pylist() if f["finding"].startswith("late rank")]
-    assert [f["finding"] for f in late] == ["late rank 2 (GPU compute-bound)"], late
-    assert late[0]["saving_ms"] == pytest.approx(0.200, abs=1e-6)
-
-
 def _run_ahead_job(tmp_path):
     """Two ranks, three steps whose ProfilerSteps last 100 us each ([0, 100), [100, 200), [200, 300)): no
     synchronize, so the threads run ahead of their GPUs. Each step aten::mm [S, S+10) launches (at S+5) a

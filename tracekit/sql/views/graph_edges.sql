@@ -26,10 +26,7 @@
 --           launch waits for the op launched last before each such call on each other stream of the
 --           rank (the op an event recorded just before the call captures) or, where that op ended after
 --           the waiting op started (the event was recorded earlier: an asynchronous collective waited for
---           later), the last op of that stream that had ended by then; where the waiting op is a
---           collective that another rank began while its own op of that stream and name still ran (ranks run
---           one program: the event was recorded before that op), the last op of that stream that had ended
---           before it began (a side stream's copy held a late rank's all-reduce in replays); gap 0
+--           later), the last op of that stream that had ended by then; gap 0
 --   collective: a matched instance's arrivals -> its hub -> its transfers (no rank's transfer starts before
 --           the last rank arrives); gap 0
 -- @stage view
@@ -68,7 +65,7 @@ first_call AS (
     FROM events WHERE ph = 'X' AND correlation IS NOT NULL AND NOT tk_gpu_cat(cat)
     GROUP BY rank, correlation),
 launched AS (  -- every GPU op with its launching call, on the trace clock
-    SELECT g.rank, g.event_index, g.device, g.stream, g.ts_ns AS op_ts, g.end_ns AS op_end, g.name,
+    SELECT g.rank, g.event_index, g.device, g.stream, g.ts_ns AS op_ts, g.end_ns AS op_end,
            c.event_index AS call_index, e.pid, e.tid, e.ts_ns AS call_ts
     FROM gpu_kernels g JOIN first_call c ON c.rank = g.rank AND c.correlation = g.correlation
     JOIN events e ON e.rank = c.rank AND e.event_index = c.event_index),
@@ -106,27 +103,16 @@ streams AS (SELECT DISTINCT rank, device, stream FROM launched),
 cand AS (SELECT w.rank, w.event_index, w.w_ts, w.op_ts, s.device, s.stream
          FROM waiting w JOIN streams s ON s.rank = w.rank AND s.device = w.device AND s.stream <> w.stream),
 last_of_call AS (  -- per launch call and stream, the op it launched last (a CUDA graph's: its last kernel)
-    SELECT rank, device, stream, call_ts, max(op_ts) AS op_ts, arg_max(event_index, op_ts) AS event_index,
-           arg_max(op_end, op_ts) AS op_end, arg_max(name, op_ts) AS name
+    SELECT rank, device, stream, call_ts, max(op_ts) AS op_ts, arg_max(event_index, op_ts) AS event_index
     FROM launched GROUP BY rank, device, stream, call_index, call_ts),
 by_launch AS (  -- per (waiting op, wait call, other stream): the op launched last on it before the call
-    SELECT c.*, l.op_ts AS a_ts, l.event_index AS a_index, l.op_end AS a_end, l.name AS a_name, w.instance_key
+    SELECT c.*, l.op_ts AS a_ts, l.event_index AS a_index
     FROM cand c ASOF JOIN last_of_call l ON l.rank = c.rank AND l.device = c.device AND l.stream = c.stream
-         AND c.w_ts > l.call_ts
-    LEFT JOIN collective_waits w ON w.rank = c.rank AND w.event_index = c.event_index),
-unwaited AS (  -- a collective instance that began on some rank while that op (its stream and name) still ran
-    SELECT DISTINCT instance_key, stream, a_name FROM by_launch WHERE instance_key IS NOT NULL AND a_end > op_ts),
-waited AS (  -- ... or, when that one ended after the waiting op started, the last one that had ended by then;
-             -- and where the waiting op is a collective that another rank began while its own op of that
-             -- stream and name still ran (the event was recorded before it: ranks run one program), the last
-             -- op of that stream that had ended before it began
+         AND c.w_ts > l.call_ts),
+waited AS (  -- ... or, when that one ended after the waiting op started, the last one that had ended by then
     SELECT b.rank, b.event_index, CASE WHEN l.op_ts < b.a_ts THEN l.event_index ELSE b.a_index END AS src_index
-    FROM (SELECT b.*, CASE WHEN b.a_end <= b.op_ts AND u.instance_key IS NOT NULL THEN b.a_ts ELSE b.op_ts END
-                      AS bound
-          FROM by_launch b LEFT JOIN unwaited u
-               ON u.instance_key = b.instance_key AND u.stream = b.stream AND u.a_name = b.a_name) b
-    ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
-         AND b.bound >= l.op_end),
+    FROM by_launch b ASOF JOIN launched l ON l.rank = b.rank AND l.device = b.device AND l.stream = b.stream
+         AND b.op_ts >= l.op_end),
 main AS (SELECT DISTINCT rank, chain FROM nodes WHERE kind = 'step_start'),
 on_main AS (SELECT n.rank, n.node_id, n.ts_ns, n.ts_ns + n.dur_ns AS end_ns FROM nodes n
             JOIN main m ON m.rank = n.rank AND m.chain = n.chain),
