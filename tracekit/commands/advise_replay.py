@@ -25,8 +25,8 @@ LATE = {  # cause: (its name, what the excess is, the change to try)
              "{who} run{s} more CPU work per step than the others: uneven work (data, sequence lengths, "
              "experts) or a slower or busier host"),
     "start": ("starts late", "its first profiled step starting later",
-              "{who} start{s} {their} steps late: the delay comes before the step (data loading, the previous "
-              "step's tail, {their} host); profile more steps to see it"),
+              "{who} start{s} {their} first profiled step late: the delay comes before it (data loading, the "
+              "previous step's tail, {their} host); profile more steps to see it"),
     "compute": ("GPU compute-bound", "its GPU computing",
                 "{who} compute{s} longer per step: uneven work or a slower GPU (clocks, power, thermal); "
                 "tracekit diff compares their kernels"),
