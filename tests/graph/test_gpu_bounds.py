@@ -1553,3 +1553,47 @@ def test_a_late_first_step_left_by_a_stall_in_every_step_is_not_the_cause(tmp_pa
             "not per step") in late[0]["evidence"], late[0]["evidence"]
     assert late[0]["change"].startswith("find what rank 1 waits for on the CPU"), late[0]["change"]
     assert "before the step" not in late[0]["change"], late[0]["change"]
+
+
+def _serial_cpu_job(tmp_path):
+    """Two ranks, three steps of 560 us (us; S the step's start), every rank alike: aten::mm [S, S+20)
+    launches (at S+5) a 100 us gemm [S+6, S+106) on stream 7; c10d::allreduce_ [S+20, S+30) launches (at
+    S+25) the all-reduce behind it, [S+106, S+156); aten::item [S+30, S+160) waits in cudaStreamSynchronize
+    [S+32, S+158) for it; then aten::copy_ [S+160, S+560), CPU work that launches nothing (a .item() sync,
+    then Python over its value)."""
+    args = {**ARGS, "Group size": 2, "Process Group Ranks": "[0, 1]"}
+    per = {}
+    for r in range(2):
+        evs = per[r] = []
+        for i in range(3):
+            s = 560 * i
+            evs += [step(i + 1, s, 560), cpu_op("aten::mm", s, 20)]
+            evs += kernel(GEMM, s + 6, 100, stream=7, launch=(s + 5, 1))
+            evs.append(cpu_op("c10d::allreduce_", s + 20, 10))
+            evs += kernel(NCCL, s + 106, 50, stream=7, launch=(s + 25, 1), **args)
+            evs += [cpu_op("aten::item", s + 30, 130), cpu_op("cudaStreamSynchronize", s + 32, 126, cat="cuda_runtime"),
+                    cpu_op("aten::copy_", s + 160, 400)]
+    return _ingest(tmp_path, per)
+
+
+def test_a_host_bound_by_its_own_cpu_work_is_not_told_fewer_launches(tmp_path):
+    """_serial_cpu_job, each rank's step: its thread in ops [S, S+560), blocked 126 us in the synchronize:
+    busy 434 us; in no op that launches GPU work (mm and allreduce_ hold a launch each; item and copy_ none)
+    and not blocked: [S+30, S+32), [S+158, S+560): 404 us, 93 % of it. Its GPU runs 150 us and starves from
+    S+156 to the next gemm, launched at S+565 while it starved: host-bound, by its CPU work, which fewer
+    launches (CUDA graphs) would not remove; the launch-paced job (20 launches of 23 us a step) keeps that
+    change."""
+    from tracekit.commands.advise import advise
+
+    run = _serial_cpu_job(tmp_path)
+    rows = tracekit.report(run, "bound").to_pylist()
+    assert {r["bound"] for r in rows} == {"host"}, rows
+    assert [(r["host_busy_ms"], r["host_cpu_only_ms"]) for r in rows] == [pytest.approx((0.434, 0.404))] * 6, rows
+    lead = advise(run).to_pylist()[0]
+    assert lead["finding"].startswith("host-bound on every rank"), lead
+    assert "93 % of their busy time in ops that launch no GPU work" in lead["evidence"], lead["evidence"]
+    assert lead["change"].startswith("the host's own CPU work (ops that launch no GPU work) paces the GPU"), lead
+    assert "fewer launches" not in lead["evidence"], lead["evidence"]
+    (tmp_path / "paced").mkdir()
+    paced = advise(_launch_paced_job(tmp_path / "paced")).to_pylist()[0]
+    assert paced["change"].startswith("the host issues the work slower than the GPU runs it: fewer launches"), paced

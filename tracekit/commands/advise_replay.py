@@ -48,6 +48,12 @@ BOUND = {  # what bounds a rank's step (bound.sql): (the finding, the change to 
     "waiting": ("waiting for other ranks", "the ranks wait at collectives for others: see the late ranks "
                 "(tracekit report RUN stragglers, why_late)"),
 }
+# host-bound where half the threads' busy time or more is in ops that launch no GPU work (bound.sql's
+# host_cpu_only_ms): fewer launches would not remove it
+HOST_WORK = ("the host's own CPU work (ops that launch no GPU work) paces the GPU: make it cheaper or move it "
+             "off the step's path (py-spy or with_stack=True shows it): overlap it with the GPU's work (no "
+             "synchronize or .item() just before it), a DataLoader worker for input work; fewer launches (CUDA "
+             "graphs) would not remove it")
 CHANGE = {  # the change that fits a group's role
     "DP": "overlap it with the backward pass (DDP's bucketed all-reduce, FSDP prefetch), or fewer, larger "
           "messages (bucket_cap_mb)",
@@ -285,6 +291,12 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         else:
             evidence += f"; {both}"
     name, change = BOUND[kind]
+    own = None  # host-bound: the share of the threads' busy time in CPU work of their own (no launch in it)
+    if kind == "host" and mine_gpu and pct("host_busy_ms", mine_gpu) > 0:
+        own = pct("host_cpu_only_ms", mine_gpu) / pct("host_busy_ms", mine_gpu)
+        evidence += f"; {100 * own:.0f} % of their busy time in ops that launch no GPU work"
+        if own >= 0.5:  # its own CPU work paces the GPU, not its launches (a .item() sync, then CPU ops)
+            change = HOST_WORK
     if kind == "GPU" and host2 > 0.0005:  # a serial host part (a tail after the synchronize) costs too
         change = change.replace("a faster host would not shorten the step",
                                 "a faster host would shorten it less (its own serial work: tracekit timeline RUN)")
@@ -294,7 +306,8 @@ def bound_finding(run, sp, step: float) -> tuple[list[dict], str | None, dict]:
         dur, gap = cf.host_free(sp, ranks)
         saving = step - cf.job_step_ms(sp.replay(durations=dur, gaps=gap))
         evidence += ("; replayed with their host work and launches free, the job's step ends "
-                     + (f"{saving:,.3f} ms sooner: an upper bound of what a faster host (fewer launches) saves"
+                     + (f"{saving:,.3f} ms sooner: an upper bound of what a faster host "
+                        f"{'' if own is not None and own >= 0.5 else '(fewer launches) '}saves"
                         if saving > 0.0005 else _paced_by(per, ranks)))
     elif kind == "host idle":
         dur = sp.graph.dur_ns.copy()

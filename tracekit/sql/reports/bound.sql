@@ -36,6 +36,7 @@
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
 -- @column wait_pct: wait_ms / timeline_ms (NULL where wait_ms is), %
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
+-- @column host_cpu_only_ms: the part of a GPU rank's host_busy_ms inside no op that launches GPU work (no launch call on its thread within it; user annotations aside) and no launch call: CPU work of its own (CPU tensor ops, Python the profiler records, a .item()'s Python after it returned), which fewer launches (CUDA graphs, torch.compile) would not remove; NULL on a rank without GPU ops, ms
 -- @column gpu_queued_ms: a GPU rank's GPU idle (no op of any length on any stream) whose next op's launch call had returned before the idle began: the op was queued, the GPU waits on a dependency (an event, another stream's work), not on the host (an op whose launch call was still running when the idle began, or began during it, is the host's, its launch latency included); NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
@@ -44,7 +45,7 @@ WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerStep
     SELECT * FROM _step_threads
     UNION SELECT DISTINCT c.rank, c.pid, c.tid FROM _graph_calls c WHERE c.wait_index IS NULL),
 ops AS (
-    SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns
+    SELECT e.rank, e.event_index, e.name, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.pid, e.tid, e.cat
     FROM events e JOIN st ON st.rank = e.rank AND st.pid = e.pid AND st.tid = e.tid
     WHERE e.ph = 'X' AND e.dur_ns IS NOT NULL AND NOT starts_with(e.name, 'ProfilerStep#') AND NOT tk_gpu_cat(e.cat)),
 -- a range the thread waits in for the autograd thread is not its work; the ops inside it are (_waited_in_ranges)
@@ -99,15 +100,32 @@ per_window AS (  -- each kind's time within each step's window (one join of the 
 -- what the host threads did while the GPU starved (no op of any length on any stream, nothing queued): a
 -- sweep over the threads' work, the GPU's ops and its queued idle, each segment between two of their
 -- endpoints (or a window's start) with how many of each run over it
+-- (and, for the CPU work below, the ops that launch GPU work and the blocking)
+calls AS (SELECT rank, pid, tid, ts_ns, end_ns FROM _graph_calls WHERE wait_index IS NULL),
+launching AS (  -- the launch calls, and each op (user annotations aside) holding one on its thread
+    SELECT rank, ts_ns, end_ns FROM calls
+    UNION ALL
+    SELECT o.rank, o.ts_ns, o.end_ns FROM work o
+    ASOF JOIN calls c ON c.rank = o.rank AND c.pid = o.pid AND c.tid = o.tid AND c.ts_ns >= o.ts_ns
+    WHERE c.ts_ns < o.end_ns AND o.cat NOT IN ('user_annotation', 'gpu_user_annotation')),
 edges AS (
-    SELECT rank, ts_ns AS t, 1 AS dh, 0 AS dg, 0 AS dq FROM top UNION ALL SELECT rank, end_ns, -1, 0, 0 FROM top
-    UNION ALL SELECT rank, ts_ns, 0, 1, 0 FROM gpu_kernels WHERE dur_ns > 0
-    UNION ALL SELECT rank, end_ns, 0, -1, 0 FROM gpu_kernels WHERE dur_ns > 0
-    UNION ALL SELECT rank, ts_ns, 0, 0, 1 FROM _gpu_queued UNION ALL SELECT rank, end_ns, 0, 0, -1 FROM _gpu_queued
-    UNION ALL SELECT rank, ts_ns, 0, 0, 0 FROM step_windows WHERE rank IN (SELECT rank FROM gpu)),
+    SELECT rank, ts_ns AS t, 1 AS dh, 0 AS dg, 0 AS dq, 0 AS dl, 0 AS db FROM top
+    UNION ALL SELECT rank, end_ns, -1, 0, 0, 0, 0 FROM top
+    UNION ALL SELECT rank, ts_ns, 0, 1, 0, 0, 0 FROM gpu_kernels WHERE dur_ns > 0
+    UNION ALL SELECT rank, end_ns, 0, -1, 0, 0, 0 FROM gpu_kernels WHERE dur_ns > 0
+    UNION ALL SELECT rank, ts_ns, 0, 0, 1, 0, 0 FROM _gpu_queued UNION ALL SELECT rank, end_ns, 0, 0, -1, 0, 0 FROM _gpu_queued
+    UNION ALL SELECT rank, ts_ns, 0, 0, 0, 1, 0 FROM launching UNION ALL SELECT rank, end_ns, 0, 0, 0, -1, 0 FROM launching
+    UNION ALL SELECT rank, ts_ns, 0, 0, 0, 0, 1 FROM blocked UNION ALL SELECT rank, end_ns, 0, 0, 0, 0, -1 FROM blocked
+    UNION ALL SELECT rank, ts_ns, 0, 0, 0, 0, 0 FROM step_windows WHERE rank IN (SELECT rank FROM gpu)),
 segments AS (
-    SELECT rank, t, lead(t) OVER w AS next_t, sum(dh) OVER w AS h, sum(dg) OVER w AS g, sum(dq) OVER w AS q
-    FROM edges WINDOW w AS (PARTITION BY rank ORDER BY t, dh + dg + dq ROWS UNBOUNDED PRECEDING)),
+    SELECT rank, t, lead(t) OVER w AS next_t, sum(dh) OVER w AS h, sum(dg) OVER w AS g, sum(dq) OVER w AS q,
+           sum(dl) OVER w AS l, sum(db) OVER w AS b
+    FROM edges WINDOW w AS (PARTITION BY rank ORDER BY t, dh + dg + dq + dl + db ROWS UNBOUNDED PRECEDING)),
+cpu_only AS (  -- per window: the threads in their ops, inside none that launches GPU work, not blocked
+    SELECT w.rank, w.step, sum(least(x.next_t, w.end_ns) - x.t) AS ns
+    FROM segments x JOIN step_windows w ON w.rank = x.rank AND x.t >= w.ts_ns AND x.t < w.end_ns
+    WHERE x.h > 0 AND x.l <= 0 AND x.b <= 0 AND x.next_t > x.t
+    GROUP BY ALL),
 starved_host AS (  -- per window: that starved time with the threads in their ops, and in none (up to their last
                    -- record: past it the trace says nothing of them)
     SELECT w.rank, w.step,
@@ -128,9 +146,11 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
            CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns,
            coalesce(s.dur_ns, p.window_ns) AS span_ns,
-           coalesce(sh.busy_ns, 0) AS starved_busy_ns, coalesce(sh.idle_ns, 0) AS starved_idle_ns
+           coalesce(sh.busy_ns, 0) AS starved_busy_ns, coalesce(sh.idle_ns, 0) AS starved_idle_ns,
+           CASE WHEN g.rank IS NOT NULL THEN coalesce(co.ns, 0) END AS cpu_only_ns
     FROM parts p JOIN per_window t USING (rank, step)
     LEFT JOIN starved_host sh USING (rank, step)
+    LEFT JOIN cpu_only co USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank
     LEFT JOIN (SELECT rank, step, max(dur_ns) AS dur_ns FROM steps GROUP BY ALL) s ON s.rank = p.rank AND s.step = p.step),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
@@ -139,7 +159,8 @@ r AS (  -- per rank and step, or per rank over its steps ($by = 'rank')
     SELECT rank, CASE WHEN $by = 'step' THEN step END AS step, sum(window_ns) AS window_ns, sum(host_ns) AS host_ns,
            sum(blocked_ns) AS blocked_ns, sum(idle_ns) AS idle_ns, sum(gpu_ns) AS gpu_ns, sum(wait_ns) AS wait_ns,
            sum(starved_ns) AS starved_ns, sum(queued_ns) AS queued_ns, sum(span_ns) AS span_ns, count(*) AS steps,
-           sum(starved_busy_ns) AS starved_busy_ns, sum(starved_idle_ns) AS starved_idle_ns
+           sum(starved_busy_ns) AS starved_busy_ns, sum(starved_idle_ns) AS starved_idle_ns,
+           sum(cpu_only_ns) AS cpu_only_ns
     FROM m GROUP BY ALL)
 SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        CASE WHEN gpu_ns IS NOT NULL THEN  -- the GPU runs the step; its idle is waiting for others or starved
@@ -170,6 +191,7 @@ SELECT rank, step, steps, window_ns / 1e6 AS timeline_ms,
        100.0 * host_ns / nullif(window_ns, 0) AS host_busy_pct, 100.0 * idle_ns / nullif(window_ns, 0) AS host_idle_pct,
        100.0 * gpu_ns / nullif(window_ns, 0) AS gpu_busy_pct,
        CASE WHEN mt.clean > 0 OR mt.rank IS NULL THEN 100.0 * wait_ns / nullif(window_ns, 0) END AS wait_pct,
-       100.0 * mt.clean / nullif(mt.n, 0) AS clean_collectives_pct, queued_ns / 1e6 AS gpu_queued_ms
+       100.0 * mt.clean / nullif(mt.n, 0) AS clean_collectives_pct, queued_ns / 1e6 AS gpu_queued_ms,
+       cpu_only_ns / 1e6 AS host_cpu_only_ms
 FROM r LEFT JOIN matched mt USING (rank)
 ORDER BY rank, step
