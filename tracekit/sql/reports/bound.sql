@@ -36,8 +36,8 @@
 -- @column gpu_busy_pct: gpu_busy_ms / timeline_ms, %
 -- @column wait_pct: wait_ms / timeline_ms (NULL where wait_ms is), %
 -- @column clean_collectives_pct: the share of the rank's collectives (all its profiled steps) in clean matched instances, whose waiting wait_ms counts (below 100: wait_ms is a lower bound); NULL on a rank without collectives, %
--- @column host_cpu_only_ms: the part of a GPU rank's host_busy_ms inside no op that launches GPU work (no launch call on its thread within it; user annotations aside) and no launch call: CPU work of its own (CPU tensor ops, Python the profiler records, a .item()'s Python after it returned), which fewer launches (CUDA graphs, torch.compile) would not remove; NULL on a rank without GPU ops, ms
 -- @column gpu_queued_ms: a GPU rank's GPU idle (no op of any length on any stream) whose next op's launch call had returned before the idle began: the op was queued, the GPU waits on a dependency (an event, another stream's work), not on the host (an op whose launch call was still running when the idle began, or began during it, is the host's, its launch latency included); NULL on a rank without GPU ops, ms
+-- @column host_cpu_only_ms: the part of a GPU rank's host_busy_ms inside no op that launches GPU work (no launch call on its thread within it; user annotations aside) and no launch call: CPU work of its own (CPU tensor ops, Python the profiler records, a .item()'s Python after it returned), which fewer launches (CUDA graphs, torch.compile) would not remove; NULL on a rank without GPU ops, ms
 -- (least/greatest skip NULLs in DuckDB: the sums below count only the rows a join found)
 WITH st AS (  -- the host's threads of each rank: the thread of its ProfilerSteps, and every thread that
               -- launched GPU work (PyTorch runs the backward on an autograd thread of its own, while the
