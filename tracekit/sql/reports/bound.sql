@@ -121,19 +121,18 @@ segments AS (
     SELECT rank, t, lead(t) OVER w AS next_t, sum(dh) OVER w AS h, sum(dg) OVER w AS g, sum(dq) OVER w AS q,
            sum(dl) OVER w AS l, sum(db) OVER w AS b
     FROM edges WINDOW w AS (PARTITION BY rank ORDER BY t, dh + dg + dq + dl + db ROWS UNBOUNDED PRECEDING)),
-cpu_only AS (  -- per window: the threads in their ops, inside none that launches GPU work, not blocked
-    SELECT w.rank, w.step, sum(least(x.next_t, w.end_ns) - x.t) AS ns
-    FROM segments x JOIN step_windows w ON w.rank = x.rank AND x.t >= w.ts_ns AND x.t < w.end_ns
-    WHERE x.h > 0 AND x.l <= 0 AND x.b <= 0 AND x.next_t > x.t
-    GROUP BY ALL),
-starved_host AS (  -- per window: that starved time with the threads in their ops, and in none (up to their last
-                   -- record: past it the trace says nothing of them)
+by_segment AS (  -- per window, in one pass over the segments: the threads in their ops, inside none that
+                 -- launches GPU work, not blocked (cpu_only); and the GPU's starved time with the threads in
+                 -- their ops and in none, up to their last record (past it the trace says nothing of them)
     SELECT w.rank, w.step,
-           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t) FILTER (WHERE x.h > 0) AS busy_ns,
-           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t) FILTER (WHERE x.h <= 0) AS idle_ns
+           sum(least(x.next_t, w.end_ns) - x.t) FILTER (WHERE x.h > 0 AND x.l <= 0 AND x.b <= 0) AS cpu_only_ns,
+           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t)
+               FILTER (WHERE x.g <= 0 AND x.q <= 0 AND x.t < r.last_ns AND x.h > 0) AS starved_busy_ns,
+           sum(least(x.next_t, w.end_ns, r.last_ns) - x.t)
+               FILTER (WHERE x.g <= 0 AND x.q <= 0 AND x.t < r.last_ns AND x.h <= 0) AS starved_idle_ns
     FROM segments x JOIN step_windows w ON w.rank = x.rank AND x.t >= w.ts_ns AND x.t < w.end_ns
     JOIN last_record r ON r.rank = x.rank
-    WHERE x.g <= 0 AND x.q <= 0 AND x.next_t > x.t AND x.t < r.last_ns
+    WHERE x.next_t > x.t
     GROUP BY ALL),
 m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Gloo) rank: step_breakdown's
         -- partition of its time (its CPU ops and Gloo transfers, waiting at a collective, nothing running);
@@ -146,11 +145,10 @@ m AS (  -- a GPU rank: its host threads' time against its GPU's; a CPU-only (Glo
            CASE WHEN g.rank IS NOT NULL THEN p.busy_ns END AS gpu_ns, p.wait_ns, p.starved_ns,
            CASE WHEN g.rank IS NOT NULL THEN least(t.queued_ns, p.starved_ns) END AS queued_ns,
            coalesce(s.dur_ns, p.window_ns) AS span_ns,
-           coalesce(sh.busy_ns, 0) AS starved_busy_ns, coalesce(sh.idle_ns, 0) AS starved_idle_ns,
-           CASE WHEN g.rank IS NOT NULL THEN coalesce(co.ns, 0) END AS cpu_only_ns
+           coalesce(sg.starved_busy_ns, 0) AS starved_busy_ns, coalesce(sg.starved_idle_ns, 0) AS starved_idle_ns,
+           CASE WHEN g.rank IS NOT NULL THEN coalesce(sg.cpu_only_ns, 0) END AS cpu_only_ns
     FROM parts p JOIN per_window t USING (rank, step)
-    LEFT JOIN starved_host sh USING (rank, step)
-    LEFT JOIN cpu_only co USING (rank, step)
+    LEFT JOIN by_segment sg USING (rank, step)
     LEFT JOIN gpu g ON g.rank = p.rank
     LEFT JOIN (SELECT rank, step, max(dur_ns) AS dur_ns FROM steps GROUP BY ALL) s ON s.rank = p.rank AND s.step = p.step),
 matched AS (  -- per rank: its collectives, and those in a clean instance (the only ones whose waiting is known)
